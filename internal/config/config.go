@@ -1,0 +1,194 @@
+package config
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// Config is everything vrrpd runs on one host.
+type Config struct {
+	// RouterID names this host in logs (keepalived's global_defs router_id). Empty when the
+	// file sets none; the daemon may default it to the host name.
+	RouterID string
+	// Instances are the virtual routers, in file order.
+	Instances []Instance
+	// Files are every file the load read, the main one first, then includes in the order
+	// they were read. A reloader can watch them.
+	Files []string
+}
+
+// Instance is one virtual router, fully resolved: every field holds the value the daemon
+// must use, with no "unset" markers left.
+type Instance struct {
+	// Name is the instance name (keepalived's vrrp_instance NAME), unique in a Config.
+	Name string
+	// Interface is the network interface the advertisements are sent and received on.
+	Interface string
+	// Family is the address family of the instance: that of its VIPs, or of its unicast
+	// addresses when it has no VIPs.
+	Family Family
+	// VRID is the virtual router ID, 1..255.
+	VRID uint8
+	// Priority is this router's priority, 1..255 (255 only for the address owner).
+	Priority uint8
+	// Version is the VRRP version, 2 or 3. IPv6 instances are always version 3.
+	Version vrrp.Version
+	// AdvertInterval is the advertisement interval: whole seconds for version 2,
+	// centiseconds for version 3.
+	AdvertInterval time.Duration
+	// Preempt says whether a higher-priority backup takes over from a lower-priority
+	// master (keepalived's default; nopreempt turns it off).
+	Preempt bool
+	// PreemptDelay delays preemption after startup (keepalived's preempt_delay).
+	PreemptDelay time.Duration
+	// AcceptMode says whether a non-owner master accepts packets addressed to the VIPs
+	// (keepalived's accept / no_accept).
+	AcceptMode bool
+	// InitialState is StateBackup or StateMaster (keepalived's state). keepalived treats
+	// MASTER as a wish: the router still starts as a backup unless it owns the addresses.
+	InitialState string
+	// UnicastSrc is the source address of unicast advertisements; invalid (zero) when
+	// the instance uses multicast or the daemon should pick the interface address.
+	UnicastSrc netip.Addr
+	// UnicastPeers are the peers advertisements are sent to. Empty means multicast.
+	UnicastPeers []netip.Addr
+	// MulticastGroup is the destination of multicast advertisements: 224.0.0.18 or
+	// ff02::12 unless global_defs vrrp_mcast_group4/6 overrides it.
+	MulticastGroup netip.Addr
+	// AuthType is vrrp.AuthNone or vrrp.AuthSimple (keepalived's auth_type PASS); only
+	// version 2 has authentication.
+	AuthType vrrp.AuthType
+	// AuthPass is the simple password, at most 8 bytes (longer ones are truncated with a
+	// warning, as keepalived does).
+	AuthPass string
+	// VIPs are the virtual addresses: added on becoming master and carried in the
+	// advertisements. All of the instance's family.
+	VIPs []VIP
+	// ExcludedVIPs (keepalived's virtual_ipaddress_excluded) are added and removed with
+	// the VIPs but never put in advertisements; they may be of either family.
+	ExcludedVIPs []VIP
+	// GARP are the gratuitous ARP / unsolicited neighbour advertisement settings.
+	GARP GARP
+	// Source is where the instance is defined; not part of its settings.
+	Source Position
+}
+
+// Instance states accepted in InitialState.
+const (
+	StateBackup = "BACKUP"
+	StateMaster = "MASTER"
+)
+
+// Family is an address family.
+type Family uint8
+
+// The address families of an instance.
+const (
+	IPv4 Family = 4
+	IPv6 Family = 6
+)
+
+// String returns "IPv4" or "IPv6".
+func (f Family) String() string {
+	switch f {
+	case IPv4:
+		return "IPv4"
+	case IPv6:
+		return "IPv6"
+	}
+	return "unknown family"
+}
+
+// VIP is one virtual address as keepalived writes it: addr/prefix [dev DEV] [label LABEL].
+type VIP struct {
+	// Prefix is the address with its prefix length (/32 or /128 when the file gives none).
+	Prefix netip.Prefix
+	// Dev is the interface to add the address to: the instance's interface unless given.
+	Dev string
+	// Label is the IPv4 address label (ip addr ... label), empty for none.
+	Label string
+}
+
+// GARP holds the announcement settings of keepalived's garp_* / vrrp_garp_* keywords.
+// A count of gratuitous ARPs applies equally to IPv6 unsolicited neighbour advertisements.
+type GARP struct {
+	// MasterDelay is the delay before the second burst after becoming master; 0 means no
+	// second burst (garp_master_delay, default 5s).
+	MasterDelay time.Duration
+	// MasterRepeat is how many messages each burst sends per address (garp_master_repeat,
+	// default 5).
+	MasterRepeat int
+	// MasterRefresh is the period of repeated announcements while master; 0 means none
+	// (garp_master_refresh, default 0).
+	MasterRefresh time.Duration
+	// MasterRefreshRepeat is how many messages each refresh sends per address
+	// (garp_master_refresh_repeat, default 1).
+	MasterRefreshRepeat int
+	// Interval is the pause between two gratuitous ARPs (vrrp_garp_interval, default 0).
+	Interval time.Duration
+	// NAInterval is the pause between two unsolicited neighbour advertisements
+	// (vrrp_gna_interval, default 0).
+	NAInterval time.Duration
+}
+
+// Position is a place in a configuration file.
+type Position struct {
+	File string
+	Line int
+}
+
+// String returns "file:line", or just the file when the line is unknown.
+func (p Position) String() string {
+	if p.Line <= 0 {
+		return p.File
+	}
+	return p.File + ":" + itoa(p.Line)
+}
+
+// Equal reports whether a and b have the same settings, ignoring where they are defined
+// (Source). The daemon uses it on reload: an instance that is Equal to its running
+// counterpart keeps its state, counters and VIPs.
+func (a Instance) Equal(b Instance) bool {
+	return a.Name == b.Name &&
+		a.Interface == b.Interface &&
+		a.Family == b.Family &&
+		a.VRID == b.VRID &&
+		a.Priority == b.Priority &&
+		a.Version == b.Version &&
+		a.AdvertInterval == b.AdvertInterval &&
+		a.Preempt == b.Preempt &&
+		a.PreemptDelay == b.PreemptDelay &&
+		a.AcceptMode == b.AcceptMode &&
+		a.InitialState == b.InitialState &&
+		a.UnicastSrc == b.UnicastSrc &&
+		slices.Equal(a.UnicastPeers, b.UnicastPeers) &&
+		a.MulticastGroup == b.MulticastGroup &&
+		a.AuthType == b.AuthType &&
+		a.AuthPass == b.AuthPass &&
+		slices.Equal(a.VIPs, b.VIPs) &&
+		slices.Equal(a.ExcludedVIPs, b.ExcludedVIPs) &&
+		a.GARP == b.GARP
+}
+
+// AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.
+func (a Instance) AuthData() [8]byte {
+	var d [8]byte
+	copy(d[:], a.AuthPass)
+	return d
+}
+
+// Unicast reports whether the instance sends its advertisements to unicast peers.
+func (a Instance) Unicast() bool { return len(a.UnicastPeers) > 0 }
+
+// Instance returns the instance called name, or false.
+func (c *Config) Instance(name string) (Instance, bool) {
+	for _, in := range c.Instances {
+		if in.Name == name {
+			return in, true
+		}
+	}
+	return Instance{}, false
+}
