@@ -29,11 +29,15 @@ var (
 // AuthType is the VRRPv2 authentication type (RFC 3768 §5.3.6). VRRPv3 has none.
 type AuthType uint8
 
-// VRRPv2 authentication types. Type 2 (IP authentication header) was removed by RFC 3768 and
-// is rejected as invalid, as keepalived does.
+// VRRPv2 authentication types.
 const (
 	AuthNone   AuthType = 0
 	AuthSimple AuthType = 1 // 8-byte cleartext password, keepalived's "auth_type PASS"
+	// AuthIPAH is the IP Authentication Header type of RFC 2338, removed by RFC 3768. It is
+	// never sent nor accepted, but it is a known type: keepalived 2.2.7 (built with
+	// VRRP_AUTH, as Debian's is) counts an advertisement carrying it as an auth type
+	// mismatch, not as an invalid auth type, and so does CheckAuth.
+	AuthIPAH AuthType = 2
 )
 
 // An Advertisement is one VRRP advertisement message, without the IP header.
@@ -58,22 +62,44 @@ type Advertisement struct {
 
 	// Checksum is the checksum as read from the wire (decoding) or as computed (encoding).
 	Checksum uint16
+	// ChecksumForm is the form the received checksum matched (decoding only; encoding
+	// always uses ChecksumPseudoHeader). Only v3 over IPv4 has more than one form.
+	ChecksumForm ChecksumForm
 
 	// Addresses are the virtual addresses: all IPv4 or all IPv6.
 	Addresses []netip.Addr
 }
 
-// Decoding errors. Each one feeds exactly one keepalived statistics counter (see
-// Counters.CountError), so a receive path can count a malformed packet and drop it.
+// Decoding errors. Each one feeds exactly one statistics counter (see Counters.CountError),
+// so a receive path can count a malformed packet and drop it. The comments name that counter
+// and what keepalived 2.2.7 (vrrp_check_packet) does with the same packet.
 var (
-	ErrPacketLength       = errors.New("vrrp: packet length invalid")               // packet_len_err
-	ErrInvalidType        = errors.New("vrrp: invalid message type")                // invalid_type_rcvd
-	ErrVersion            = errors.New("vrrp: unsupported or unexpected version")   // vrrpd_version_err
-	ErrChecksum           = errors.New("vrrp: checksum mismatch")                   // vrrpd_checksum_err
-	ErrAddressCount       = errors.New("vrrp: address count does not match length") // packet_len_err
-	ErrAdvertIntervalZero = errors.New("vrrp: advertisement interval is zero")      // advert_interval_err
-	ErrAuthTypeMismatch   = errors.New("vrrp: authentication type mismatch")        // authtype_mismatch
-	ErrInvalidAuthType    = errors.New("vrrp: invalid authentication type")         // invalid_authtype
-	ErrAuthFailure        = errors.New("vrrp: authentication failure")              // auth_failure
-	ErrTTL                = errors.New("vrrp: IP TTL / hop limit is not 255")       // ip_ttl_err
+	// ErrPacketLength: shorter than the fixed part of its version. packet_len_err, as keepalived.
+	ErrPacketLength = errors.New("vrrp: packet length invalid")
+	// ErrInvalidType: a message type other than Advertisement. invalid_type_rcvd, as keepalived.
+	ErrInvalidType = errors.New("vrrp: invalid message type")
+	// ErrVersion: a version other than 2 or 3, or v2 over IPv6 (the instance layer also
+	// returns it for a version other than the instance's). keepalived has no vrrp_stats
+	// counter for it (only the SNMP vrrpStatsVersionErrors), so it feeds vrrpd's own
+	// vrrpd_version_err.
+	ErrVersion = errors.New("vrrp: unsupported or unexpected version")
+	// ErrChecksum: no accepted checksum form matches. keepalived counts it only in SNMP
+	// (vrrpStatsChecksumErrors) and leaves IPv6 to the kernel; vrrpd_checksum_err here.
+	ErrChecksum = errors.New("vrrp: checksum mismatch")
+	// ErrAddressCount: the length is not the fixed part plus Count IPvX Addr addresses, too
+	// short or with trailing bytes (keepalived: "vrrp packet too long/short"). packet_len_err.
+	ErrAddressCount = errors.New("vrrp: address count does not match length")
+	// ErrAdvertIntervalZero: a v3 Max Advertise Interval of 0. keepalived 2.2.7 neither
+	// rejects it nor ever increments advert_interval_err (it drops a v2 interval mismatch
+	// uncounted); vrrpd gives the counter its RFC 2787 meaning and counts both here.
+	ErrAdvertIntervalZero = errors.New("vrrp: advertisement interval is zero")
+	// ErrAuthTypeMismatch: v2 auth type differing from the instance's. authtype_mismatch.
+	ErrAuthTypeMismatch = errors.New("vrrp: authentication type mismatch")
+	// ErrInvalidAuthType: v2 auth type not 0, 1 or 2. invalid_authtype.
+	ErrInvalidAuthType = errors.New("vrrp: invalid authentication type")
+	// ErrAuthFailure: v2 simple password differing from the instance's. auth_failure.
+	ErrAuthFailure = errors.New("vrrp: authentication failure")
+	// ErrTTL: IP TTL / hop limit not 255, checked where the IP header is read (keepalived
+	// skips the check for unicast instances). ip_ttl_err.
+	ErrTTL = errors.New("vrrp: IP TTL / hop limit is not 255")
 )
