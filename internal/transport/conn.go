@@ -1,0 +1,89 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// Family is the address family of a Conn.
+type Family int
+
+// The two families VRRP runs over.
+const (
+	IPv4 Family = 4
+	IPv6 Family = 6
+)
+
+func (f Family) String() string {
+	switch f {
+	case IPv4:
+		return "IPv4"
+	case IPv6:
+		return "IPv6"
+	}
+	return fmt.Sprintf("Family(%d)", int(f))
+}
+
+// Errors a Conn reports. They are wrapped with the interface name and the failing step, so
+// test them with errors.Is. The daemon turns ErrNoInterface, ErrInterfaceDown and
+// ErrNoAddress into FAULT and retries later; they are not fatal.
+var (
+	ErrNoInterface   = errors.New("transport: no such interface")
+	ErrInterfaceDown = errors.New("transport: interface is down")
+	ErrNoAddress     = errors.New("transport: interface has no usable source address")
+	ErrFamily        = errors.New("transport: address of the wrong family")
+	ErrClosed        = errors.New("transport: connection closed")
+)
+
+// Default batch geometry. 64 slots drain a burst of 255 masters' adverts in four calls;
+// each slot holds the largest valid VRRP message (v3 over IPv6 with 255 addresses:
+// 8 + 255*16 bytes) plus a maximal IPv4 header, so no valid advertisement is ever truncated.
+const (
+	DefaultBatchSize  = 64
+	MaxPacketSize     = 60 + 8 + 255*16
+	defaultReadBuffer = 4 << 20
+)
+
+// Options tune Open. The zero value joins the standard group and picks the source address
+// from the interface.
+type Options struct {
+	// Group is the multicast group to join and to send multicast adverts to: keepalived's
+	// vrrp_mcast_group4 / vrrp_mcast_group6. Zero means 224.0.0.18 or ff02::12.
+	Group netip.Addr
+	// NoJoin skips joining Group, for an interface where every instance is unicast (as
+	// keepalived does with unicast_peer). Sending to Group still works.
+	NoJoin bool
+	// Source is the source address to send from (keepalived's unicast_src_ip). Zero means
+	// the interface's primary IPv4 address, or its IPv6 link-local address.
+	Source netip.Addr
+	// BatchSize is the most packets one ReadBatch returns; zero means DefaultBatchSize.
+	BatchSize int
+	// ReadBuffer is the socket receive buffer in bytes (SO_RCVBUF, forced when running as
+	// root); zero means 4 MiB, enough to ride out a scheduling stall with 255 instances.
+	ReadBuffer int
+}
+
+// A Packet is one received VRRP message.
+type Packet struct {
+	// Payload is the VRRP message with the IP header stripped. It points into a buffer
+	// owned by the Conn and is valid only until the next ReadBatch.
+	Payload []byte
+	// Src and Dst are the IP source and destination (Dst is the group for multicast).
+	// IPv6 link-local sources carry no zone, so they compare equal to configured peers.
+	Src, Dst netip.Addr
+	// TTL is the IPv4 TTL or the IPv6 hop limit as received; VRRP requires 255.
+	TTL int
+	// IfIndex is the index of the interface the packet arrived on.
+	IfIndex int
+}
+
+// Stats are a Conn's own counters: packets that never reached a caller because they could
+// not be attributed to any virtual router.
+type Stats struct {
+	// Received counts packets handed to the caller.
+	Received uint64
+	// Dropped counts packets the Conn discarded: larger than MaxPacketSize, with an IPv4
+	// header that does not parse, or from another interface (a race at socket creation).
+	Dropped uint64
+}

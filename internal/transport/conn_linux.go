@@ -1,0 +1,389 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
+	"golang.org/x/sys/unix"
+)
+
+// A Conn is the VRRP socket of one interface and one address family. ReadBatch must be
+// called from one goroutine at a time (the daemon's reader); Send, Source, Refresh, Stats
+// and Close are safe to call from any goroutine.
+type Conn struct {
+	ifname string
+	fam    Family
+	group  netip.Addr
+	opt    Options
+
+	ipc  *net.IPConn
+	raw  syscall.RawConn
+	p4   *ipv4.PacketConn // socket options only; reads and writes go through raw
+	p6   *ipv6.PacketConn
+	nl   *netlink.Handle // opened in the Conn's namespace, so Refresh works from anywhere
+	recv receiver
+
+	closed atomic.Bool
+
+	mu      sync.Mutex // guards the fields below and the send scratch
+	ifindex int
+	source  netip.Addr
+	srcErr  error // why source is invalid, when it is
+	send    sender
+
+	received atomic.Uint64
+	dropped  atomic.Uint64
+}
+
+// Open opens the VRRP socket of interface ifname for family fam: bound to the device, joined
+// to the VRRP group on it, multicast loopback off, TTL / hop limit 255 for both multicast and
+// unicast, and the kernel asked to report the destination, interface and (IPv6) hop limit
+// of each packet.
+//
+// Open fails with ErrNoInterface when ifname does not exist, and with ErrNoAddress when no
+// source address can be found (an interface without IPv4 address yet, or whose IPv6
+// link-local address is still tentative); the caller retries later.
+func Open(ifname string, fam Family, opt Options) (*Conn, error) {
+	if fam != IPv4 && fam != IPv6 {
+		return nil, fmt.Errorf("transport: open %s: %w: %v", ifname, ErrFamily, fam)
+	}
+	opt.Group, opt.Source = opt.Group.Unmap(), opt.Source.Unmap()
+	group := opt.Group
+	if !group.IsValid() {
+		group = defaultGroup(fam)
+	}
+	if familyOf(group) != fam || !group.IsMulticast() {
+		return nil, fmt.Errorf("transport: open %s: group %v is not an %v multicast address: %w", ifname, group, fam, ErrFamily)
+	}
+	if opt.Source.IsValid() && familyOf(opt.Source) != fam {
+		return nil, fmt.Errorf("transport: open %s: source %v: %w", ifname, opt.Source, ErrFamily)
+	}
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = DefaultBatchSize
+	}
+	if opt.ReadBuffer <= 0 {
+		opt.ReadBuffer = defaultReadBuffer
+	}
+
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("transport: open %s: netlink: %w", ifname, err)
+	}
+	c := &Conn{ifname: ifname, fam: fam, group: group.WithZone(""), opt: opt, nl: nl}
+	if err := c.refresh(); err != nil {
+		nl.Close()
+		return nil, err
+	}
+	if err := c.openSocket(); err != nil {
+		nl.Close()
+		return nil, err
+	}
+	c.recv.init(c, opt.BatchSize)
+	c.send.init(c)
+	return c, nil
+}
+
+func (c *Conn) openSocket() error {
+	network, laddr := "ip4:112", "0.0.0.0"
+	if c.fam == IPv6 {
+		network, laddr = "ip6:112", "::"
+	}
+	// Bind to the device before the socket is bound, so that packets of other interfaces
+	// are (almost) never queued; ReadBatch drops the rare one that slips in first.
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, c.ifname)
+		})
+		if err == nil {
+			err = serr
+		}
+		if err != nil {
+			return fmt.Errorf("SO_BINDTODEVICE: %w", err)
+		}
+		return nil
+	}}
+	pc, err := lc.ListenPacket(bgContext, network, laddr)
+	if err != nil {
+		return c.wrap("listen", err)
+	}
+	c.ipc = pc.(*net.IPConn)
+	c.raw, err = c.ipc.SyscallConn()
+	if err != nil {
+		c.ipc.Close()
+		return c.wrap("syscall conn", err)
+	}
+	if err := c.configure(); err != nil {
+		c.ipc.Close()
+		return err
+	}
+	return nil
+}
+
+func (c *Conn) configure() error {
+	ifi := &net.Interface{Index: c.ifindex, Name: c.ifname}
+	group := &net.IPAddr{IP: net.IP(c.group.AsSlice())}
+	var sockopts []sockopt
+	switch c.fam {
+	case IPv4:
+		c.p4 = ipv4.NewPacketConn(c.ipc)
+		if err := c.p4.SetMulticastInterface(ifi); err != nil {
+			return c.wrap("IP_MULTICAST_IF", err)
+		}
+		if err := c.p4.SetMulticastLoopback(false); err != nil {
+			return c.wrap("IP_MULTICAST_LOOP", err)
+		}
+		if err := c.p4.SetMulticastTTL(255); err != nil {
+			return c.wrap("IP_MULTICAST_TTL", err)
+		}
+		if err := c.p4.SetTTL(255); err != nil {
+			return c.wrap("IP_TTL", err)
+		}
+		if !c.opt.NoJoin {
+			if err := c.p4.JoinGroup(ifi, group); err != nil {
+				return c.wrap("join "+c.group.String(), err)
+			}
+		}
+		// TTL, source and destination come from the IPv4 header the raw socket delivers;
+		// only the arrival interface needs a control message.
+		sockopts = []sockopt{
+			{unix.IPPROTO_IP, unix.IP_PKTINFO, 1, "IP_PKTINFO", true},
+			// Without this Linux delivers multicast of every group any socket on the host
+			// joined, e.g. another daemon's vrrp_mcast_group4.
+			{unix.IPPROTO_IP, unix.IP_MULTICAST_ALL, 0, "IP_MULTICAST_ALL", false},
+		}
+	case IPv6:
+		c.p6 = ipv6.NewPacketConn(c.ipc)
+		// We compute and verify the VRRP checksum ourselves (see the package doc).
+		if err := c.p6.SetChecksum(false, 0); err != nil {
+			return c.wrap("IPV6_CHECKSUM", err)
+		}
+		if err := c.p6.SetMulticastInterface(ifi); err != nil {
+			return c.wrap("IPV6_MULTICAST_IF", err)
+		}
+		if err := c.p6.SetMulticastLoopback(false); err != nil {
+			return c.wrap("IPV6_MULTICAST_LOOP", err)
+		}
+		if err := c.p6.SetMulticastHopLimit(255); err != nil {
+			return c.wrap("IPV6_MULTICAST_HOPS", err)
+		}
+		if err := c.p6.SetHopLimit(255); err != nil {
+			return c.wrap("IPV6_UNICAST_HOPS", err)
+		}
+		if !c.opt.NoJoin {
+			if err := c.p6.JoinGroup(ifi, group); err != nil {
+				return c.wrap("join "+c.group.String(), err)
+			}
+		}
+		sockopts = []sockopt{
+			{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO", true},
+			{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1, "IPV6_RECVHOPLIMIT", true},
+			// Linux 4.20+; older kernels simply deliver more, which the VRID demux absorbs.
+			{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL", false},
+		}
+	}
+	for _, o := range sockopts {
+		if err := c.setsockopt(o.level, o.name, o.value); err != nil && o.required {
+			return c.wrap(o.desc, err)
+		}
+	}
+	// Root (CAP_NET_ADMIN) may exceed rmem_max; otherwise settle for what SO_RCVBUF allows.
+	if err := c.setsockopt(unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, c.opt.ReadBuffer); err != nil {
+		_ = c.ipc.SetReadBuffer(c.opt.ReadBuffer)
+	}
+	return nil
+}
+
+type sockopt struct {
+	level, name, value int
+	desc               string
+	required           bool
+}
+
+func (c *Conn) setsockopt(level, name, value int) error {
+	var serr error
+	err := c.raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), level, name, value)
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Refresh re-reads the interface: its index, whether it is up, and (unless Options.Source
+// was given) the source address. It returns ErrNoInterface, ErrInterfaceDown or
+// ErrNoAddress (wrapped) when the Conn cannot send, so the daemon can hold its instances
+// in FAULT until a later Refresh succeeds. If the interface was deleted and re-created the
+// Conn must be closed and opened again (the error says so).
+func (c *Conn) Refresh() error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	oldIndex := c.IfIndex()
+	if err := c.refresh(); err != nil {
+		return err
+	}
+	if idx := c.IfIndex(); idx != oldIndex {
+		return fmt.Errorf("transport: %s was re-created (index %d, was %d): reopen: %w", c.ifname, idx, oldIndex, ErrNoInterface)
+	}
+	return nil
+}
+
+// refresh looks the interface up through the Conn's own netlink handle.
+func (c *Conn) refresh() error {
+	link, err := c.nl.LinkByName(c.ifname)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) || errors.Is(err, unix.ENODEV) {
+			return fmt.Errorf("transport: %s: %w", c.ifname, ErrNoInterface)
+		}
+		return fmt.Errorf("transport: look up %s: %w", c.ifname, err)
+	}
+	attrs := link.Attrs()
+	src, srcErr := c.opt.Source, error(nil)
+	if !src.IsValid() {
+		src, srcErr = c.pickSource(link)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ifindex == 0 {
+		c.ifindex = attrs.Index
+	}
+	if attrs.Index != c.ifindex {
+		// Reported by Refresh; keep the old index for the socket's sake.
+		return nil
+	}
+	c.source, c.srcErr = src, srcErr
+	if attrs.Flags&net.FlagUp == 0 {
+		return fmt.Errorf("transport: %s: %w", c.ifname, ErrInterfaceDown)
+	}
+	return srcErr
+}
+
+// pickSource chooses the address adverts are sent from when none is configured: for IPv4
+// the interface's primary address, skipping secondaries because the virtual addresses vrrpd
+// adds in the same subnet become secondaries and must not be the source (they move); for
+// IPv6 the link-local address (RFC 5798 §5.1.2.1), once duplicate address detection has
+// finished with it.
+func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
+	nlfam := netlink.FAMILY_V4
+	if c.fam == IPv6 {
+		nlfam = netlink.FAMILY_V6
+	}
+	addrs, err := c.nl.AddrList(link, nlfam)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("transport: list addresses of %s: %w", c.ifname, err)
+	}
+	tentative := false
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok {
+			continue
+		}
+		ip = ip.Unmap()
+		switch c.fam {
+		case IPv4:
+			if !ip.Is4() || a.Flags&unix.IFA_F_SECONDARY != 0 {
+				continue
+			}
+			return ip, nil
+		case IPv6:
+			if !ip.Is6() || !ip.IsLinkLocalUnicast() {
+				continue
+			}
+			if a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED) != 0 {
+				tentative = true
+				continue
+			}
+			return ip, nil
+		}
+	}
+	if tentative {
+		return netip.Addr{}, fmt.Errorf("transport: %s: link-local address still tentative (DAD): %w", c.ifname, ErrNoAddress)
+	}
+	if c.fam == IPv4 {
+		return netip.Addr{}, fmt.Errorf("transport: %s has no primary IPv4 address: %w", c.ifname, ErrNoAddress)
+	}
+	return netip.Addr{}, fmt.Errorf("transport: %s has no IPv6 link-local address: %w", c.ifname, ErrNoAddress)
+}
+
+// Source is the address adverts are sent from; the VRRP checksum's pseudo-header must use
+// it. It is invalid (the zero Addr) when the interface has no usable address.
+func (c *Conn) Source() netip.Addr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.source
+}
+
+// Group is the multicast group this Conn joined (or would have, with NoJoin).
+func (c *Conn) Group() netip.Addr { return c.group }
+
+// Family is the Conn's address family.
+func (c *Conn) Family() Family { return c.fam }
+
+// Interface is the name of the Conn's interface.
+func (c *Conn) Interface() string { return c.ifname }
+
+// IfIndex is the index of the Conn's interface.
+func (c *Conn) IfIndex() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ifindex
+}
+
+// Stats returns the Conn's counters.
+func (c *Conn) Stats() Stats {
+	return Stats{Received: c.received.Load(), Dropped: c.dropped.Load()}
+}
+
+// Close closes the socket; a ReadBatch blocked in another goroutine returns ErrClosed.
+func (c *Conn) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	err := c.ipc.Close()
+	c.nl.Close()
+	return err
+}
+
+// wrap turns a socket error into one that names the interface and step, mapping the errnos
+// that mean "the interface is not usable right now" to this package's sentinel errors.
+func (c *Conn) wrap(step string, err error) error {
+	switch {
+	case errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("transport: %s %v %s: %w", c.ifname, c.fam, step, ErrClosed)
+	case errors.Is(err, unix.ENETDOWN):
+		return fmt.Errorf("transport: %s %v %s: %w (%v)", c.ifname, c.fam, step, ErrInterfaceDown, err)
+	case errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):
+		return fmt.Errorf("transport: %s %v %s: %w (%v)", c.ifname, c.fam, step, ErrNoInterface, err)
+	case errors.Is(err, unix.EADDRNOTAVAIL):
+		return fmt.Errorf("transport: %s %v %s: %w (%v)", c.ifname, c.fam, step, ErrNoAddress, err)
+	}
+	return fmt.Errorf("transport: %s %v %s: %w", c.ifname, c.fam, step, err)
+}
+
+var bgContext = context.Background()
+
+func defaultGroup(fam Family) netip.Addr {
+	if fam == IPv6 {
+		return netip.AddrFrom16([16]byte{0xff, 0x02, 15: 0x12})
+	}
+	return netip.AddrFrom4([4]byte{224, 0, 0, 18})
+}
+
+func familyOf(a netip.Addr) Family {
+	if a.Is4() {
+		return IPv4
+	}
+	return IPv6
+}
