@@ -1,7 +1,6 @@
 package ipam
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -41,9 +40,6 @@ func ParseRequested(s string) ([]netip.Addr, error) {
 			}
 		}
 		out = append(out, a)
-	}
-	if len(out) > 2 {
-		return nil, errors.New("more than two addresses") // unreachable: one per family
 	}
 	return out, nil
 }
