@@ -1,0 +1,515 @@
+package vrrp
+
+import (
+	"net/netip"
+	"time"
+)
+
+// An Instance is the state machine of one virtual router (RFC 5798 §6, with the changes of
+// RFC 9568, VRRPv2 as RFC 3768, and keepalived's FAULT state and preempt_delay).
+//
+// It does no I/O. Every input is a method that takes the current time and a slice to append
+// actions to, and returns the extended slice; the caller carries the actions out in order
+// (see ActionKind for the sequences). With enough capacity in the slice an input allocates
+// nothing. The caller calls HandleTimer when the time reaches Deadline.
+//
+// An Instance is not safe for concurrent use: one loop feeds it.
+type Instance struct {
+	cfg      Config
+	authData [8]byte
+
+	state    State
+	priority uint8 // effective priority: Config.Priority unless SetPriority changed it
+
+	// masterAdverInterval is Master_Adver_Interval: the interval of the master we follow
+	// (v3 adopts it from the advertisements), our own until we have heard one.
+	masterAdverInterval time.Duration
+
+	timer    TimerKind
+	deadline time.Time
+
+	master         netip.Addr // the current master's address, ours when Master
+	masterPriority uint8      // the priority it last advertised
+
+	fault       bool
+	faultReason Reason
+
+	// preemptAt is keepalived's preempt_time: until then a lower-priority master is
+	// tolerated. Zero means no delay is running.
+	preemptAt time.Time
+
+	counters Counters
+}
+
+// NewInstance returns an instance of c in state Init. It copies c (VIPs included), so the
+// caller may reuse c.
+func NewInstance(c Config) (*Instance, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	i := &Instance{}
+	i.setConfig(c)
+	i.priority = c.Priority
+	i.masterAdverInterval = c.AdvertInterval
+	return i, nil
+}
+
+func (i *Instance) setConfig(c Config) {
+	i.cfg = c.clone()
+	i.authData = c.AuthData()
+}
+
+// Config returns the instance's configuration. Its VIPs slice is the instance's own; do not
+// modify it.
+func (i *Instance) Config() Config { return i.cfg }
+
+// State returns the current state.
+func (i *Instance) State() State { return i.state }
+
+// Priority returns the effective priority: the one advertised and used in elections.
+func (i *Instance) Priority() uint8 { return i.priority }
+
+// Deadline returns when HandleTimer is due, or the zero time when no timer runs.
+func (i *Instance) Deadline() time.Time { return i.deadline }
+
+// Timer returns which timer runs: Adver_Timer in Master, Master_Down_Timer in Backup,
+// none otherwise.
+func (i *Instance) Timer() TimerKind { return i.timer }
+
+// Master returns the current master's address: Config.Primary when this instance is
+// Master, the source of the last accepted advertisement in Backup, and the zero Addr when
+// no master is known (Init, Fault, or a Backup that has heard nobody yet).
+func (i *Instance) Master() netip.Addr { return i.master }
+
+// MasterPriority returns the priority the current master last advertised (ours when
+// Master), or 0 when no master is known.
+func (i *Instance) MasterPriority() uint8 { return i.masterPriority }
+
+// MasterAdverInterval returns Master_Adver_Interval.
+func (i *Instance) MasterAdverInterval() time.Duration { return i.masterAdverInterval }
+
+// SkewTime returns Skew_Time for the effective priority and Master_Adver_Interval.
+func (i *Instance) SkewTime() time.Duration { return SkewTime(i.priority, i.masterAdverInterval) }
+
+// MasterDownInterval returns Master_Down_Interval for the effective priority and
+// Master_Adver_Interval.
+func (i *Instance) MasterDownInterval() time.Duration {
+	return MasterDownInterval(i.priority, i.masterAdverInterval)
+}
+
+// Fault reports whether a fault is set (SetFault), whatever the state.
+func (i *Instance) Fault() bool { return i.fault }
+
+// Counters returns a copy of the statistics.
+func (i *Instance) Counters() Counters { return i.counters }
+
+// CountError counts a decoding error (see Counters.CountError) against this instance. The
+// transport calls it for packets it has attributed to this virtual router but could not
+// decode, and with ErrTTL for a TTL or hop limit other than 255.
+func (i *Instance) CountError(err error) bool { return i.counters.CountError(err) }
+
+// Start leaves Init (RFC 5798 §6.4.1): the address owner (priority 255) becomes Master at
+// once; any other router becomes Backup and waits Master_Down_Interval. With a fault set it
+// goes to Fault instead. Start in any state but Init does nothing.
+func (i *Instance) Start(now time.Time, out []Action) []Action {
+	if i.state != StateInit {
+		return out
+	}
+	if i.fault {
+		i.state = StateFault
+		return append(out, Action{Kind: ActionStateChange, From: StateInit, To: StateFault, Reason: i.faultReason})
+	}
+	return i.startup(now, StateInit, ReasonStartup, out)
+}
+
+// startup is the Startup event of Initialize, also used when a fault clears.
+func (i *Instance) startup(now time.Time, from State, reason Reason, out []Action) []Action {
+	if i.priority == PriorityOwner {
+		if reason == ReasonStartup {
+			reason = ReasonAddressOwner
+		}
+		return i.becomeMaster(now, from, reason, out)
+	}
+	i.state = StateBackup
+	i.masterAdverInterval = i.cfg.AdvertInterval
+	i.master = netip.Addr{}
+	i.masterPriority = 0
+	i.preemptAt = time.Time{}
+	if i.cfg.PreemptDelay > 0 {
+		i.preemptAt = now.Add(i.cfg.PreemptDelay)
+	}
+	out = append(out, Action{Kind: ActionStateChange, From: from, To: StateBackup, Reason: reason})
+	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
+}
+
+// HandleAdvert processes an advertisement received from src, already decoded and with its
+// TTL checked by the transport (RFC 5798 §7.1 for the checks, §6.4 for what follows).
+//
+// The checks that depend on the configuration happen here and feed the counters as
+// keepalived's do: a version other than ours (vrrpd_version_err), v2 authentication
+// (invalid_authtype, authtype_mismatch, auth_failure), a v2 interval other than ours or a
+// v3 interval of zero (advert_interval_err); such advertisements are dropped. One that
+// passes counts in advert_rcvd; an address list other than ours then counts in
+// addr_list_err but is accepted (RFC 9568 §7.1, keepalived >= 2.3.3), and priority 0
+// counts in pri_zero_rcvd.
+//
+// Advertisements for another VRID are not this instance's and are ignored uncounted, as
+// are those with our own Primary as source (our own, looped back). In Init nothing is
+// processed; in Fault advertisements are checked and counted but change nothing.
+func (i *Instance) HandleAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
+	if a == nil || i.state == StateInit || a.VRID != i.cfg.VRID || src == i.cfg.Primary {
+		return out
+	}
+	if !i.check(a) {
+		return out
+	}
+	i.counters.AdvertRcvd++
+	if !sameAddresses(a.Addresses, i.cfg.VIPs) {
+		i.counters.AddrListErr++
+	}
+	if a.Priority == 0 {
+		i.counters.PriZeroRcvd++
+	}
+	switch i.state {
+	case StateBackup:
+		return i.backupAdvert(now, a, src, out)
+	case StateMaster:
+		return i.masterAdvert(now, a, src, out)
+	}
+	return out
+}
+
+// check applies the configuration-dependent checks of RFC 5798 §7.1 and RFC 3768 §7.1,
+// counting what fails.
+func (i *Instance) check(a *Advertisement) bool {
+	if a.Version != i.cfg.Version {
+		i.counters.VersionErr++
+		return false
+	}
+	if a.Type != TypeAdvertisement {
+		i.counters.InvalidTypeRcvd++
+		return false
+	}
+	if err := a.CheckAuth(i.cfg.AuthType, i.authData); err != nil {
+		i.counters.CountError(err)
+		return false
+	}
+	iv := a.Interval()
+	if iv == 0 || (a.Version == Version2 && iv != i.cfg.AdvertInterval) {
+		// A v3 interval of zero is malformed. RFC 3768 §7.1: a v2 router MUST discard
+		// an advertisement whose interval differs from its own.
+		i.counters.AdvertIntervalErr++
+		return false
+	}
+	return true
+}
+
+// backupAdvert is RFC 5798 §6.4.2 on receiving an advertisement, with keepalived's
+// preempt_delay.
+func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
+	if a.Priority == 0 {
+		// The master is leaving: take over after Skew_Time, so the highest backup
+		// goes first.
+		return i.arm(TimerMasterDown, now.Add(i.SkewTime()), out)
+	}
+	delay := i.cfg.PreemptDelay > 0
+	if i.cfg.Preempt && a.Priority < i.priority && !(delay && (i.preemptAt.IsZero() || now.Before(i.preemptAt))) {
+		// Preempt: ignore a lower-priority master and let Master_Down_Timer run out.
+		return out
+	}
+	if i.cfg.Version == Version3 {
+		i.masterAdverInterval = a.Interval()
+	}
+	i.master = src
+	i.masterPriority = a.Priority
+	if delay {
+		if a.Priority >= i.priority {
+			i.preemptAt = time.Time{}
+		} else if i.preemptAt.IsZero() {
+			i.preemptAt = now.Add(i.cfg.PreemptDelay)
+		}
+	}
+	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
+}
+
+// masterAdvert is RFC 5798 §6.4.3 on receiving an advertisement, as changed by RFC 9568.
+func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
+	higher := a.Priority > i.priority
+	if higher || (a.Priority == i.priority && src.Compare(i.cfg.Primary) > 0) {
+		reason := ReasonPreempted
+		if !higher {
+			reason = ReasonHigherAddress
+		}
+		iv := i.cfg.AdvertInterval
+		if i.cfg.Version == Version3 {
+			iv = a.Interval()
+		}
+		out = i.leaveMaster(StateBackup, reason, false, out)
+		i.masterAdverInterval = iv
+		i.master = src
+		i.masterPriority = a.Priority
+		return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
+	}
+	// Priority 0 (RFC 5798) or a lower priority (RFC 9568): advertise at once, so a
+	// departing master's backups or a lower-priority router that thinks it is master
+	// hear from us without waiting for Adver_Timer.
+	out = i.send(i.priority, out)
+	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+}
+
+// HandleTimer processes the expiry of the running timer. Called before Deadline, or with
+// no timer running, it does nothing, so a late or spurious wake-up is harmless.
+func (i *Instance) HandleTimer(now time.Time, out []Action) []Action {
+	if i.timer == TimerNone || now.Before(i.deadline) {
+		return out
+	}
+	switch {
+	case i.state == StateMaster && i.timer == TimerAdvert:
+		out = i.send(i.priority, out)
+		return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+	case i.state == StateBackup && i.timer == TimerMasterDown:
+		return i.becomeMaster(now, StateBackup, ReasonMasterDown, out)
+	}
+	return out
+}
+
+// Shutdown stops the instance (RFC 5798 §6.4.2, §6.4.3): a Master sends priority 0 so a
+// backup takes over after Skew_Time, and drops the VIPs. The instance ends in Init and may
+// Start again.
+func (i *Instance) Shutdown(now time.Time, out []Action) []Action {
+	switch i.state {
+	case StateMaster:
+		out = i.leaveMaster(StateInit, ReasonShutdown, true, out)
+		return i.stop(out)
+	case StateBackup:
+		i.state = StateInit
+		out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateInit, Reason: ReasonShutdown})
+		i.forgetMaster()
+		return i.stop(out)
+	case StateFault:
+		i.state = StateInit
+		return append(out, Action{Kind: ActionStateChange, From: StateFault, To: StateInit, Reason: ReasonShutdown})
+	}
+	return out
+}
+
+// SetFault sets or clears keepalived's FAULT condition: the interface is down or a tracked
+// object failed. Entering Fault, a Master sends priority 0 and drops its VIPs, as
+// keepalived does; no timer runs and no advertisement is sent until the fault clears,
+// when the instance starts again as from Init (Backup, or Master for the address owner).
+// In Init the flag is only recorded and Start goes to Fault. Setting the flag it already
+// has does nothing.
+func (i *Instance) SetFault(now time.Time, fault bool, reason Reason, out []Action) []Action {
+	if fault == i.fault {
+		return out
+	}
+	i.fault = fault
+	if fault {
+		i.faultReason = reason
+		switch i.state {
+		case StateMaster:
+			out = i.leaveMaster(StateFault, reason, true, out)
+			return i.stop(out)
+		case StateBackup:
+			i.state = StateFault
+			out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateFault, Reason: reason})
+			i.forgetMaster()
+			return i.stop(out)
+		}
+		return out
+	}
+	i.faultReason = ""
+	if i.state != StateFault {
+		return out
+	}
+	if reason == "" {
+		reason = ReasonFaultCleared
+	}
+	return i.startup(now, StateFault, reason, out)
+}
+
+// SetPriority changes the effective priority, as tracking does in keepalived (base
+// priority plus weights). 0 is taken as 1, since 0 only ever means a master leaving. A
+// Master advertises the new priority at once, so backups that should now preempt learn it
+// without waiting; a Backup uses it from the next advertisement on.
+func (i *Instance) SetPriority(now time.Time, p uint8, out []Action) []Action {
+	if p == 0 {
+		p = 1
+	}
+	if p == i.priority {
+		return out
+	}
+	i.priority = p
+	if i.state == StateMaster {
+		i.masterPriority = p
+		out = i.send(p, out)
+		return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+	}
+	return out
+}
+
+// Reconfigure applies a new configuration. A change of VRID, version or address family
+// restarts the instance (Shutdown, then Start unless it was in Init). Anything else is
+// applied in place: a Master removes the VIPs that went, adds and announces the new ones,
+// and advertises at once if anything it advertises changed; a changed Config.Priority
+// replaces the effective priority; a Backup that becomes the address owner takes over.
+// An invalid configuration is an error and changes nothing.
+func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action, error) {
+	if err := c.Validate(); err != nil {
+		return out, err
+	}
+	old := i.cfg
+	if c.VRID != old.VRID || c.Version != old.Version || c.Primary.Is4() != old.Primary.Is4() {
+		was := i.state
+		out = i.Shutdown(now, out)
+		i.setConfig(c)
+		i.priority = c.Priority
+		i.masterAdverInterval = c.AdvertInterval
+		if was == StateInit {
+			return out, nil
+		}
+		if i.fault {
+			i.state = StateFault
+			return append(out, Action{Kind: ActionStateChange, From: StateInit, To: StateFault, Reason: i.faultReason}), nil
+		}
+		return i.startup(now, StateInit, ReasonReconfigured, out), nil
+	}
+
+	i.setConfig(c)
+	if c.Priority != old.Priority {
+		i.priority = c.Priority
+	}
+	if c.PreemptDelay == 0 {
+		i.preemptAt = time.Time{}
+	}
+	switch i.state {
+	case StateMaster:
+		removed := prefixesNotIn(old.VIPs, i.cfg.VIPs)
+		added := prefixesNotIn(i.cfg.VIPs, old.VIPs)
+		if len(removed) > 0 {
+			out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
+		}
+		if len(added) > 0 {
+			out = append(out, Action{Kind: ActionAddVIPs, VIPs: added})
+		}
+		changed := len(removed) > 0 || len(added) > 0 || c.Priority != old.Priority ||
+			c.AdvertInterval != old.AdvertInterval || c.AuthType != old.AuthType ||
+			c.AuthPass != old.AuthPass || c.Primary != old.Primary
+		if changed {
+			i.masterPriority = i.priority
+			i.master = c.Primary
+			out = i.send(i.priority, out)
+		}
+		if len(added) > 0 {
+			out = append(out, Action{Kind: ActionAnnounce, VIPs: added})
+		}
+		if changed {
+			out = i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+		}
+	case StateBackup:
+		if c.Version == Version2 || i.master == (netip.Addr{}) {
+			// v2 always runs on its own interval; a v3 backup that has heard no
+			// master yet has nothing to adopt.
+			i.masterAdverInterval = c.AdvertInterval
+		}
+		if i.priority == PriorityOwner {
+			return i.becomeMaster(now, StateBackup, ReasonPriorityChanged, out), nil
+		}
+	}
+	return out, nil
+}
+
+// becomeMaster is the transition to Master (RFC 5798 §6.4.1 for the owner, §6.4.2 when
+// Master_Down_Timer fires).
+func (i *Instance) becomeMaster(now time.Time, from State, reason Reason, out []Action) []Action {
+	i.state = StateMaster
+	i.counters.BecomeMaster++
+	i.master = i.cfg.Primary
+	i.masterPriority = i.priority
+	i.preemptAt = time.Time{}
+	out = append(out,
+		Action{Kind: ActionStateChange, From: from, To: StateMaster, Reason: reason},
+		Action{Kind: ActionAddVIPs, VIPs: i.cfg.VIPs})
+	out = i.send(i.priority, out)
+	out = append(out, Action{Kind: ActionAnnounce, VIPs: i.cfg.VIPs})
+	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+}
+
+// leaveMaster reports the transition out of Master, sends priority 0 if asked, and
+// removes the VIPs. The caller arms or stops the timer.
+func (i *Instance) leaveMaster(to State, reason Reason, priorityZero bool, out []Action) []Action {
+	i.state = to
+	i.counters.ReleaseMaster++
+	i.forgetMaster()
+	out = append(out, Action{Kind: ActionStateChange, From: StateMaster, To: to, Reason: reason})
+	if priorityZero {
+		out = i.send(0, out)
+	}
+	return append(out, Action{Kind: ActionRemoveVIPs, VIPs: i.cfg.VIPs})
+}
+
+func (i *Instance) forgetMaster() {
+	i.master = netip.Addr{}
+	i.masterPriority = 0
+	i.masterAdverInterval = i.cfg.AdvertInterval
+	i.preemptAt = time.Time{}
+}
+
+func (i *Instance) send(priority uint8, out []Action) []Action {
+	i.counters.AdvertSent++
+	if priority == 0 {
+		i.counters.PriZeroSent++
+	}
+	return append(out, Action{Kind: ActionSendAdvert, Priority: priority})
+}
+
+func (i *Instance) arm(k TimerKind, at time.Time, out []Action) []Action {
+	i.timer = k
+	i.deadline = at
+	return append(out, Action{Kind: ActionArmTimer, Timer: k, At: at})
+}
+
+func (i *Instance) stop(out []Action) []Action {
+	i.timer = TimerNone
+	i.deadline = time.Time{}
+	return append(out, Action{Kind: ActionStopTimer})
+}
+
+// sameAddresses reports whether addrs holds exactly the addresses of vips, in any order.
+// vips has no duplicates (Validate), so equal lengths and every VIP present suffice.
+func sameAddresses(addrs []netip.Addr, vips []netip.Prefix) bool {
+	if len(addrs) != len(vips) {
+		return false
+	}
+	for _, p := range vips {
+		found := false
+		for _, a := range addrs {
+			if a == p.Addr() {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// prefixesNotIn returns the prefixes of a that are not in b, or nil.
+func prefixesNotIn(a, b []netip.Prefix) []netip.Prefix {
+	var r []netip.Prefix
+	for _, p := range a {
+		found := false
+		for _, q := range b {
+			if p == q {
+				found = true
+				break
+			}
+		}
+		if !found {
+			r = append(r, p)
+		}
+	}
+	return r
+}
