@@ -1,0 +1,229 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// item is one element of a keepalived.conf token stream after includes are expanded: a
+// statement (a keyword and its values, from one line) or an opening or closing brace.
+type item struct {
+	kind  itemKind
+	pos   Position
+	words []string // itemStatement only: the keyword first
+}
+
+type itemKind uint8
+
+const (
+	itemStatement itemKind = iota
+	itemOpen
+	itemClose
+)
+
+// maxIncludeDepth bounds nested includes; keepalived has no cycle check of its own, we
+// prefer a clear error to a stack overflow.
+const maxIncludeDepth = 8
+
+// lexer turns keepalived.conf files into items, following include.
+type lexer struct {
+	items    []item
+	warnings []Warning
+	files    []string
+	stack    []string // files being read, to detect include cycles
+}
+
+// lexFile reads path and appends its items. from is the position of the include that
+// pulled it in (zero for the main file).
+func (lx *lexer) lexFile(path string, from Position) error {
+	for _, f := range lx.stack {
+		if f == path {
+			return &Error{Pos: from, Message: fmt.Sprintf("include cycle: %s includes itself", path)}
+		}
+	}
+	if len(lx.stack) >= maxIncludeDepth {
+		return &Error{Pos: from, Message: fmt.Sprintf("includes nested more than %d deep", maxIncludeDepth)}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if from.File == "" {
+			return err
+		}
+		return &Error{Pos: from, Message: fmt.Sprintf("include: %v", err)}
+	}
+	lx.files = append(lx.files, path)
+	lx.stack = append(lx.stack, path)
+	defer func() { lx.stack = lx.stack[:len(lx.stack)-1] }()
+	return lx.lexData(path, data)
+}
+
+// lexData splits data, read from file name, into items.
+func (lx *lexer) lexData(name string, data []byte) error {
+	for i, text := range strings.Split(string(data), "\n") {
+		pos := Position{File: name, Line: i + 1}
+		tokens, err := splitLine(text)
+		if err != nil {
+			return &Error{Pos: pos, Message: err.Error()}
+		}
+		if len(tokens) > 0 && tokens[0] == "include" {
+			if err := lx.include(name, pos, tokens[1:]); err != nil {
+				return err
+			}
+			continue
+		}
+		lx.addLine(pos, tokens)
+	}
+	return nil
+}
+
+// addLine turns one line's tokens into items. Braces end a statement, so that
+// "global_defs { router_id h1" is the statement global_defs, a brace, and the statement
+// router_id h1, as keepalived reads it.
+func (lx *lexer) addLine(pos Position, tokens []string) {
+	var words []string
+	flush := func() {
+		if len(words) > 0 {
+			lx.items = append(lx.items, item{kind: itemStatement, pos: pos, words: words})
+			words = nil
+		}
+	}
+	for _, t := range tokens {
+		switch t {
+		case "{":
+			flush()
+			lx.items = append(lx.items, item{kind: itemOpen, pos: pos})
+		case "}":
+			flush()
+			lx.items = append(lx.items, item{kind: itemClose, pos: pos})
+		default:
+			words = append(words, t)
+		}
+	}
+	flush()
+}
+
+// include expands "include PATTERN": a glob, relative to the directory of the including
+// file, whose matches are read in sorted order as keepalived does.
+func (lx *lexer) include(name string, pos Position, args []string) error {
+	if len(args) == 0 {
+		return &Error{Pos: pos, Message: "include needs a file name or pattern"}
+	}
+	if len(args) > 1 {
+		lx.warnings = append(lx.warnings, Warning{Pos: pos, Message: fmt.Sprintf("include takes one pattern; ignoring %q", strings.Join(args[1:], " "))})
+	}
+	pattern := args[0]
+	if !filepath.IsAbs(pattern) {
+		pattern = filepath.Join(filepath.Dir(name), pattern)
+	}
+	matches, err := filepath.Glob(pattern)
+	if err != nil {
+		return &Error{Pos: pos, Message: fmt.Sprintf("include %q: bad pattern: %v", args[0], err)}
+	}
+	if len(matches) == 0 {
+		// keepalived logs "No config files matched" and goes on.
+		lx.warnings = append(lx.warnings, Warning{Pos: pos, Message: fmt.Sprintf("include %q matches no files", args[0])})
+		return nil
+	}
+	sort.Strings(matches)
+	for _, m := range matches {
+		if st, err := os.Stat(m); err == nil && st.IsDir() {
+			continue
+		}
+		if err := lx.lexFile(m, pos); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitLine splits one line into tokens: words separated by blanks, "{" and "}" as tokens
+// of their own, "quoted strings" as one token without the quotes. A token starting with
+// '#' or '!' starts a comment that runs to the end of the line.
+func splitLine(line string) ([]string, error) {
+	var tokens []string
+	i := 0
+	for i < len(line) {
+		c := line[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		case c == '#' || c == '!':
+			return tokens, nil
+		case c == '{' || c == '}':
+			tokens = append(tokens, string(c))
+			i++
+		case c == '"':
+			end := strings.IndexByte(line[i+1:], '"')
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated quoted string")
+			}
+			tokens = append(tokens, line[i+1:i+1+end])
+			i += end + 2
+		default:
+			j := i
+			for j < len(line) && !strings.ContainsRune(" \t\r\f\v{}\"", rune(line[j])) {
+				j++
+			}
+			tokens = append(tokens, line[i:j])
+			i = j
+		}
+	}
+	return tokens, nil
+}
+
+// node is a statement with its block, if it has one.
+type node struct {
+	pos      Position
+	words    []string
+	hasBlock bool
+	children []node
+}
+
+func (n node) key() string    { return n.words[0] }
+func (n node) args() []string { return n.words[1:] }
+
+// buildTree nests items into statements with blocks. A "{" belongs to the statement just
+// before it, on the same line or the line before.
+func buildTree(items []item) ([]node, error) {
+	var root []node
+	type frame struct {
+		children []node
+		parent   node
+	}
+	var stack []frame
+	cur := &root
+	for i := 0; i < len(items); i++ {
+		it := items[i]
+		switch it.kind {
+		case itemStatement:
+			*cur = append(*cur, node{pos: it.pos, words: it.words})
+		case itemOpen:
+			if len(*cur) == 0 || (*cur)[len(*cur)-1].hasBlock || (i > 0 && items[i-1].kind != itemStatement) {
+				return nil, &Error{Pos: it.pos, Message: "unexpected \"{\" without a keyword before it"}
+			}
+			parent := (*cur)[len(*cur)-1]
+			*cur = (*cur)[:len(*cur)-1]
+			parent.hasBlock = true
+			stack = append(stack, frame{children: *cur, parent: parent})
+			var children []node
+			cur = &children
+		case itemClose:
+			if len(stack) == 0 {
+				return nil, &Error{Pos: it.pos, Message: "unexpected \"}\" with no block open"}
+			}
+			f := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			f.parent.children = *cur
+			outer := append(f.children, f.parent)
+			cur = &outer
+		}
+	}
+	if len(stack) > 0 {
+		open := stack[len(stack)-1].parent
+		return nil, &Error{Pos: open.pos, Message: fmt.Sprintf("missing \"}\": block of %q opened here is never closed", open.key())}
+	}
+	return *cur, nil
+}

@@ -1,0 +1,130 @@
+package config
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+)
+
+// Format is a configuration file format.
+type Format uint8
+
+// The formats Load understands.
+const (
+	FormatKeepalived Format = iota + 1 // keepalived.conf
+	FormatYAML                         // vrrpd's native YAML
+)
+
+func (f Format) String() string {
+	switch f {
+	case FormatKeepalived:
+		return "keepalived.conf"
+	case FormatYAML:
+		return "YAML"
+	}
+	return "unknown format"
+}
+
+// Load reads the configuration at path, in either format (see DetectFormat), following
+// keepalived.conf includes. On any error it returns a nil Config: a file with an error
+// is never half applied. Warnings are returned with a successful load, and with an
+// error as far as they were collected.
+func Load(path string) (*Config, []Warning, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse is Load on data already read from the file called name. keepalived.conf includes
+// are still read from disk, relative to name's directory.
+func Parse(name string, data []byte) (*Config, []Warning, error) {
+	switch DetectFormat(data) {
+	case FormatYAML:
+		return parseYAML(name, data)
+	default:
+		return parseKeepalivedConf(name, data)
+	}
+}
+
+// yamlKey matches the start of a YAML mapping ("routerID:", "instances:"), which a
+// keepalived.conf line never is.
+var yamlKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*:(\s|$)`)
+
+// DetectFormat tells a YAML file from a keepalived.conf by its first line that is not
+// blank or a comment: YAML starts with "key:", "---" or "{"; anything else (global_defs,
+// vrrp_instance, include, ...) is keepalived.conf.
+func DetectFormat(data []byte) Format {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		if line == "---" || strings.HasPrefix(line, "--- ") || line[0] == '{' || yamlKey.MatchString(line) {
+			return FormatYAML
+		}
+		return FormatKeepalived
+	}
+	return FormatKeepalived
+}
+
+func parseKeepalivedConf(name string, data []byte) (*Config, []Warning, error) {
+	lx := &lexer{files: []string{name}, stack: []string{name}}
+	if err := lx.lexData(name, data); err != nil {
+		return nil, lx.warnings, err
+	}
+	tree, err := buildTree(lx.items)
+	if err != nil {
+		return nil, lx.warnings, err
+	}
+	p, err := parseKeepalived(tree)
+	ws := lx.warnings
+	if p != nil {
+		ws = append(ws, p.warnings...)
+	}
+	if err != nil {
+		return nil, ws, err
+	}
+	cfg := &Config{RouterID: p.g.routerID, Files: lx.files}
+	return finish(cfg, p.drafts, p.g, ws)
+}
+
+// finish resolves every draft and checks the instances against each other. It reports
+// every invalid instance, not just the first, so "vrrpd check" shows them all.
+func finish(cfg *Config, drafts []draft, g globals, ws []Warning) (*Config, []Warning, error) {
+	var errs []error
+	for _, d := range drafts {
+		in, iws, err := resolve(d, g)
+		ws = append(ws, iws...)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cfg.Instances = append(cfg.Instances, in)
+	}
+	if len(errs) == 0 {
+		if err := checkUnique(cfg.Instances); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, ws, errors.Join(errs...)
+	}
+	return cfg, ws, nil
+}
+
+// FormatWarnings renders warnings one per line, for logs and "vrrpd check".
+func FormatWarnings(ws []Warning) string {
+	var b strings.Builder
+	for _, w := range ws {
+		fmt.Fprintln(&b, w.Error())
+	}
+	return b.String()
+}
