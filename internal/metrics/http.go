@@ -1,0 +1,134 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Paths served by Handler.
+const (
+	MetricsPath = "/metrics"
+	HealthPath  = "/healthz"
+	StatusPath  = "/status"
+)
+
+// DefaultAddress is keepalived_exporter's port, which the original operator's sidecar used.
+const DefaultAddress = ":9650"
+
+// Options tune Handler.
+type Options struct {
+	// Health reports whether the daemon is alive; /healthz answers 200 when it returns nil
+	// and 503 with the error otherwise. Nil means always healthy. Heartbeat.Check makes
+	// one from the daemon loop's heartbeat.
+	Health func() error
+	// Registry, if set, receives the collectors instead of a fresh registry, for a
+	// program that registers metrics of its own. The Go runtime and process collectors
+	// are added only to the fresh registry.
+	Registry *prometheus.Registry
+}
+
+// Handler returns the HTTP handler of vrrpd's endpoints: MetricsPath, HealthPath,
+// StatusPath, and an index at "/". It fails only if opt.Registry already holds metrics
+// with the same names.
+func Handler(src Source, opt Options) (http.Handler, error) {
+	reg := opt.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	if err := reg.Register(NewCollector(src)); err != nil {
+		return nil, fmt.Errorf("metrics: register collector: %w", err)
+	}
+	mux := http.NewServeMux()
+	// Plain text exposition, not OpenMetrics: OpenMetrics would add _total to the
+	// keepalived_exporter counter names that dashboards query without it.
+	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+	}))
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if opt.Health != nil {
+			if err := opt.Health(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "unhealthy: %v\n", err)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(NewStatus(src.Snapshot()))
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>vrrpd</title></head><body><h1>vrrpd</h1>
+<p><a href="%s">metrics</a> &middot; <a href="%s">health</a> &middot; <a href="%s">status</a></p></body></html>
+`, MetricsPath, HealthPath, StatusPath)
+	})
+	return mux, nil
+}
+
+// NewServer returns an http.Server for addr (DefaultAddress if empty) serving Handler,
+// with timeouts so a stuck client cannot pin a connection forever. The caller runs
+// ListenAndServe and Shutdown.
+func NewServer(addr string, src Source, opt Options) (*http.Server, error) {
+	if addr == "" {
+		addr = DefaultAddress
+	}
+	h, err := Handler(src, opt)
+	if err != nil {
+		return nil, err
+	}
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+	}, nil
+}
+
+// Heartbeat tells /healthz whether the daemon's loop still turns: the loop calls Beat on
+// every iteration (at least once per its longest idle wait), and Check fails once the last
+// beat is older than a limit. The zero value is ready; it is safe for concurrent use.
+type Heartbeat struct {
+	last atomic.Int64 // unix nanoseconds of the latest Beat; 0 before the first
+}
+
+// Beat records that the loop is alive at now.
+func (h *Heartbeat) Beat(now time.Time) { h.last.Store(now.UnixNano()) }
+
+// Last is the time of the latest Beat (zero before the first).
+func (h *Heartbeat) Last() time.Time {
+	n := h.last.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Check returns a health function for Options.Health that fails when no Beat happened in
+// the last maxAge (or ever).
+func (h *Heartbeat) Check(maxAge time.Duration) func() error {
+	return func() error {
+		last := h.Last()
+		if last.IsZero() {
+			return fmt.Errorf("daemon loop has not started")
+		}
+		if age := time.Since(last); age > maxAge {
+			return fmt.Errorf("daemon loop silent for %v (limit %v)", age.Round(time.Millisecond), maxAge)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,74 @@
+package metrics
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// A Source gives the daemon's current view. Snapshot is called once per scrape and per
+// status request, from HTTP goroutines, so it must be safe for concurrent use and cheap:
+// typically it returns a value the daemon's loop republished after its last change.
+// The returned Snapshot is only read.
+type Source interface {
+	Snapshot() Snapshot
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func() Snapshot
+
+// Snapshot calls f.
+func (f SourceFunc) Snapshot() Snapshot { return f() }
+
+// Snapshot is the daemon's state at one moment.
+type Snapshot struct {
+	Instances  []Instance
+	Interfaces []Interface
+}
+
+// Instance is one virtual router as the daemon sees it.
+type Instance struct {
+	Name      string // keepalived's vrrp_instance name, e.g. "VI_1"
+	Interface string
+	Family    Family
+	VRID      uint8
+	Version   int // VRRP version, 2 or 3
+	State     vrrp.State
+	// Priority is the priority the instance advertises now; BasePriority the configured
+	// one (they differ when tracking adjusts it, or 255 for an address owner).
+	Priority     uint8
+	BasePriority uint8
+	// Master is the current master's address: our own source when we are master, the
+	// last advertiser's when backup; invalid when unknown.
+	Master netip.Addr
+	// VIPs are the instance's virtual addresses, held or not.
+	VIPs []netip.Prefix
+	// Transitions counts every state change (including to and from FAULT) since start;
+	// LastTransition is the time of the latest (zero if none).
+	Transitions    uint64
+	LastTransition time.Time
+	Counters       vrrp.Counters
+}
+
+// Family is an instance's or socket's address family, as a label value.
+type Family string
+
+// The families, spelt as keepalived and iproute2 do.
+const (
+	FamilyIPv4 Family = "inet"
+	FamilyIPv6 Family = "inet6"
+)
+
+// Interface holds per-socket counters: what arrived on one interface and family before it
+// could be attributed to an instance.
+type Interface struct {
+	Name   string
+	Family Family
+	// Received counts every packet read from the socket.
+	Received uint64
+	// Unattributed counts packets dropped before reaching any instance: not decodable
+	// far enough to read the VRID, for a VRID no instance has, or discarded by the
+	// transport itself (oversized, broken IP header).
+	Unattributed uint64
+}

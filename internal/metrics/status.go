@@ -1,0 +1,149 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// Status is the JSON document served at StatusPath and printed by `vrrpd status`. Its
+// field names are a stable interface: add fields, never rename them.
+type Status struct {
+	Instances  []InstanceStatus  `json:"instances"`
+	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
+}
+
+// InstanceStatus is one instance in Status.
+type InstanceStatus struct {
+	Name           string    `json:"name"`
+	Interface      string    `json:"interface"`
+	Family         Family    `json:"family"`
+	VRID           uint8     `json:"vrid"`
+	Version        int       `json:"version"`
+	State          string    `json:"state"` // INIT, BACKUP, MASTER, FAULT
+	Priority       uint8     `json:"priority"`
+	BasePriority   uint8     `json:"base_priority"`
+	Master         string    `json:"master,omitempty"`
+	VIPs           []string  `json:"vips"`
+	Transitions    uint64    `json:"transitions"`
+	LastTransition time.Time `json:"last_transition,omitzero"`
+	// Counters uses keepalived's statistic names (advert_rcvd, ...).
+	Counters map[string]uint64 `json:"counters"`
+}
+
+// InterfaceStatus is one socket in Status.
+type InterfaceStatus struct {
+	Name         string `json:"name"`
+	Family       Family `json:"family"`
+	Received     uint64 `json:"received"`
+	Unattributed uint64 `json:"unattributed"`
+}
+
+// NewStatus converts a snapshot into its JSON form, instances sorted by interface, VRID
+// and family so that the output is stable.
+func NewStatus(s Snapshot) Status {
+	st := Status{Instances: make([]InstanceStatus, 0, len(s.Instances))}
+	for _, in := range s.Instances {
+		is := InstanceStatus{
+			Name:           in.Name,
+			Interface:      in.Interface,
+			Family:         in.Family,
+			VRID:           in.VRID,
+			Version:        in.Version,
+			State:          in.State.String(),
+			Priority:       in.Priority,
+			BasePriority:   in.BasePriority,
+			VIPs:           make([]string, 0, len(in.VIPs)),
+			Transitions:    in.Transitions,
+			LastTransition: in.LastTransition,
+			Counters:       countersMap(&in.Counters),
+		}
+		if in.Master.IsValid() {
+			is.Master = in.Master.String()
+		}
+		for _, v := range in.VIPs {
+			is.VIPs = append(is.VIPs, v.String())
+		}
+		st.Instances = append(st.Instances, is)
+	}
+	sort.SliceStable(st.Instances, func(i, j int) bool {
+		a, b := &st.Instances[i], &st.Instances[j]
+		if a.Interface != b.Interface {
+			return a.Interface < b.Interface
+		}
+		if a.VRID != b.VRID {
+			return a.VRID < b.VRID
+		}
+		return a.Family < b.Family
+	})
+	for _, ifc := range s.Interfaces {
+		st.Interfaces = append(st.Interfaces, InterfaceStatus(ifc))
+	}
+	return st
+}
+
+// countersMap names each counter after its metric without the keepalived_vrrp_ / vrrpd_
+// prefix, so the JSON and the metrics agree.
+func countersMap(c *vrrp.Counters) map[string]uint64 {
+	m := make(map[string]uint64, len(keepalivedCounters))
+	for _, d := range keepalivedCounters {
+		name := strings.TrimPrefix(strings.TrimPrefix(d.name, "keepalived_vrrp_"), "vrrpd_")
+		m[name] = d.value(c)
+	}
+	return m
+}
+
+// GetStatus fetches and decodes the Status of the daemon whose HTTP endpoint is baseURL
+// (e.g. "http://127.0.0.1:9650"). client nil means http.DefaultClient.
+func GetStatus(ctx context.Context, client *http.Client, baseURL string) (Status, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	url := strings.TrimSuffix(baseURL, "/") + StatusPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return Status{}, fmt.Errorf("status: is vrrpd running? %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return Status{}, fmt.Errorf("status: %s answered %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	var st Status
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
+		return Status{}, fmt.Errorf("status: decode answer of %s: %w", url, err)
+	}
+	return st, nil
+}
+
+// WriteTable prints the status as a table, one line per instance, the way `vrrpd status`
+// shows it.
+func (s Status) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tINTERFACE\tFAMILY\tVRID\tSTATE\tPRIORITY\tMASTER\tVIPS")
+	for _, in := range s.Instances {
+		master := in.Master
+		if master == "" {
+			master = "-"
+		}
+		vips := strings.Join(in.VIPs, ",")
+		if vips == "" {
+			vips = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n",
+			in.Name, in.Interface, in.Family, in.VRID, in.State, in.Priority, master, vips)
+	}
+	return tw.Flush()
+}
