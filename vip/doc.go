@@ -1,0 +1,18 @@
+// Package vip puts virtual IP addresses on interfaces and takes them off
+// again, through netlink, the way keepalived does: addr/prefix on a device,
+// an optional IPv4 label, no broadcast unless asked, and IPv6 addresses
+// with IFA_F_NODAD so a new master can use them at once (a /128 is also
+// marked deprecated so it is never picked as a source address).
+//
+// A [Manager] remembers every VIP it added in a file under its state
+// directory. The record is written before the address is added and dropped
+// after it is removed, so after a crash (kill -9) the next daemon can call
+// [Manager.Recover] and take off whatever the dead one left behind before
+// it joins its virtual routers: a restart never leaves one VIP on two hosts.
+// One state directory belongs to one daemon; [New] locks it.
+//
+// The package also answers the interface questions a VRRP daemon asks:
+// which interface reaches an address ([InterfaceFor], keepalived-operator's
+// interfaceFromIP) and which source addresses an interface has
+// ([PrimaryIPv4], [LinkLocal]).
+package vip

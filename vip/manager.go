@@ -1,0 +1,281 @@
+package vip
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// DefaultStateDir is where vrrpd keeps its record unless --state-dir says
+// otherwise. /run is a tmpfs, so a reboot (which drops every address
+// anyway) also drops the record.
+const DefaultStateDir = "/run/vrrpd"
+
+// Manager adds and removes VIPs and keeps the crash record. It is safe for
+// concurrent use.
+type Manager struct {
+	dir  string
+	nl   *netlink.Handle
+	lock *os.File
+
+	mu     sync.Mutex
+	record []VIP
+}
+
+// Option changes how a Manager works.
+type Option func(*Manager)
+
+// WithNetlink makes the Manager use a netlink handle, e.g. one opened in
+// another network namespace with netlink.NewHandleAt, instead of the
+// calling thread's namespace. The caller keeps ownership of the handle.
+func WithNetlink(h *netlink.Handle) Option { return func(m *Manager) { m.nl = h } }
+
+// New opens (creating it if needed) the state directory and locks it, so
+// that two daemons never share one record. It loads what a previous run
+// recorded; call [Manager.Recover] before taking part in VRRP.
+func New(stateDir string, opts ...Option) (*Manager, error) {
+	if stateDir == "" {
+		return nil, errors.New("vip: empty state directory")
+	}
+	m := &Manager{dir: stateDir, nl: &netlink.Handle{}}
+	for _, o := range opts {
+		o(m)
+	}
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("vip: state directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(stateDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("vip: state directory: %w", err)
+	}
+	// flock, not a pid file: the kernel drops it when the holder dies, even
+	// by kill -9, so a restarted daemon never waits for a stale lock.
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("vip: state directory %s is in use by another vrrpd (each daemon needs its own --state-dir)", stateDir)
+		}
+		return nil, fmt.Errorf("vip: lock %s: %w", stateDir, err)
+	}
+	m.lock = lock
+	rec, err := readRecord(stateDir)
+	if err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("vip: %w", err)
+	}
+	m.record = rec
+	return m, nil
+}
+
+// Close releases the state directory. Recorded VIPs stay recorded (and on
+// their interfaces): removing them is the daemon's decision.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lock == nil {
+		return nil
+	}
+	err := m.lock.Close()
+	m.lock = nil
+	return err
+}
+
+// StateDir is the directory holding the record.
+func (m *Manager) StateDir() string { return m.dir }
+
+// Recorded returns the VIPs added and not yet removed, this run's and
+// those a crashed previous run left.
+func (m *Manager) Recorded() []VIP {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.record)
+}
+
+func (m *Manager) indexOf(v VIP) int {
+	k := v.key()
+	return slices.IndexFunc(m.record, func(r VIP) bool { return r.key() == k })
+}
+
+// Add puts v on its interface. Adding a VIP that is already there is fine.
+// The record is written first, so a crash right after the kernel call can
+// not leave an address nobody knows about.
+func (m *Manager) Add(v VIP) error {
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lock == nil {
+		return errors.New("vip: manager is closed")
+	}
+	link, err := m.nl.LinkByName(v.Dev)
+	if err != nil {
+		return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
+	}
+	if i := m.indexOf(v); i < 0 || m.record[i].Label != v.Label {
+		next := slices.Clone(m.record)
+		if i < 0 {
+			next = append(next, v)
+		} else {
+			next[i] = v
+		}
+		if err := writeRecord(m.dir, next); err != nil {
+			return fmt.Errorf("vip %s: %w", v, err)
+		}
+		m.record = next
+	}
+	err = m.nl.AddrAdd(link, toNetlink(v, true))
+	if err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("vip %s: add: %w", v, err)
+	}
+	return nil
+}
+
+// Remove takes v off its interface and then out of the record. Removing a
+// VIP that is not there (or whose interface is gone) is fine.
+func (m *Manager) Remove(v VIP) error {
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lock == nil {
+		return errors.New("vip: manager is closed")
+	}
+	return m.remove(v)
+}
+
+func (m *Manager) remove(v VIP) error {
+	link, err := m.nl.LinkByName(v.Dev)
+	var notFound netlink.LinkNotFoundError
+	switch {
+	case errors.As(err, &notFound):
+		// The interface went away and took its addresses with it.
+	case err != nil:
+		return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
+	default:
+		err := m.nl.AddrDel(link, toNetlink(v, false))
+		// EADDRNOTAVAIL: not on the interface (already removed, or never
+		// added because we crashed between record and add).
+		if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("vip %s: remove: %w", v, err)
+		}
+	}
+	if i := m.indexOf(v); i >= 0 {
+		next := slices.Delete(slices.Clone(m.record), i, i+1)
+		if err := writeRecord(m.dir, next); err != nil {
+			return fmt.Errorf("vip %s: %w", v, err)
+		}
+		m.record = next
+	}
+	return nil
+}
+
+// RemoveStale removes every recorded VIP for which keep returns false (a
+// nil keep removes them all) and returns what it removed. It carries on
+// past failures and reports them together.
+func (m *Manager) RemoveStale(keep func(VIP) bool) ([]VIP, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lock == nil {
+		return nil, errors.New("vip: manager is closed")
+	}
+	var removed []VIP
+	var errs []error
+	for _, v := range slices.Clone(m.record) {
+		if keep != nil && keep(v) {
+			continue
+		}
+		if err := m.remove(v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, v)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Recover removes every VIP a previous run recorded. A daemon calls it at
+// start, before joining any virtual router: it starts as backup, so it owns
+// no address until VRRP elects it again.
+func (m *Manager) Recover() ([]VIP, error) { return m.RemoveStale(nil) }
+
+// Present reports whether v's address is on v's interface right now.
+func (m *Manager) Present(v VIP) (bool, error) {
+	return present(m.nl, v)
+}
+
+// Present reports whether v's address is on v's interface, in the calling
+// thread's network namespace.
+func Present(v VIP) (bool, error) { return present(&netlink.Handle{}, v) }
+
+func present(nl *netlink.Handle, v VIP) (bool, error) {
+	link, err := nl.LinkByName(v.Dev)
+	if err != nil {
+		var notFound netlink.LinkNotFoundError
+		if errors.As(err, &notFound) {
+			return false, nil
+		}
+		return false, fmt.Errorf("interface %s: %w", v.Dev, err)
+	}
+	addrs, err := nl.AddrList(link, family(v))
+	if err != nil {
+		return false, fmt.Errorf("addresses of %s: %w", v.Dev, err)
+	}
+	want := net.IP(v.Prefix.Addr().AsSlice())
+	for _, a := range addrs {
+		if a.IP.Equal(want) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func family(v VIP) int {
+	if v.Prefix.Addr().Is4() {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
+}
+
+// toNetlink builds the request keepalived sends (vrrp_ipaddress.c).
+func toNetlink(v VIP, adding bool) *netlink.Addr {
+	a := v.Prefix.Addr()
+	bits := 32
+	if a.Is6() {
+		bits = 128
+	}
+	n := &netlink.Addr{IPNet: &net.IPNet{
+		IP:   a.AsSlice(),
+		Mask: net.CIDRMask(v.Prefix.Bits(), bits),
+	}}
+	if a.Is4() {
+		// No broadcast unless configured (keepalived's default); the
+		// netlink package would otherwise compute one.
+		n.Broadcast = net.IPv4zero
+		if adding {
+			n.Label = v.Label
+		}
+		return n
+	}
+	if adding {
+		// The VIP must answer at once after a failover, and a VRRP
+		// split brain must not leave it "dadfailed" for ever.
+		n.Flags = unix.IFA_F_NODAD
+		if v.Prefix.Bits() == 128 {
+			// Deprecated (preferred lifetime 0): never chosen as source
+			// address for the host's own connections.
+			n.ValidLft = math.MaxUint32
+			n.PreferedLft = 0
+		}
+	}
+	return n
+}
