@@ -1,0 +1,315 @@
+package placement
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func nodesN(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("worker-%02d", i)
+	}
+	return out
+}
+
+func keysN(ns string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/svc-%d", ns, i)
+	}
+	return out
+}
+
+// checkPriorities asserts a priority vector is usable: values in 1..254,
+// distinct when there are at most 254 nodes, and the top one is 254.
+func checkPriorities(t *testing.T, key string, p []uint8) {
+	t.Helper()
+	seen := map[uint8]bool{}
+	top := uint8(0)
+	for _, v := range p {
+		if v < LowestPriority || v > MasterPriority {
+			t.Fatalf("%s: priority %d outside 1..254", key, v)
+		}
+		if seen[v] && len(p) <= MasterPriority {
+			t.Fatalf("%s: priority %d given twice in %v", key, v, p)
+		}
+		seen[v] = true
+		top = max(top, v)
+	}
+	if len(p) > 0 && top != MasterPriority {
+		t.Fatalf("%s: top priority %d, want 254", key, top)
+	}
+}
+
+func masterOf(p []uint8, nodes []string) string {
+	return nodes[slices.Index(p, slices.Max(p))]
+}
+
+// TestGolden pins the hash: changing it would move every instance of every
+// cluster on upgrade, so it must never change by accident.
+func TestGolden(t *testing.T) {
+	if w := weight("default/web", "worker-00"); w != goldenWeight {
+		t.Fatalf("weight changed: %#x, was %#x", w, uint64(goldenWeight))
+	}
+	got := Rank("default/web", nodesN(5))
+	if strings.Join(got, ",") != goldenRank {
+		t.Fatalf("rank changed: %s, was %s", strings.Join(got, ","), goldenRank)
+	}
+}
+
+func TestDeterministicAndOrderIndependent(t *testing.T) {
+	nodes := nodesN(12)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, k := range keysN("ns", 100) {
+		p := Priorities(k, nodes)
+		checkPriorities(t, k, p)
+		if !reflect.DeepEqual(p, Priorities(k, nodes)) {
+			t.Fatalf("%s: two calls differ", k)
+		}
+		// Shuffling the node list permutes the vector and nothing else:
+		// each (key, node) pair keeps its priority.
+		shuffled := slices.Clone(nodes)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		q := Priorities(k, shuffled)
+		for i, n := range shuffled {
+			if q[i] != p[slices.Index(nodes, n)] {
+				t.Fatalf("%s: node %s priority depends on node order", k, n)
+			}
+		}
+		if Master(k, nodes) != masterOf(p, nodes) || Rank(k, nodes)[0] != Master(k, nodes) {
+			t.Fatalf("%s: Master, Rank and Priorities disagree", k)
+		}
+		// Rank order is priority order.
+		r := Rank(k, nodes)
+		for i := 1; i < len(r); i++ {
+			if p[slices.Index(nodes, r[i-1])] != p[slices.Index(nodes, r[i])]+1 {
+				t.Fatalf("%s: priorities not one apart along the ranking", k)
+			}
+		}
+	}
+	if Master("ns/a", nil) != "" || len(Priorities("ns/a", nil)) != 0 {
+		t.Fatal("no nodes should give no master and no priorities")
+	}
+}
+
+func TestManyNodesFloorAtOne(t *testing.T) {
+	nodes := nodesN(300)
+	p := Priorities("ns/big", nodes)
+	count := map[uint8]int{}
+	for _, v := range p {
+		count[v]++
+	}
+	// 254 nodes get 254..1 ... then the floor: 253 distinct values above 1,
+	// and the last 47 nodes share 1 with the 254th.
+	if len(count) != 254 || count[1] != 300-253 || count[254] != 1 {
+		t.Fatalf("got %d distinct values, %d at 1", len(count), count[1])
+	}
+	checkPriorities(t, "ns/big", Priorities("ns/big", nodesN(254)))
+}
+
+// TestBalance: over 255 keys and 10 nodes each node should master about
+// 25.5 instances. A perfect random hash gives a binomial count with
+// sd = sqrt(255 * 0.1 * 0.9) = 4.8; we allow 3 sd (25.5 +- 14.4, so 11..39),
+// which a random function meets for all 10 nodes with probability ~97%;
+// the hash is fixed, so the result is deterministic. Then, over 40
+// namespaces (10200 keys), each node's share must be within 4 sd
+// (1020 +- 4*30.3 = 899..1141) and a chi-square statistic with 9 degrees of
+// freedom below 27.9 (p = 0.001).
+func TestBalance(t *testing.T) {
+	nodes := nodesN(10)
+	count := map[string]int{}
+	for _, k := range keysN("default", 255) {
+		count[Master(k, nodes)]++
+	}
+	for _, n := range nodes {
+		if c := count[n]; c < 11 || c > 39 {
+			t.Errorf("%s masters %d of 255, want 11..39 (all: %v)", n, c, count)
+		}
+	}
+	t.Logf("255 keys: %v", count)
+
+	total := map[string]int{}
+	second := map[string]int{}
+	for ns := 0; ns < 40; ns++ {
+		for _, k := range keysN(fmt.Sprintf("team-%d", ns), 255) {
+			r := Rank(k, nodes)
+			total[r[0]]++
+			second[r[1]]++
+		}
+	}
+	for name, m := range map[string]map[string]int{"master": total, "first backup": second} {
+		chi := 0.0
+		for _, n := range nodes {
+			c := m[n]
+			if c < 899 || c > 1141 {
+				t.Errorf("%s: %d of 10200 keys on %s, want 899..1141", name, c, n)
+			}
+			chi += math.Pow(float64(c)-1020, 2) / 1020
+		}
+		if chi > 27.9 {
+			t.Errorf("%s: chi-square %.1f > 27.9: %v", name, chi, m)
+		}
+		t.Logf("%s over 10200 keys: chi-square %.1f %v", name, chi, m)
+	}
+}
+
+// TestMinimalMovement removes and adds nodes and checks that exactly the
+// instances the rules name change master, and that the relative order of
+// the remaining nodes never changes.
+func TestMinimalMovement(t *testing.T) {
+	nodes := nodesN(10)
+	keys := keysN("default", 255)
+	before := map[string][]string{}
+	for _, k := range keys {
+		before[k] = Rank(k, nodes)
+	}
+
+	// Leave: worker-03 goes away.
+	leaving := "worker-03"
+	fewer := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == leaving })
+	moved, wantMoved := 0, 0
+	for _, k := range keys {
+		after := Rank(k, fewer)
+		if after[0] != before[k][0] {
+			moved++
+		}
+		if before[k][0] == leaving {
+			wantMoved++
+			if after[0] != before[k][1] {
+				t.Fatalf("%s: master %s left; new master %s, want the first backup %s", k, leaving, after[0], before[k][1])
+			}
+		} else if after[0] != before[k][0] {
+			t.Fatalf("%s moved from %s to %s though %s was not its master", k, before[k][0], after[0], leaving)
+		}
+		filtered := slices.DeleteFunc(slices.Clone(before[k]), func(n string) bool { return n == leaving })
+		if !reflect.DeepEqual(after, filtered) {
+			t.Fatalf("%s: order of remaining nodes changed: %v -> %v", k, filtered, after)
+		}
+	}
+	if moved != wantMoved || moved == 0 {
+		t.Fatalf("leave: %d moved, want %d", moved, wantMoved)
+	}
+	t.Logf("leave: %d of %d instances moved (all mastered by %s)", moved, len(keys), leaving)
+
+	// Join: worker-10 comes up.
+	more := append(slices.Clone(nodes), "worker-10")
+	moved = 0
+	for _, k := range keys {
+		after := Rank(k, more)
+		if after[0] != before[k][0] {
+			moved++
+			if after[0] != "worker-10" {
+				t.Fatalf("%s moved to %s, not to the new node", k, after[0])
+			}
+		}
+		filtered := slices.DeleteFunc(slices.Clone(after), func(n string) bool { return n == "worker-10" })
+		if !reflect.DeepEqual(filtered, before[k]) {
+			t.Fatalf("%s: order of existing nodes changed on join", k)
+		}
+	}
+	// About 1/11 of 255 = 23 should move to the new node.
+	if moved < 10 || moved > 40 {
+		t.Fatalf("join: %d moved to the new node, want about 23", moved)
+	}
+	t.Logf("join: %d of %d instances moved to the new node", moved, len(keys))
+}
+
+func TestPlaceServiceSpreadsSiblings(t *testing.T) {
+	for _, tc := range []struct{ vips, nodes int }{{1, 1}, {2, 2}, {3, 5}, {4, 4}, {8, 10}, {16, 16}, {5, 3}, {12, 5}, {3, 0}} {
+		t.Run(fmt.Sprintf("%dvips-%dnodes", tc.vips, tc.nodes), func(t *testing.T) {
+			nodes := nodesN(tc.nodes)
+			for svc := 0; svc < 50; svc++ {
+				var keys []string
+				for i := 0; i < tc.vips; i++ {
+					keys = append(keys, fmt.Sprintf("ns/svc-%d/10.99.0.%d", svc, 200+i))
+				}
+				placed := PlaceService(keys, nodes)
+				if len(placed) != len(keys) {
+					t.Fatalf("placed %d of %d keys", len(placed), len(keys))
+				}
+				masters := map[string]int{}
+				for _, k := range keys {
+					p := placed[k]
+					if len(p) != tc.nodes {
+						t.Fatalf("%s: %d priorities for %d nodes", k, len(p), tc.nodes)
+					}
+					if tc.nodes == 0 {
+						continue
+					}
+					checkPriorities(t, k, p)
+					masters[masterOf(p, nodes)]++
+				}
+				if tc.nodes == 0 {
+					continue
+				}
+				lo, hi := tc.vips, 0
+				for _, n := range nodes {
+					lo, hi = min(lo, masters[n]), max(hi, masters[n])
+				}
+				if hi-lo > 1 {
+					t.Fatalf("service %d: masters uneven %v", svc, masters)
+				}
+				if tc.nodes >= tc.vips && hi > 1 {
+					t.Fatalf("service %d: two VIPs share a master with enough nodes: %v", svc, masters)
+				}
+				// Same input, same output, whatever the key order.
+				rev := slices.Clone(keys)
+				slices.Reverse(rev)
+				if !reflect.DeepEqual(PlaceService(rev, nodes), placed) {
+					t.Fatalf("service %d: depends on key order", svc)
+				}
+			}
+		})
+	}
+	// A lone key is placed exactly as Priorities places it.
+	nodes := nodesN(7)
+	for _, k := range keysN("ns", 50) {
+		if got := PlaceService([]string{k, k}, nodes)[k]; !reflect.DeepEqual(got, Priorities(k, nodes)) {
+			t.Fatalf("%s: PlaceService of one key %v != Priorities %v", k, got, Priorities(k, nodes))
+		}
+	}
+}
+
+// TestPlaceServiceKeepsBackupOrder: below the chosen master each sibling's
+// nodes keep their rendezvous order.
+func TestPlaceServiceKeepsBackupOrder(t *testing.T) {
+	nodes := nodesN(6)
+	keys := []string{"ns/s/10.99.0.1", "ns/s/10.99.0.2", "ns/s/10.99.0.3", "ns/s/fd00:99::1"}
+	placed := PlaceService(keys, nodes)
+	for _, k := range keys {
+		p := placed[k]
+		m := masterOf(p, nodes)
+		var byPrio []string
+		for v := MasterPriority - 1; v > MasterPriority-len(nodes); v-- {
+			byPrio = append(byPrio, nodes[slices.Index(p, uint8(v))])
+		}
+		rest := slices.DeleteFunc(Rank(k, nodes), func(n string) bool { return n == m })
+		if !reflect.DeepEqual(byPrio, rest) {
+			t.Fatalf("%s: backups %v, want rendezvous order %v", k, byPrio, rest)
+		}
+	}
+}
+
+func BenchmarkPriorities100Nodes(b *testing.B) {
+	nodes := nodesN(100)
+	for b.Loop() {
+		Priorities("default/web", nodes)
+	}
+}
+
+// BenchmarkGroup255x100 computes and encodes a whole group's priorities.
+func BenchmarkGroup255x100(b *testing.B) {
+	nodes := nodesN(100)
+	keys := keysN("default", 255)
+	for b.Loop() {
+		for _, k := range keys {
+			Encode(Priorities(k, nodes))
+		}
+	}
+}
