@@ -43,7 +43,12 @@
 // PlaceService places these siblings together: each takes as master its best
 // ranked node among those mastering the fewest siblings so far, so with at
 // least as many nodes as VIPs every VIP has a different master. The rest of
-// each sibling's ranking is its own rendezvous order.
+// each sibling's ranking is its own rendezvous order. The price is a little
+// extra movement: a leaving node that masters none of a service's VIPs moves
+// none of them, but one that does can push a later sibling (in key order) off
+// its master too. Measured with 3 VIPs per service over 10 nodes, a leave
+// moves 12.5% of the VIP masters and a join 10.8%, against 10% and 9.1% for
+// independent instances (TestPlaceServiceMovement).
 //
 // # Compact form
 //
