@@ -339,6 +339,9 @@ func (p *kaParser) vips(n node, out []draftVIP) ([]draftVIP, error) {
 func parseVIPWords(words []string) (VIP, []string, error) {
 	var v VIP
 	var ws []string
+	if len(words) == 0 {
+		return v, nil, fmt.Errorf("empty VIP")
+	}
 	pfx, err := parsePrefix(words[0])
 	if err != nil {
 		return v, nil, err

@@ -1,5 +1,562 @@
 package config
 
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// The native YAML schema (documented in README.md, "vrrpd configuration"). Every struct
+// is decoded strictly: an unknown key is an error, never silently dropped.
+type yamlFile struct {
+	RouterID  string            `json:"routerID"`
+	Defaults  json.RawMessage   `json:"defaults"`
+	Instances []json.RawMessage `json:"instances"`
+}
+
+type yamlDefaults struct {
+	Version         *int           `json:"version"`
+	AdvertInterval  *yamlDuration  `json:"advertInterval"`
+	MulticastGroup4 string         `json:"multicastGroup4"`
+	MulticastGroup6 string         `json:"multicastGroup6"`
+	GARP            yamlGlobalGARP `json:"garp"`
+}
+
+type yamlGlobalGARP struct {
+	yamlGARP
+	Interval   *yamlDuration `json:"interval"`
+	NAInterval *yamlDuration `json:"naInterval"`
+}
+
+type yamlGARP struct {
+	MasterDelay         *yamlDuration `json:"masterDelay"`
+	MasterRepeat        *int          `json:"masterRepeat"`
+	MasterRefresh       *yamlDuration `json:"masterRefresh"`
+	MasterRefreshRepeat *int          `json:"masterRefreshRepeat"`
+}
+
+type yamlInstance struct {
+	Name           string        `json:"name"`
+	Interface      string        `json:"interface"`
+	VRID           *int          `json:"vrid"`
+	Priority       *int          `json:"priority"`
+	Version        *int          `json:"version"`
+	State          string        `json:"state"`
+	AdvertInterval *yamlDuration `json:"advertInterval"`
+	Preempt        *bool         `json:"preempt"`
+	PreemptDelay   *yamlDuration `json:"preemptDelay"`
+	Accept         *bool         `json:"accept"`
+	VIPs           []yamlVIP     `json:"vips"`
+	ExcludedVIPs   []yamlVIP     `json:"excludedVIPs"`
+	Unicast        *yamlUnicast  `json:"unicast"`
+	MulticastGroup string        `json:"multicastGroup"`
+	Auth           *yamlAuth     `json:"auth"`
+	GARP           yamlGARP      `json:"garp"`
+}
+
+type yamlUnicast struct {
+	Source string   `json:"source"`
+	Peers  []string `json:"peers"`
+}
+
+type yamlAuth struct {
+	Type     string `json:"type"`
+	Password string `json:"password"`
+}
+
+// yamlVIP is either the keepalived form as a string ("10.0.0.1/24 dev eth0 label
+// eth0:1") or a mapping {address, dev, label}.
+type yamlVIP struct {
+	Text    string `json:"-"`
+	Address string `json:"address"`
+	Dev     string `json:"dev"`
+	Label   string `json:"label"`
+}
+
+func (v *yamlVIP) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &v.Text)
+	}
+	type plain yamlVIP
+	var p plain
+	if err := strictJSON(b, &p); err != nil {
+		return err
+	}
+	*v = yamlVIP(p)
+	return nil
+}
+
+// yamlDuration is a Go duration string ("100ms", "1.5s") or a number of seconds.
+type yamlDuration struct{ text string }
+
+func (d *yamlDuration) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &d.text)
+	}
+	// Anything else is kept as written and rejected by value, which knows the key.
+	d.text = string(b)
+	return nil
+}
+
+func (d yamlDuration) value() (time.Duration, error) {
+	if v, ok := parseDecimalSeconds(d.text); ok {
+		return v, nil
+	}
+	v, err := time.ParseDuration(d.text)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad duration %q (want e.g. \"100ms\", \"1s\" or a number of seconds)", d.text)
+	}
+	return v, nil
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected data after the value")
+	}
+	return nil
+}
+
+// yamlLine finds "line N" in a YAML library error.
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// jsonField finds the key a JSON decoding error is about.
+var jsonField = regexp.MustCompile(`(?:unknown field "([^"]+)"|Go struct field \S*?\.?([A-Za-z0-9_]+) of type)`)
+
 func parseYAML(name string, data []byte) (*Config, []Warning, error) {
-	return nil, nil, &Error{Pos: Position{File: name}, Message: "YAML not yet implemented"}
+	// Parse once with yaml.v3 for the line numbers that the JSON conversion loses.
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &root); err != nil {
+		return nil, nil, yamlSyntaxError(name, err)
+	}
+	ix := yamlIndex{file: name, root: &root}
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return nil, nil, yamlSyntaxError(name, err)
+	}
+	var f yamlFile
+	if err := strictJSON(js, &f); err != nil {
+		return nil, nil, ix.decodeError(err, nil, "")
+	}
+	var ws []Warning
+	g := defaultGlobals()
+	g.routerID = f.RouterID
+	if len(f.Defaults) > 0 && string(f.Defaults) != "null" {
+		if err := ix.defaults(f.Defaults, &g, &ws); err != nil {
+			return nil, ws, err
+		}
+	}
+	var drafts []draft
+	for i, raw := range f.Instances {
+		d, err := ix.instance(i, raw, &ws)
+		if err != nil {
+			return nil, ws, err
+		}
+		drafts = append(drafts, d)
+	}
+	return finish(&Config{RouterID: g.routerID, Files: []string{name}}, drafts, g, ws)
+}
+
+func yamlSyntaxError(name string, err error) error {
+	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
+	msg = strings.Join(strings.Fields(msg), " ") // the library's errors span lines
+	pos := Position{File: name}
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		pos.Line, _ = strconv.Atoi(m[1])
+	}
+	return &Error{Pos: pos, Message: "YAML: " + msg}
+}
+
+// yamlIndex maps paths in the document to line numbers.
+type yamlIndex struct {
+	file string
+	root *yamlv3.Node
+}
+
+// node returns the node at path (map keys and sequence indexes) and the line of the
+// deepest part of path found.
+func (ix yamlIndex) node(path ...any) (*yamlv3.Node, int) {
+	n := ix.root
+	if n.Kind == yamlv3.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, p := range path {
+		var next *yamlv3.Node
+		switch k := p.(type) {
+		case string:
+			if n.Kind == yamlv3.MappingNode {
+				for i := 0; i+1 < len(n.Content); i += 2 {
+					if n.Content[i].Value == k {
+						next, line = n.Content[i+1], n.Content[i].Line
+						break
+					}
+				}
+			}
+		case int:
+			if n.Kind == yamlv3.SequenceNode && k < len(n.Content) {
+				next = n.Content[k]
+				line = next.Line
+			}
+		}
+		if next == nil {
+			break
+		}
+		n = next
+	}
+	return n, line
+}
+
+func (ix yamlIndex) at(path ...any) Position {
+	_, line := ix.node(path...)
+	return Position{File: ix.file, Line: line}
+}
+
+// findKey returns the line of the first mapping key called key under n.
+func findKey(n *yamlv3.Node, key string) int {
+	if n == nil {
+		return 0
+	}
+	if n.Kind == yamlv3.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				return n.Content[i].Line
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if l := findKey(c, key); l > 0 {
+			return l
+		}
+	}
+	return 0
+}
+
+// decodeError places a JSON decoding error of the part at path on the line of the key it
+// names, and says which instance it is in.
+func (ix yamlIndex) decodeError(err error, path []any, what string) error {
+	n, line := ix.node(path...)
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if m := jsonField.FindStringSubmatch(err.Error()); m != nil {
+		key := m[1] + m[2]
+		if l := findKey(n, key); l > 0 {
+			line = l
+		}
+		var te *json.UnmarshalTypeError
+		switch {
+		case m[1] != "":
+			msg = fmt.Sprintf("unknown key %q", key)
+		case errors.As(err, &te):
+			msg = fmt.Sprintf("key %q: want %s, not %s", key, yamlKind(te.Type.Kind()), te.Value)
+		default:
+			msg = fmt.Sprintf("key %q: %s", key, msg)
+		}
+	}
+	if what != "" {
+		msg = what + ": " + msg
+	}
+	return &Error{Pos: Position{File: ix.file, Line: line}, Message: msg}
+}
+
+func (ix yamlIndex) defaults(raw json.RawMessage, g *globals, ws *[]Warning) error {
+	var d yamlDefaults
+	if err := strictJSON(raw, &d); err != nil {
+		return ix.decodeError(err, []any{"defaults"}, "defaults")
+	}
+	at := func(k ...any) Position { return ix.at(append([]any{"defaults"}, k...)...) }
+	if d.Version != nil {
+		if *d.Version != 2 && *d.Version != 3 {
+			return errAt(at("version"), "defaults: version must be 2 or 3, not %d", *d.Version)
+		}
+		g.version = vrrp.Version(*d.Version)
+	}
+	if d.AdvertInterval != nil {
+		v, err := advertInterval(*d.AdvertInterval)
+		if err != nil {
+			return errAt(at("advertInterval"), "defaults: advertInterval: %v", err)
+		}
+		g.advertInterval = v
+	}
+	for _, m := range []struct {
+		key  string
+		text string
+		fam  Family
+		dst  *netip.Addr
+	}{{"multicastGroup4", d.MulticastGroup4, IPv4, &g.mcast4}, {"multicastGroup6", d.MulticastGroup6, IPv6, &g.mcast6}} {
+		if m.text == "" {
+			continue
+		}
+		a, err := netip.ParseAddr(m.text)
+		if err != nil || familyOf(a) != m.fam || !a.IsMulticast() || a.Zone() != "" {
+			return errAt(at(m.key), "defaults: %s %q is not an %s multicast address", m.key, m.text, m.fam)
+		}
+		*m.dst = a.Unmap()
+	}
+	gd, err := ix.garp(d.GARP.yamlGARP, []any{"defaults", "garp"}, "defaults", ws)
+	if err != nil {
+		return err
+	}
+	applyGARP(&g.garp, gd)
+	if d.GARP.Interval != nil {
+		if g.garp.Interval, err = d.GARP.Interval.value(); err != nil {
+			return errAt(at("garp", "interval"), "defaults: garp.interval: %v", err)
+		}
+	}
+	if d.GARP.NAInterval != nil {
+		if g.garp.NAInterval, err = d.GARP.NAInterval.value(); err != nil {
+			return errAt(at("garp", "naInterval"), "defaults: garp.naInterval: %v", err)
+		}
+	}
+	return nil
+}
+
+func applyGARP(dst *GARP, d garpDraft) {
+	if d.masterDelay != nil {
+		dst.MasterDelay = *d.masterDelay
+	}
+	if d.masterRepeat != nil {
+		dst.MasterRepeat = *d.masterRepeat
+	}
+	if d.masterRefresh != nil {
+		dst.MasterRefresh = *d.masterRefresh
+	}
+	if d.masterRefreshRepeat != nil {
+		dst.MasterRefreshRepeat = *d.masterRefreshRepeat
+	}
+}
+
+func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (garpDraft, error) {
+	var d garpDraft
+	at := func(k string) Position { return ix.at(append(append([]any{}, path...), k)...) }
+	dur := func(k string, v *yamlDuration) (*time.Duration, error) {
+		if v == nil {
+			return nil, nil
+		}
+		t, err := v.value()
+		if err != nil {
+			return nil, errAt(at(k), "%s: garp.%s: %v", what, k, err)
+		}
+		return &t, nil
+	}
+	rep := func(k string, v *int) (*int, error) {
+		if v == nil {
+			return nil, nil
+		}
+		n := *v
+		if n < 0 {
+			return nil, errAt(at(k), "%s: garp.%s must not be negative", what, k)
+		}
+		if n == 0 {
+			*ws = append(*ws, Warning{Pos: at(k), Message: fmt.Sprintf("%s: garp.%s must be greater than 0; using 1", what, k)})
+			n = 1
+		}
+		return &n, nil
+	}
+	var err error
+	if d.masterDelay, err = dur("masterDelay", y.MasterDelay); err != nil {
+		return d, err
+	}
+	if d.masterRefresh, err = dur("masterRefresh", y.MasterRefresh); err != nil {
+		return d, err
+	}
+	if d.masterRepeat, err = rep("masterRepeat", y.MasterRepeat); err != nil {
+		return d, err
+	}
+	if d.masterRefreshRepeat, err = rep("masterRefreshRepeat", y.MasterRefreshRepeat); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+func advertInterval(y yamlDuration) (time.Duration, error) {
+	v, err := y.value()
+	if err != nil {
+		return 0, err
+	}
+	if v < 10*time.Millisecond || v > 255*time.Second {
+		return 0, fmt.Errorf("%v is out of range (10ms to 255s)", v)
+	}
+	return v, nil
+}
+
+func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (draft, error) {
+	base := []any{"instances", i}
+	at := func(k ...any) Position { return ix.at(append(append([]any{}, base...), k...)...) }
+	var y yamlInstance
+	what := fmt.Sprintf("instances[%d]", i)
+	if err := strictJSON(raw, &y); err != nil {
+		if n, _ := ix.node(append(base, "name")...); n != nil && n.Kind == yamlv3.ScalarNode {
+			what = fmt.Sprintf("instance %q", n.Value)
+		}
+		return draft{}, ix.decodeError(err, base, what)
+	}
+	if y.Name != "" {
+		what = fmt.Sprintf("instance %q", y.Name)
+	}
+	fail := func(pos Position, format string, a ...any) (draft, error) {
+		return draft{}, errAt(pos, "%s: %s", what, fmt.Sprintf(format, a...))
+	}
+	d := draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept}
+	if len(y.Interface) > 15 {
+		return fail(at("interface"), "interface name %q is longer than 15 characters", y.Interface)
+	}
+	if y.VRID != nil {
+		if *y.VRID < 1 || *y.VRID > 255 {
+			return fail(at("vrid"), "vrid must be between 1 and 255, not %d", *y.VRID)
+		}
+		v := uint8(*y.VRID)
+		d.vrid = &v
+	}
+	if y.Priority != nil {
+		if *y.Priority < 1 || *y.Priority > 255 {
+			return fail(at("priority"), "priority must be between 1 and 255, not %d", *y.Priority)
+		}
+		v := uint8(*y.Priority)
+		d.priority = &v
+	}
+	if y.Version != nil {
+		if *y.Version != 2 && *y.Version != 3 {
+			return fail(at("version"), "version must be 2 or 3, not %d", *y.Version)
+		}
+		d.version, d.versionPos = vrrp.Version(*y.Version), at("version")
+	}
+	switch y.State {
+	case "", StateMaster, StateBackup:
+		d.state = y.State
+	default:
+		return fail(at("state"), "state must be MASTER or BACKUP, not %q", y.State)
+	}
+	if y.AdvertInterval != nil {
+		v, err := advertInterval(*y.AdvertInterval)
+		if err != nil {
+			return fail(at("advertInterval"), "advertInterval: %v", err)
+		}
+		d.advert, d.advertPos = v, at("advertInterval")
+	}
+	if y.PreemptDelay != nil {
+		v, err := y.PreemptDelay.value()
+		if err != nil || v > vrrp.MaxPreemptDelay {
+			return fail(at("preemptDelay"), "preemptDelay %q is not a duration from 0 to %v", y.PreemptDelay.text, vrrp.MaxPreemptDelay)
+		}
+		d.preemptDelay = v
+	}
+	var err error
+	if d.vips, err = ix.vips(y.VIPs, base, "vips", what, ws); err != nil {
+		return d, err
+	}
+	if d.evips, err = ix.vips(y.ExcludedVIPs, base, "excludedVIPs", what, ws); err != nil {
+		return d, err
+	}
+	if y.Unicast != nil {
+		if y.Unicast.Source != "" {
+			a, err := netip.ParseAddr(y.Unicast.Source)
+			if err != nil || a.Zone() != "" {
+				return fail(at("unicast", "source"), "unicast.source: bad IP address %q", y.Unicast.Source)
+			}
+			d.src, d.srcPos = a.Unmap(), at("unicast", "source")
+		}
+		for j, s := range y.Unicast.Peers {
+			a, err := netip.ParseAddr(s)
+			if err != nil || a.Zone() != "" {
+				return fail(at("unicast", "peers", j), "unicast.peers[%d]: bad IP address %q", j, s)
+			}
+			a = a.Unmap()
+			d.peers = append(d.peers, draftVIP{VIP: VIP{Prefix: netip.PrefixFrom(a, a.BitLen())}, pos: at("unicast", "peers", j)})
+		}
+	}
+	if y.MulticastGroup != "" {
+		a, err := netip.ParseAddr(y.MulticastGroup)
+		if err != nil || !a.IsMulticast() || a.Zone() != "" {
+			return fail(at("multicastGroup"), "multicastGroup %q is not a multicast address", y.MulticastGroup)
+		}
+		d.mcast, d.mcastPos = a.Unmap(), at("multicastGroup")
+	}
+	if y.Auth != nil {
+		d.authPos = at("auth")
+		switch strings.ToUpper(y.Auth.Type) {
+		case "PASS":
+			t := vrrp.AuthSimple
+			d.auth = &t
+		case "", "NONE":
+			t := vrrp.AuthNone
+			d.auth = &t
+		case "AH":
+			return fail(at("auth", "type"), "auth.type AH (IPsec authentication header) is not supported by vrrpd; use PASS or none")
+		default:
+			return fail(at("auth", "type"), "unknown auth.type %q (want PASS)", y.Auth.Type)
+		}
+		d.authPass = y.Auth.Password
+		if len(d.authPass) > maxAuthPass {
+			*ws = append(*ws, Warning{Pos: at("auth", "password"), Message: fmt.Sprintf("%s: truncating auth.password to %d characters", what, maxAuthPass)})
+			d.authPass = d.authPass[:maxAuthPass]
+		}
+	}
+	if d.garp, err = ix.garp(y.GARP, append(append([]any{}, base...), "garp"), what, ws); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+func (ix yamlIndex) vips(ys []yamlVIP, base []any, key, what string, ws *[]Warning) ([]draftVIP, error) {
+	var out []draftVIP
+	for j, y := range ys {
+		pos := ix.at(append(append([]any{}, base...), key, j)...)
+		var v VIP
+		if y.Text != "" {
+			words := strings.Fields(y.Text)
+			pv, vws, err := parseVIPWords(words)
+			if err != nil {
+				return nil, errAt(pos, "%s: %s[%d]: %v", what, key, j, err)
+			}
+			for _, w := range vws {
+				*ws = append(*ws, Warning{Pos: pos, Message: fmt.Sprintf("%s: %s", what, w)})
+			}
+			v = pv
+		} else {
+			p, err := parsePrefix(y.Address)
+			if err != nil {
+				return nil, errAt(pos, "%s: %s[%d]: %v", what, key, j, err)
+			}
+			v = VIP{Prefix: p, Dev: y.Dev, Label: y.Label}
+			if len(v.Dev) > 15 || len(v.Label) > 15 {
+				return nil, errAt(pos, "%s: %s[%d]: dev and label are at most 15 characters", what, key, j)
+			}
+		}
+		out = append(out, draftVIP{VIP: v, pos: pos})
+	}
+	return out, nil
+}
+
+// yamlKind names a Go kind the way a YAML author thinks of it.
+func yamlKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	}
+	return k.String()
 }
