@@ -158,12 +158,13 @@ func (p *kaParser) instance(n node) error {
 			}
 		case "nopreempt":
 			p.noValue(c)
-			d.preempt = &no
+			d.preempt, d.preemptPos = &no, c.pos
 		case "preempt":
 			p.noValue(c)
-			d.preempt = &yes
+			d.preempt, d.preemptPos = &yes, c.pos
 		case "preempt_delay":
-			d.preemptDelay, err = p.decimal(c, 0, 1000*time.Second)
+			d.preemptDelay, err = p.decimal(c, 0, vrrp.MaxPreemptDelay)
+			d.delayPos = c.pos
 		case "accept":
 			p.noValue(c)
 			d.accept = &yes

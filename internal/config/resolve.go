@@ -47,7 +47,9 @@ type draft struct {
 	advert       time.Duration
 	advertPos    Position
 	preempt      *bool
+	preemptPos   Position
 	preemptDelay time.Duration
+	delayPos     Position
 	accept       *bool
 	state        string
 	src          netip.Addr
@@ -210,22 +212,28 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 		in.Preempt = *d.preempt
 	}
 	in.PreemptDelay = d.preemptDelay
+	if d.preemptPos.File == "" {
+		d.preemptPos = d.pos
+	}
+	if d.delayPos.File == "" {
+		d.delayPos = d.pos
+	}
 	if !in.Preempt && in.Priority == 255 {
-		warn(d.pos, "nopreempt is incompatible with priority 255; preempting anyway")
+		warn(d.preemptPos, "nopreempt is incompatible with priority 255; preempting anyway")
 		in.Preempt = true
 	}
 	if in.InitialState == StateMaster {
 		if !in.Preempt {
-			warn(d.pos, "nopreempt does not work with initial state MASTER; preempting anyway")
+			warn(d.preemptPos, "nopreempt does not work with initial state MASTER; preempting anyway")
 			in.Preempt = true
 		}
 		if in.PreemptDelay != 0 {
-			warn(d.pos, "preempt_delay does not work with initial state MASTER; clearing it")
+			warn(d.delayPos, "preempt_delay does not work with initial state MASTER; clearing it")
 			in.PreemptDelay = 0
 		}
 	}
 	if in.PreemptDelay != 0 && !in.Preempt {
-		warn(d.pos, "preempt_delay is incompatible with nopreempt; clearing it")
+		warn(d.delayPos, "preempt_delay is incompatible with nopreempt; clearing it")
 		in.PreemptDelay = 0
 	}
 

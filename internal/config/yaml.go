@@ -412,7 +412,8 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (draft, 
 	fail := func(pos Position, format string, a ...any) (draft, error) {
 		return draft{}, errAt(pos, "%s: %s", what, fmt.Sprintf(format, a...))
 	}
-	d := draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept}
+	d := draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept,
+		preemptPos: at("preempt"), delayPos: at("preemptDelay")}
 	if len(y.Interface) > 15 {
 		return fail(at("interface"), "interface name %q is longer than 15 characters", y.Interface)
 	}

@@ -1,0 +1,451 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// one parses a keepalived.conf holding one instance T with the given extra lines (and
+// the given global_defs lines), and returns it. It fails the test on an error.
+func one(t *testing.T, globals, body string) (Instance, []Warning) {
+	t.Helper()
+	cfg, ws, err := Parse("t.conf", []byte(kaConf(globals, body)))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(cfg.Instances) != 1 {
+		t.Fatalf("got %d instances", len(cfg.Instances))
+	}
+	return cfg.Instances[0], ws
+}
+
+func kaConf(globals, body string) string {
+	s := ""
+	if globals != "" {
+		s = "global_defs {\n" + globals + "\n}\n"
+	}
+	if !strings.Contains(body, "virtual_ipaddress ") {
+		body += "\nvirtual_ipaddress {\n10.99.0.100/24\n}"
+	}
+	if !strings.Contains(body, "interface") {
+		body = "interface eth0\n" + body
+	}
+	if !strings.Contains(body, "virtual_router_id") {
+		body = "virtual_router_id 51\n" + body
+	}
+	return s + "vrrp_instance T {\n" + body + "\n}\n"
+}
+
+func TestKeepalivedKeywords(t *testing.T) {
+	addr := netip.MustParseAddr
+	tests := []struct {
+		name    string
+		globals string
+		body    string
+		check   func(Instance) bool
+	}{
+		{"defaults", "", "", func(in Instance) bool {
+			return in.Priority == 100 && in.Version == vrrp.Version2 && in.AdvertInterval == time.Second &&
+				in.Preempt && in.PreemptDelay == 0 && in.AcceptMode && in.InitialState == StateBackup &&
+				in.AuthType == vrrp.AuthNone && in.GARP == DefaultGARP() && in.MulticastGroup == vrrp.MulticastIPv4 &&
+				!in.UnicastSrc.IsValid() && !in.Unicast() && in.Family == IPv4
+		}},
+		{"state MASTER", "", "state MASTER\npriority 200", func(in Instance) bool { return in.InitialState == StateMaster && in.Priority == 200 }},
+		{"state MASTER without priority is the owner", "", "state MASTER", func(in Instance) bool { return in.Priority == 255 }},
+		{"priority 255 without state starts MASTER", "", "priority 255", func(in Instance) bool { return in.InitialState == StateMaster }},
+		{"interface", "", "interface br-lan0", func(in Instance) bool { return in.Interface == "br-lan0" && in.VIPs[0].Dev == "br-lan0" }},
+		{"virtual_router_id", "", "virtual_router_id 255", func(in Instance) bool { return in.VRID == 255 }},
+		{"priority", "", "priority 1", func(in Instance) bool { return in.Priority == 1 }},
+		{"advert_int fractional", "", "version 3\nadvert_int 0.05", func(in Instance) bool { return in.AdvertInterval == 50*time.Millisecond }},
+		{"advert_int whole", "", "advert_int 3", func(in Instance) bool { return in.AdvertInterval == 3*time.Second }},
+		{"nopreempt", "", "nopreempt", func(in Instance) bool { return !in.Preempt }},
+		{"preempt", "", "nopreempt\npreempt", func(in Instance) bool { return in.Preempt }},
+		{"preempt_delay", "", "preempt_delay 2.5", func(in Instance) bool { return in.PreemptDelay == 2500*time.Millisecond }},
+		{"accept", "", "no_accept\naccept", func(in Instance) bool { return in.AcceptMode }},
+		{"no_accept", "", "no_accept", func(in Instance) bool { return !in.AcceptMode }},
+		{"unicast", "", "unicast_src_ip 10.99.0.11\nunicast_peer {\n10.99.0.12\n  10.99.0.13\n}", func(in Instance) bool {
+			return in.UnicastSrc == addr("10.99.0.11") && len(in.UnicastPeers) == 2 && in.UnicastPeers[1] == addr("10.99.0.13") && in.Unicast()
+		}},
+		{"mcast_src_ip", "", "mcast_src_ip 10.99.0.11", func(in Instance) bool { return in.UnicastSrc == addr("10.99.0.11") && !in.Unicast() }},
+		{"mcast_dst_ip", "", "mcast_dst_ip 224.0.0.99", func(in Instance) bool { return in.MulticastGroup == addr("224.0.0.99") }},
+		{"authentication", "", "authentication {\nauth_type PASS\nauth_pass hunter2\n}", func(in Instance) bool {
+			return in.AuthType == vrrp.AuthSimple && in.AuthPass == "hunter2" && in.AuthData() == [8]byte{'h', 'u', 'n', 't', 'e', 'r', '2', 0}
+		}},
+		{"quoted auth_pass", "", "authentication {\nauth_type PASS\nauth_pass \"a b\"\n}", func(in Instance) bool { return in.AuthPass == "a b" }},
+		{"virtual_ipaddress forms", "", "virtual_ipaddress {\n10.99.0.100/24\n10.99.0.101\n10.99.0.102/32 dev eth1\n10.99.0.103/24 dev eth1 label eth1:vip\n10.99.0.104/24 label eth0:x\n10.99.0.105/24 scope global\n}", func(in Instance) bool {
+			v := in.VIPs
+			return len(v) == 6 && v[0] == VIP{netip.MustParsePrefix("10.99.0.100/24"), "eth0", ""} &&
+				v[1].Prefix == netip.MustParsePrefix("10.99.0.101/32") &&
+				v[2] == VIP{netip.MustParsePrefix("10.99.0.102/32"), "eth1", ""} &&
+				v[3] == VIP{netip.MustParsePrefix("10.99.0.103/24"), "eth1", "eth1:vip"} &&
+				v[4] == VIP{netip.MustParsePrefix("10.99.0.104/24"), "eth0", "eth0:x"}
+		}},
+		{"IPv6 VIP without prefix", "", "virtual_ipaddress {\nfd00:99::100\n}", func(in Instance) bool {
+			return in.VIPs[0].Prefix == netip.MustParsePrefix("fd00:99::100/128") && in.Family == IPv6 && in.Version == vrrp.Version3 && in.MulticastGroup == vrrp.MulticastIPv6
+		}},
+		{"virtual_ipaddress_excluded mixes families", "", "virtual_ipaddress_excluded {\n10.99.0.200/24\nfd00:99::200/64 dev eth1\n}", func(in Instance) bool {
+			return len(in.VIPs) == 1 && len(in.ExcludedVIPs) == 2 && in.ExcludedVIPs[0].Dev == "eth0" && in.ExcludedVIPs[1] == VIP{netip.MustParsePrefix("fd00:99::200/64"), "eth1", ""}
+		}},
+		{"version", "", "version 3", func(in Instance) bool { return in.Version == vrrp.Version3 }},
+		{"vrrp_version global", "vrrp_version 3", "", func(in Instance) bool { return in.Version == vrrp.Version3 }},
+		{"version overrides global", "vrrp_version 3", "version 2", func(in Instance) bool { return in.Version == vrrp.Version2 }},
+		{"global garp", "vrrp_garp_master_delay 2\nvrrp_garp_master_repeat 3\nvrrp_garp_master_refresh 60\nvrrp_garp_master_refresh_repeat 2\nvrrp_garp_interval 0.001\nvrrp_gna_interval 0.002", "", func(in Instance) bool {
+			return in.GARP == GARP{2 * time.Second, 3, time.Minute, 2, time.Millisecond, 2 * time.Millisecond}
+		}},
+		{"instance garp overrides global", "vrrp_garp_master_delay 2\nvrrp_garp_master_repeat 3", "garp_master_delay 0\ngarp_master_repeat 7\ngarp_master_refresh 30\ngarp_master_refresh_repeat 4", func(in Instance) bool {
+			return in.GARP == GARP{0, 7, 30 * time.Second, 4, 0, 0}
+		}},
+		{"vrrp_mcast_group4", "vrrp_mcast_group4 224.0.0.77", "", func(in Instance) bool { return in.MulticastGroup == addr("224.0.0.77") }},
+		{"vrrp_mcast_group6", "vrrp_mcast_group6 ff02::77", "virtual_ipaddress {\nfd00:99::1/64\n}", func(in Instance) bool { return in.MulticastGroup == addr("ff02::77") }},
+		{"family from unicast when no VIPs", "", "virtual_ipaddress {\n}\nunicast_src_ip 10.99.0.11", func(in Instance) bool { return in.Family == IPv4 && len(in.VIPs) == 0 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, ws := one(t, tt.globals, tt.body)
+			if len(ws) > 0 {
+				t.Errorf("unexpected warnings: %v", ws)
+			}
+			if !tt.check(in) {
+				t.Errorf("unexpected instance %+v", in)
+			}
+		})
+	}
+}
+
+// Adjustments keepalived makes with a message: a warning naming the line, and the value
+// keepalived would use.
+func TestKeepalivedAdjustmentWarnings(t *testing.T) {
+	tests := []struct {
+		name    string
+		globals string
+		body    string
+		line    int // of the warning, in the generated file
+		want    string
+		check   func(Instance) bool
+	}{
+		{"auth_pass truncated", "", "authentication {\nauth_type PASS\nauth_pass 123456789\n}", 6, "truncating auth_pass to 8 characters",
+			func(in Instance) bool { return in.AuthPass == "12345678" }},
+		{"v3 with auth", "", "version 3\nauthentication {\nauth_type PASS\nauth_pass x\n}", 5, "VRRP version 3 does not support authentication",
+			func(in Instance) bool { return in.AuthType == vrrp.AuthNone && in.AuthPass == "" }},
+		{"PASS without password", "", "authentication {\nauth_type PASS\n}", 4, "no password given",
+			func(in Instance) bool { return in.AuthType == vrrp.AuthNone }},
+		{"v2 advert rounded", "", "advert_int 1.6", 4, "must be whole seconds; rounding to 2s",
+			func(in Instance) bool { return in.AdvertInterval == 2*time.Second }},
+		{"v2 advert below 1s", "", "advert_int 0.1", 4, "rounding to 1s",
+			func(in Instance) bool { return in.AdvertInterval == time.Second }},
+		{"v3 advert rounded", "", "version 3\nadvert_int 0.055", 5, "units of 10ms; rounding to 60ms",
+			func(in Instance) bool { return in.AdvertInterval == 60*time.Millisecond }},
+		{"v3 advert too long", "", "version 3\nadvert_int 50", 5, "out of range; using 40.95s",
+			func(in Instance) bool { return in.AdvertInterval == 40950*time.Millisecond }},
+		{"IPv6 with version 2", "", "version 2\nvirtual_ipaddress {\nfd00:99::1/64\n}", 4, "VRRP version 2 cannot carry IPv6",
+			func(in Instance) bool { return in.Version == vrrp.Version3 }},
+		{"nopreempt with priority 255", "", "priority 255\nstate BACKUP\nnopreempt", 6, "nopreempt is incompatible with priority 255",
+			func(in Instance) bool { return in.Preempt }},
+		{"nopreempt with MASTER", "", "state MASTER\npriority 100\nnopreempt", 6, "nopreempt does not work with initial state MASTER",
+			func(in Instance) bool { return in.Preempt }},
+		{"preempt_delay with MASTER", "", "state MASTER\npriority 100\npreempt_delay 5", 6, "preempt_delay does not work with initial state MASTER",
+			func(in Instance) bool { return in.PreemptDelay == 0 }},
+		{"preempt_delay with nopreempt", "", "nopreempt\npreempt_delay 5", 5, "preempt_delay is incompatible with nopreempt",
+			func(in Instance) bool { return in.PreemptDelay == 0 && !in.Preempt }},
+		{"garp_master_repeat 0", "", "garp_master_repeat 0", 4, "garp_master_repeat must be greater than 0; using 1",
+			func(in Instance) bool { return in.GARP.MasterRepeat == 1 }},
+		{"vrrp_garp_master_refresh_repeat 0", "vrrp_garp_master_refresh_repeat 0", "", 2, "must be greater than 0",
+			func(in Instance) bool { return in.GARP.MasterRefreshRepeat == 1 }},
+		{"VIP brd ignored", "", "virtual_ipaddress {\n10.99.0.100/24 brd 10.99.0.255\n}", 5, `option "brd" "10.99.0.255" is not supported`,
+			func(in Instance) bool { return len(in.VIPs) == 1 }},
+		{"VIP scope link ignored", "", "virtual_ipaddress {\n10.99.0.100/24 scope link\n}", 5, "scope link is not supported",
+			func(in Instance) bool { return len(in.VIPs) == 1 }},
+		{"extra value", "", "priority 100 200", 4, `priority takes one value; ignoring "200"`,
+			func(in Instance) bool { return in.Priority == 100 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, ws := one(t, tt.globals, tt.body)
+			if len(ws) != 1 {
+				t.Fatalf("want 1 warning, got %v", ws)
+			}
+			if ws[0].Pos.Line != tt.line || ws[0].Pos.File != "t.conf" || !strings.Contains(ws[0].Error(), tt.want) {
+				t.Errorf("warning %q, want line %d containing %q", ws[0].Error(), tt.line, tt.want)
+			}
+			if !strings.HasPrefix(ws[0].Error(), "t.conf:") {
+				t.Errorf("warning text %q does not start with file:line", ws[0].Error())
+			}
+			if !tt.check(in) {
+				t.Errorf("unexpected instance %+v", in)
+			}
+		})
+	}
+}
+
+func TestKeepalivedUnknownKeywordsWarn(t *testing.T) {
+	conf := `! Configuration File for keepalived
+global_defs {
+   notification_email {
+     admin@example.com
+   }
+   router_id h1
+   vrrp_skip_check_adv_addr
+   enable_script_security
+}
+vrrp_script chk_haproxy {
+    script "killall -0 haproxy"
+    interval 2
+}
+vrrp_instance VI_1 {
+    interface eth0
+    virtual_router_id 51
+    track_script {
+        chk_haproxy
+    }
+    smtp_alert
+    authentication {
+        auth_type PASS
+        auth_pass x
+        auth_colour blue
+    }
+    virtual_ipaddress {
+        10.99.0.100/24 nodad
+    }
+}
+virtual_server 10.99.0.100 80 {
+    real_server 10.99.0.11 80 {
+    }
+}
+frobnicate
+`
+	cfg, ws, err := Parse("k.conf", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`k.conf:3: "notification_email" block in global_defs is not supported by vrrpd; ignored`,
+		`k.conf:7: unknown keyword "vrrp_skip_check_adv_addr" in global_defs; ignored`,
+		`k.conf:8: unknown keyword "enable_script_security" in global_defs; ignored`,
+		`k.conf:10: "vrrp_script" block is not supported by vrrpd; ignored`,
+		`k.conf:17: "track_script" block in vrrp_instance VI_1 is not supported by vrrpd; ignored`,
+		`k.conf:20: unknown keyword "smtp_alert" in vrrp_instance VI_1; ignored`,
+		`k.conf:24: unknown keyword "auth_colour" in authentication; ignored`,
+		`k.conf:27: VIP 10.99.0.100/24: option "nodad" is not supported; ignored`,
+		`k.conf:30: "virtual_server" block is not supported by vrrpd; ignored`,
+		`k.conf:34: unknown keyword "frobnicate"; ignored`,
+	}
+	var got []string
+	for _, w := range ws {
+		got = append(got, w.Error())
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if cfg.RouterID != "h1" || len(cfg.Instances) != 1 || cfg.Instances[0].AuthPass != "x" {
+		t.Errorf("config not loaded around the warnings: %+v", cfg)
+	}
+}
+
+// Every error names file:line and aborts the load: no Config comes back.
+func TestKeepalivedErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		conf string
+		want string // the whole error text
+	}{
+		{"unbalanced close", "global_defs {\n}\n}\n", `e.conf:3: unexpected "}" with no block open`},
+		{"unclosed block", "global_defs {\nrouter_id x\nvrrp_instance A {\ninterface eth0\n", `e.conf:3: missing "}": block of "vrrp_instance" opened here is never closed`},
+		{"stray open", "vrrp_instance A {\n}\n{\n}\n", `e.conf:3: unexpected "{" without a keyword before it`},
+		{"unterminated quote", "global_defs {\nrouter_id \"h1\n}\n", `e.conf:2: unterminated quoted string`},
+		{"missing value", kaConf("", "priority"), `e.conf:4: priority needs a value`},
+		{"bad number", kaConf("", "priority high"), `e.conf:4: priority "high" is not a number between 1 and 255`},
+		{"priority 0", kaConf("", "priority 0"), `e.conf:4: priority "0" is not a number between 1 and 255`},
+		{"priority 256", kaConf("", "priority 256"), `e.conf:4: priority "256" is not a number between 1 and 255`},
+		{"vrid 0", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 0\n}\n", `e.conf:3: virtual_router_id "0" is not a number between 1 and 255`},
+		{"vrid 256", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 256\n}\n", `e.conf:3: virtual_router_id "256" is not a number between 1 and 255`},
+		{"bad advert_int", kaConf("", "advert_int 0"), `e.conf:4: advert_int "0" is not a number of seconds between 10ms and 4m15s`},
+		{"bad advert_int text", kaConf("", "advert_int 1,5"), `e.conf:4: advert_int "1,5" is not a number of seconds between 10ms and 4m15s`},
+		{"bad version", kaConf("", "version 4"), `e.conf:4: version "4" is not a number between 2 and 3`},
+		{"bad global version", kaConf("vrrp_version 1", ""), `e.conf:2: vrrp_version "1" is not a number between 2 and 3`},
+		{"bad state", kaConf("", "state LEADER"), `e.conf:4: state must be MASTER or BACKUP, not "LEADER"`},
+		{"bad VIP", kaConf("", "virtual_ipaddress {\n10.99.0.300/24\n}"), `e.conf:5: bad address "10.99.0.300/24" (want addr or addr/prefix)`},
+		{"VIP dev without value", kaConf("", "virtual_ipaddress {\n10.99.0.1/24 dev\n}"), `e.conf:5: VIP 10.99.0.1/24: "dev" needs a value`},
+		{"bad peer", kaConf("", "unicast_peer {\npeer.example\n}"), `e.conf:5: bad IP address "peer.example"`},
+		{"bad unicast_src_ip", kaConf("", "unicast_src_ip 10.99.0"), `e.conf:4: bad IP address "10.99.0"`},
+		{"auth AH", kaConf("", "authentication {\nauth_type AH\n}"), `e.conf:5: auth_type AH (IPsec authentication header) is not supported by vrrpd; use PASS or none`},
+		{"auth unknown", kaConf("", "authentication {\nauth_type MD5\n}"), `e.conf:5: unknown auth_type "MD5" (want PASS)`},
+		{"mcast group not multicast", kaConf("vrrp_mcast_group4 10.0.0.1", ""), `e.conf:2: vrrp_mcast_group4 10.0.0.1 is not an IPv4 multicast address`},
+		{"vip block missing", kaConf("", "virtual_ipaddress 10.0.0.1"), `e.conf:4: virtual_ipaddress needs a { ... } block`},
+		{"instance without name", "vrrp_instance {\n}\n", `e.conf:1: vrrp_instance needs a name`},
+		{"global_defs without block", "global_defs\n", `e.conf:1: global_defs needs a { ... } block`},
+		{"no interface", "vrrp_instance A {\nvirtual_router_id 1\n}\n", `e.conf:1: (A) no interface given`},
+		{"no vrid", "vrrp_instance A {\ninterface eth0\n}\n", `e.conf:1: (A) no virtual router ID given (virtual_router_id, 1..255)`},
+		{"v3 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nversion 3\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
+		{"mixed families", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"), `e.conf:6: (T) VIP fd00:99::1/64 is IPv6 but the instance is IPv4: one instance carries one family (use virtual_ipaddress_excluded or a second instance)`},
+		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:5: (T) unicast peer fd00:99::2 is not IPv4 like the instance`},
+		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:4: (T) source address fd00:99::2 is not IPv4 like the instance`},
+		{"duplicate VIP", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\n10.99.0.1/32\n}"), `e.conf:6: (T) address 10.99.0.1 is listed twice (first at e.conf:5)`},
+		{"bad label", kaConf("", "virtual_ipaddress {\n10.99.0.1/24 label eth1:x\n}"), `e.conf:5: (T) label "eth1:x" must be the device name "eth0" or start with "eth0:"`},
+		{"duplicate name", kaConf("", "") + kaConf("", ""), `e.conf:9: duplicate instance name "T" (first defined at e.conf:1)`},
+		{"duplicate vrid", kaConf("", "") + strings.Replace(kaConf("", ""), "vrrp_instance T", "vrrp_instance U", 1), `e.conf:9: (U) interface eth0, VRID 51, IPv4 is already used by instance T at e.conf:1`},
+		{"include without name", "include\n", `e.conf:1: include needs a file name or pattern`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _, err := Parse("e.conf", []byte(tt.conf))
+			if err == nil {
+				t.Fatalf("no error; config %+v", cfg)
+			}
+			if cfg != nil {
+				t.Errorf("a Config came back with the error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error\n %s\nwant\n %s", err, tt.want)
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Pos.File != "e.conf" || e.Pos.Line < 1 {
+				t.Errorf("error %v is not a positioned *Error", err)
+			}
+		})
+	}
+}
+
+// Same VRID on another family or interface is fine (keepalived keys on all three).
+func TestKeepalivedSameVRIDOtherFamilyOrInterface(t *testing.T) {
+	conf := kaConf("", "") +
+		strings.Replace(kaConf("", "virtual_ipaddress {\nfd00:99::1/64\n}"), "vrrp_instance T", "vrrp_instance T6", 1) +
+		strings.Replace(kaConf("", "interface eth1"), "vrrp_instance T", "vrrp_instance T1", 1)
+	cfg, ws, err := Parse("s.conf", []byte(conf))
+	if err != nil || len(ws) > 0 {
+		t.Fatalf("err %v warnings %v", err, ws)
+	}
+	if len(cfg.Instances) != 3 {
+		t.Fatalf("got %d instances", len(cfg.Instances))
+	}
+}
+
+// All invalid instances are reported, not just the first.
+func TestKeepalivedReportsEveryBadInstance(t *testing.T) {
+	conf := "vrrp_instance A {\ninterface eth0\n}\nvrrp_instance B {\nvirtual_router_id 2\n}\n"
+	_, _, err := Parse("m.conf", []byte(conf))
+	want := "m.conf:1: (A) no virtual router ID given (virtual_router_id, 1..255)\nm.conf:4: (B) no interface given"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v, want\n%s", err, want)
+	}
+}
+
+func TestKeepalivedCommentsAndBraces(t *testing.T) {
+	conf := `# hash comment
+! bang comment
+   ! indented comment
+global_defs { router_id h1   # trailing comment
+ vrrp_version 3 ! trailing bang
+}
+vrrp_instance VI_1
+{
+  interface eth0 # comment
+  virtual_router_id 51
+  priority 100
+  unicast_peer { 10.99.0.12 }
+  virtual_ipaddress {
+    10.99.0.100/24
+  } }
+`
+	cfg, ws, err := Parse("c.conf", []byte(conf))
+	if err != nil || len(ws) > 0 {
+		t.Fatalf("err %v warnings %v", err, ws)
+	}
+	in := cfg.Instances[0]
+	if cfg.RouterID != "h1" || in.Version != vrrp.Version3 || in.Interface != "eth0" || in.Source.Line != 7 ||
+		len(in.UnicastPeers) != 1 || len(in.VIPs) != 1 {
+		t.Errorf("got %+v %+v", cfg, in)
+	}
+}
+
+func writeFiles(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestKeepalivedInclude(t *testing.T) {
+	inst := func(name string, vrid int) string {
+		return "vrrp_instance " + name + " {\ninterface eth0\nvirtual_router_id " + itoa(vrid) + "\nvirtual_ipaddress {\n10.99.0." + itoa(vrid) + "/24\n}\n}\n"
+	}
+	dir := writeFiles(t, map[string]string{
+		"etc/keepalived.conf":         "global_defs {\ninclude globals.inc\n}\ninclude conf.d/*.conf\ninclude /nonexistent-vrrpd-test/*.conf\n",
+		"etc/globals.inc":             "router_id from-include\nvrrp_version 3\n",
+		"etc/conf.d/20-b.conf":        inst("B", 20),
+		"etc/conf.d/10-a.conf":        inst("A", 10) + "include ../nested/c.inc\n",
+		"etc/conf.d/readme.txt":       "not included",
+		"etc/nested/c.inc":            inst("C", 30),
+		"etc/conf.d/30-d.conf/ignore": "a directory matching the glob is skipped",
+	})
+	main := filepath.Join(dir, "etc", "keepalived.conf")
+	cfg, ws, err := Load(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, in := range cfg.Instances {
+		names = append(names, in.Name)
+	}
+	if strings.Join(names, ",") != "A,C,B" {
+		t.Errorf("instances %v, want A,C,B (glob sorted, nested include in place)", names)
+	}
+	if cfg.RouterID != "from-include" || cfg.Instances[0].Version != vrrp.Version3 {
+		t.Errorf("include inside global_defs not applied: %+v", cfg)
+	}
+	if got := cfg.Instances[1].Source; got.File != filepath.Join(dir, "etc", "nested", "c.inc") || got.Line != 1 {
+		t.Errorf("C defined at %v", got)
+	}
+	if len(cfg.Files) != 5 || cfg.Files[0] != main {
+		t.Errorf("Files = %v", cfg.Files)
+	}
+	if len(ws) != 1 || ws[0].Pos != (Position{main, 5}) || !strings.Contains(ws[0].Message, "matches no files") {
+		t.Errorf("warnings %v, want one for the include that matches nothing", ws)
+	}
+}
+
+func TestKeepalivedIncludeErrors(t *testing.T) {
+	t.Run("cycle", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"a.conf": "include b.conf\n", "b.conf": "\ninclude a.conf\n"})
+		_, _, err := Load(filepath.Join(dir, "a.conf"))
+		want := filepath.Join(dir, "b.conf") + ":2: include cycle: " + filepath.Join(dir, "a.conf") + " includes itself"
+		if err == nil || err.Error() != want {
+			t.Errorf("error %v, want %s", err, want)
+		}
+	})
+	t.Run("error in included file names that file", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"a.conf": "include sub/b.conf\n", "sub/b.conf": "vrrp_instance X {\n  priority x\n}\n"})
+		_, _, err := Load(filepath.Join(dir, "a.conf"))
+		want := filepath.Join(dir, "sub", "b.conf") + `:2: priority "x" is not a number between 1 and 255`
+		if err == nil || err.Error() != want {
+			t.Errorf("error %v, want %s", err, want)
+		}
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"a.conf": "include sub\n", "sub/x": ""})
+		_, ws, err := Load(filepath.Join(dir, "a.conf"))
+		if err != nil || len(ws) != 0 {
+			t.Errorf("a directory named by include is skipped: err %v ws %v", err, ws)
+		}
+	})
+	t.Run("main file missing", func(t *testing.T) {
+		_, _, err := Load(filepath.Join(t.TempDir(), "none.conf"))
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("error %v, want not-exist", err)
+		}
+	})
+}
