@@ -1,18 +1,16 @@
 package config
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/netip"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
@@ -121,14 +119,15 @@ func (d yamlDuration) value() (time.Duration, error) {
 	return v, nil
 }
 
+// strictJSON decodes b into v, case-sensitively (encoding/json would take "routerId" for
+// routerID) and rejecting unknown and duplicate keys.
 func strictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	strict, err := kjson.UnmarshalStrict(b, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
+	if err != nil {
 		return err
 	}
-	if dec.More() {
-		return fmt.Errorf("unexpected data after the value")
+	if len(strict) > 0 {
+		return strict[0]
 	}
 	return nil
 }
@@ -136,8 +135,9 @@ func strictJSON(b []byte, v any) error {
 // yamlLine finds "line N" in a YAML library error.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// jsonField finds the key a JSON decoding error is about.
-var jsonField = regexp.MustCompile(`(?:unknown field "([^"]+)"|Go struct field \S*?\.?([A-Za-z0-9_]+) of type)`)
+// jsonField finds the key a JSON decoding error is about, and for a type error what was
+// found (group 3) and what was wanted (group 4).
+var jsonField = regexp.MustCompile(`(?:unknown field "([^"]+)"|cannot unmarshal (\w+) into Go struct field \S*?\.?([A-Za-z0-9_]+) of type (\S+))`)
 
 func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 	// Parse once with yaml.v3 for the line numbers that the JSON conversion loses.
@@ -228,6 +228,29 @@ func (ix yamlIndex) at(path ...any) Position {
 	return Position{File: ix.file, Line: line}
 }
 
+// keyLine returns the line of a dotted key path ("garp.delay", as the strict decoder
+// reports nested keys) under n, or of the first key called like its last part.
+func keyLine(n *yamlv3.Node, path string) int {
+	parts := strings.Split(path, ".")
+	cur, line := n, 0
+	for _, p := range parts {
+		var next *yamlv3.Node
+		if cur != nil && cur.Kind == yamlv3.MappingNode {
+			for i := 0; i+1 < len(cur.Content); i += 2 {
+				if cur.Content[i].Value == p {
+					next, line = cur.Content[i+1], cur.Content[i].Line
+					break
+				}
+			}
+		}
+		if next == nil {
+			return findKey(n, parts[len(parts)-1])
+		}
+		cur = next
+	}
+	return line
+}
+
 // findKey returns the line of the first mapping key called key under n.
 func findKey(n *yamlv3.Node, key string) int {
 	if n == nil {
@@ -254,18 +277,14 @@ func (ix yamlIndex) decodeError(err error, path []any, what string) error {
 	n, line := ix.node(path...)
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if m := jsonField.FindStringSubmatch(err.Error()); m != nil {
-		key := m[1] + m[2]
-		if l := findKey(n, key); l > 0 {
+		key := m[1] + m[3]
+		if l := keyLine(n, key); l > 0 {
 			line = l
 		}
-		var te *json.UnmarshalTypeError
-		switch {
-		case m[1] != "":
+		if m[1] != "" {
 			msg = fmt.Sprintf("unknown key %q", key)
-		case errors.As(err, &te):
-			msg = fmt.Sprintf("key %q: want %s, not %s", key, yamlKind(te.Type.Kind()), te.Value)
-		default:
-			msg = fmt.Sprintf("key %q: %s", key, msg)
+		} else {
+			msg = fmt.Sprintf("key %q: want %s, not %s", key, yamlKind(m[4]), m[2])
 		}
 	}
 	if what != "" {
@@ -544,20 +563,17 @@ func (ix yamlIndex) vips(ys []yamlVIP, base []any, key, what string, ws *[]Warni
 	return out, nil
 }
 
-// yamlKind names a Go kind the way a YAML author thinks of it.
-func yamlKind(k reflect.Kind) string {
-	switch k {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Slice, reflect.Array:
+// yamlKind names a Go type of the schema the way a YAML author thinks of it.
+func yamlKind(goType string) string {
+	switch {
+	case strings.HasPrefix(goType, "[]"):
 		return "a list"
-	case reflect.Struct, reflect.Map:
-		return "a mapping"
+	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint"):
+		return "an integer"
+	case goType == "bool":
+		return "true or false"
+	case goType == "string":
+		return "a string"
 	}
-	return k.String()
+	return "a mapping"
 }
