@@ -26,8 +26,10 @@ type ActionKind uint8
 //	Adver_Timer fires:    SendAdvert, ArmTimer(Adver_Timer)
 //	advert accepted in Backup:   ArmTimer(Master_Down_Timer)
 //	priority-0 or lower advert in Master: SendAdvert, ArmTimer(Adver_Timer)
-//	VIPs changed in Master: RemoveVIPs (the removed ones), AddVIPs and Announce (the new
-//	  ones), SendAdvert, ArmTimer
+//	VIPs changed in Master: RemoveVIPs (the removed ones), AddVIPs (the new ones),
+//	  SendAdvert, Announce (the new ones), ArmTimer
+//	restart (Reconfigure of VRID, version or family): the shutdown sequence of the old
+//	  state, then the startup sequence
 //
 // Leaving Master sends the priority-0 advertisement before the VIPs go, as keepalived does,
 // so the backups start their Skew_Time takeover while this router still answers.

@@ -154,10 +154,13 @@ func (i *Instance) startup(now time.Time, from State, reason Reason, out []Actio
 // counts in pri_zero_rcvd.
 //
 // Advertisements for another VRID are not this instance's and are ignored uncounted, as
-// are those with our own Primary as source (our own, looped back). In Init nothing is
+// are those with our own Primary as source (our own, looped back) and those from the other
+// address family (another virtual router; the daemon routes by VRID and family). An
+// IPv4-mapped src is taken as IPv4. In Init nothing is
 // processed; in Fault advertisements are checked and counted but change nothing.
 func (i *Instance) HandleAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
-	if a == nil || i.state == StateInit || a.VRID != i.cfg.VRID || src == i.cfg.Primary {
+	src = src.Unmap()
+	if a == nil || i.state == StateInit || a.VRID != i.cfg.VRID || src == i.cfg.Primary || src.Is4() != i.cfg.Primary.Is4() {
 		return out
 	}
 	if !i.check(a) {

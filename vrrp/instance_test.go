@@ -501,6 +501,9 @@ func TestCounters(t *testing.T) {
 		{"invalid type", v2, func(a *Advertisement) { a.Type = 2 }, higher, Counters{InvalidTypeRcvd: 1}, false},
 		{"other VRID: not ours, uncounted", v2, func(a *Advertisement) { a.VRID = 52 }, higher, Counters{}, false},
 		{"our own address: looped back, uncounted", v2, nil, ours, Counters{}, false},
+		{"our own address, IPv4-mapped: still ours", v2, nil, netip.AddrFrom16(ours.As16()), Counters{}, false},
+		{"other family: not ours, uncounted", v2, nil, netip.MustParseAddr("fe80::1"), Counters{}, false},
+		{"IPv4-mapped source is IPv4", v2, nil, netip.AddrFrom16(higher.As16()), Counters{AdvertRcvd: 1}, true},
 		{"v3 interval zero", v3Config(100), func(a *Advertisement) { a.MaxAdvertInterval = 0 }, higher, Counters{AdvertIntervalErr: 1}, false},
 		{"v3 other interval: adopted, not an error", v3Config(100), func(a *Advertisement) { a.MaxAdvertInterval = 3 }, higher, Counters{AdvertRcvd: 1}, true},
 	}
@@ -619,6 +622,24 @@ func TestReconfigure(t *testing.T) {
 			t.Fatal(err)
 		}
 		expect(t, "Reconfigure", got, "State(MASTER->INIT: shutdown) Send(0) Remove[10.99.0.100/24 10.99.0.101/24] Stop State(INIT->BACKUP: reconfigured) Arm(Master_Down_Timer@7.21875s)")
+	})
+	t.Run("restart in fault stays in fault", func(t *testing.T) {
+		i := backupAt(t, c)
+		i.SetFault(t0, true, ReasonInterfaceDown, nil)
+		n := c
+		n.VRID = 52
+		got, _ := i.Reconfigure(t0, n, nil)
+		expect(t, "Reconfigure", got, "State(FAULT->INIT: shutdown) State(INIT->FAULT: interface down)")
+		expect(t, "clear", i.SetFault(at(time.Second), false, "", nil), "State(FAULT->BACKUP: fault cleared) Arm(Master_Down_Timer@4.609375s)")
+	})
+	t.Run("restart from init stays in init", func(t *testing.T) {
+		i := mustInstance(t, c)
+		n := c
+		n.VRID = 52
+		got, _ := i.Reconfigure(t0, n, nil)
+		if len(got) != 0 || i.State() != StateInit || i.Config().VRID != 52 {
+			t.Fatalf("%s, state %v", describe(got), i.State())
+		}
 	})
 	t.Run("invalid config changes nothing", func(t *testing.T) {
 		i, now := masterAt(t, c)
