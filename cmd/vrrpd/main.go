@@ -1,0 +1,222 @@
+// Command vrrpd is a VRRP daemon: it runs the virtual routers of a YAML file or of a
+// keepalived.conf, adds and removes their virtual addresses, and serves keepalived-compatible
+// metrics.
+//
+//	vrrpd --config PATH [--state-dir /run/vrrpd] [--metrics-address :9650]
+//	vrrpd check --config PATH      validate and exit (0 ok, 2 on error)
+//	vrrpd status [--address URL]   show the running daemon's instances
+//
+// SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/vip"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFail   = 1 // the daemon could not run
+	exitConfig = 2 // bad command line or configuration
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "check":
+			return check(args[1:], stdout, stderr)
+		case "status":
+			return status(args[1:], stdout, stderr)
+		}
+	}
+	return serve(args, stderr)
+}
+
+func check(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vrrpd check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "vrrpd check: --config is required")
+		return exitConfig
+	}
+	cfg, ws, err := config.Load(*path)
+	fmt.Fprint(stderr, config.FormatWarnings(prefixWarnings(ws)))
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return exitConfig
+	}
+	fmt.Fprintf(stdout, "%s: %d instance(s), %d warning(s): OK\n", *path, len(cfg.Instances), len(ws))
+	return exitOK
+}
+
+func prefixWarnings(ws []config.Warning) []config.Warning {
+	out := make([]config.Warning, len(ws))
+	for i, w := range ws {
+		w.Message = "warning: " + w.Message
+		out[i] = w
+	}
+	return out
+}
+
+func status(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vrrpd status", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("address", "", "the daemon's HTTP endpoint (default: http://127.0.0.1 and the port of --metrics-address)")
+	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "the daemon's --metrics-address")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	base := *addr
+	if base == "" {
+		base = localURL(*metricsAddr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := metrics.GetStatus(ctx, nil, base)
+	if err != nil {
+		fmt.Fprintf(stderr, "vrrpd status: %v\n", err)
+		return exitFail
+	}
+	if err := st.WriteTable(stdout); err != nil {
+		fmt.Fprintf(stderr, "vrrpd status: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// localURL turns a listen address (":9650", "0.0.0.0:9650", "[::1]:9650") into a URL on
+// the local host.
+func localURL(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return "http://" + listen
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("vrrpd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
+	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
+	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	group := fs.String("group", "", "Kubernetes mode: the KeepalivedGroup namespace/name to serve (not yet implemented)")
+	node := fs.String("node", "", "Kubernetes mode: this node's name (not yet implemented)")
+	if err := fs.Parse(args); err != nil {
+		return exitConfig
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status)\n", fs.Arg(0))
+		return exitConfig
+	}
+	if *group != "" || *node != "" {
+		fmt.Fprintln(stderr, "vrrpd: Kubernetes mode (--group, --node) is not implemented yet; run with --config")
+		return exitConfig
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "vrrpd: --config is required")
+		return exitConfig
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "vrrpd: --log-level: %v\n", err)
+		return exitConfig
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg, ws, err := config.Load(*path)
+	for _, w := range ws {
+		log.Warn(w.Message, "at", w.Pos.String())
+	}
+	if err != nil {
+		log.Error("configuration rejected", "err", err)
+		return exitConfig
+	}
+
+	d, err := daemon.New(daemon.Options{StateDir: *stateDir, Logger: log})
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return exitFail
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+
+	if *metricsAddr != "" {
+		srv, err := metrics.NewServer(*metricsAddr, d, metrics.Options{Health: d.Health(5 * time.Second)})
+		if err != nil {
+			log.Error("metrics", "err", err)
+			return exitFail
+		}
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			log.Error("metrics listener", "address", *metricsAddr, "err", err)
+			return exitFail
+		}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		defer srv.Close()
+	}
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			reload(ctx, d, *path, log)
+		}
+	}()
+
+	log.Info("starting", "config", *path, "instances", len(cfg.Instances), "state_dir", *stateDir)
+	if err := d.Run(ctx, cfg); err != nil {
+		log.Error("stopped", "err", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// reload re-reads the configuration; a broken file is reported and nothing changes.
+func reload(ctx context.Context, d *daemon.Daemon, path string, log *slog.Logger) {
+	cfg, ws, err := config.Load(path)
+	for _, w := range ws {
+		log.Warn(w.Message, "at", w.Pos.String())
+	}
+	if err != nil {
+		log.Error("reload refused, keeping the running configuration", "err", strings.TrimSpace(err.Error()))
+		return
+	}
+	if err := d.Reload(ctx, cfg); err != nil {
+		log.Error("reload refused, keeping the running configuration", "err", err)
+	}
+}

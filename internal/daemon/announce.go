@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/garp"
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+)
+
+// announceState is one instance's gratuitous ARP / NA schedule (keepalived's garp_*
+// knobs): garp.Schedule says when and how many rounds, the daemon's timer heap wakes the
+// loop then, and the interface's sender puts the frames on the wire.
+type announceState struct {
+	sched *garp.Schedule
+	addrs []netip.Addr // every address a round announces: VIPs and excluded VIPs
+}
+
+func garpSettings(g config.GARP) garp.Settings {
+	s := garp.Defaults()
+	s.MasterDelay = g.MasterDelay
+	s.MasterRepeat = g.MasterRepeat
+	s.MasterRefresh = g.MasterRefresh
+	s.MasterRefreshRepeat = max(g.MasterRefreshRepeat, 1)
+	s.Interval = g.Interval
+	s.NAInterval = g.NAInterval
+	return s
+}
+
+// startAnnounce begins the announcements of a new master (or of VIPs added to one): the
+// first round goes out at once, the rest when the schedule says.
+func (d *Daemon) startAnnounce(in *instance, _ []netip.Prefix, now time.Time) {
+	a := &in.announce
+	if a.sched == nil {
+		a.sched = garp.NewSchedule(garpSettings(in.cfg.GARP))
+	}
+	a.addrs = a.addrs[:0]
+	for _, v := range in.cfg.VIPs {
+		a.addrs = append(a.addrs, v.Prefix.Addr())
+	}
+	for _, v := range in.cfg.ExcludedVIPs {
+		a.addrs = append(a.addrs, v.Prefix.Addr())
+	}
+	a.sched.BecomeMaster(now)
+	d.announceDue(in, now)
+}
+
+// announceDue sends the rounds that are due and re-arms the instance's announce timer.
+func (d *Daemon) announceDue(in *instance, now time.Time) {
+	a := &in.announce
+	if a.sched == nil {
+		return
+	}
+	if n := a.sched.Due(now); n > 0 {
+		d.sendRounds(in, n, now)
+	}
+	if at, ok := a.sched.Next(); ok {
+		d.timers.Set(in.announceKey, at)
+	} else {
+		d.timers.Stop(in.announceKey)
+	}
+}
+
+// stopAnnounce drops whatever is pending (on leaving Master).
+func (d *Daemon) stopAnnounce(in *instance) {
+	if in.announce.sched != nil && in.announce.sched.Master() {
+		in.announce.sched.LeaveMaster()
+	}
+	d.timers.Stop(in.announceKey)
+}
+
+// sendRounds sends n rounds of announcements for the instance's addresses.
+func (d *Daemon) sendRounds(in *instance, n int, now time.Time) {
+	ann, err := d.announcerFor(in.cfg.Interface, in.cfg.GARP)
+	if err != nil {
+		d.log.Warn(fmt.Sprintf("(%s) cannot announce VIPs", in.cfg.Name), "interface", in.cfg.Interface, "err", err)
+		return
+	}
+	if err := ann.send(in.announce.addrs, n, now); err != nil {
+		d.log.Warn(fmt.Sprintf("(%s) announcing VIPs failed", in.cfg.Name), "interface", in.cfg.Interface, "err", err)
+	}
+}

@@ -1,0 +1,288 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// connKey names one shared socket. Instances that send from the same source to the same
+// kind of destination on one interface share it; unicast instances get their own (not
+// joined to the group), so that a unicast-only interface never joins multicast, as
+// keepalived does.
+type connKey struct {
+	ifname  string
+	fam     config.Family
+	source  netip.Addr // unicast_src_ip; zero means the interface's own address
+	group   netip.Addr
+	unicast bool
+}
+
+// conn is one shared socket and the instances routed through it.
+type conn struct {
+	key    connKey
+	tc     *transport.Conn // nil while the interface is missing or has no address
+	err    error           // why tc is nil, or why the link is unusable
+	source netip.Addr      // tc.Source() when last checked
+
+	byVRID [256]*instance
+	insts  []*instance
+
+	// free holds this socket's one batch while the reader may fill it. The reader must
+	// not read again before the loop is done with the previous batch, because payloads
+	// point into the transport's buffers; a single batch per socket gives exactly that
+	// hand-over without copying and without locks.
+	free chan *batch
+	stop chan struct{}
+
+	received      uint64
+	unattributed  uint64
+	droppedBefore uint64 // transport drops of sockets closed since
+}
+
+// batch is one ReadBatch worth of packets on its way from a reader to the loop.
+type batch struct {
+	conn *conn
+	tc   *transport.Conn // the socket it was read from; stale after a reopen
+	pkts []transport.Packet
+	n    int
+}
+
+func (d *Daemon) connFor(ic config.Instance) *conn {
+	k := connKey{ifname: ic.Interface, fam: ic.Family, source: ic.UnicastSrc, unicast: ic.Unicast()}
+	if !ic.Unicast() {
+		k.group = ic.MulticastGroup
+	}
+	if c := d.conns[k]; c != nil {
+		return c
+	}
+	c := &conn{key: k}
+	d.conns[k] = c
+	d.open(c)
+	return c
+}
+
+// open tries to open c's socket and starts its reader. A failure is not fatal: the
+// instances stay in FAULT and checkInterfaces tries again.
+func (d *Daemon) open(c *conn) {
+	fam := transport.IPv4
+	if c.key.fam == config.IPv6 {
+		fam = transport.IPv6
+	}
+	tc, err := transport.Open(c.key.ifname, fam, transport.Options{
+		Group:     c.key.group,
+		NoJoin:    c.key.unicast,
+		Source:    c.key.source,
+		BatchSize: d.opts.BatchSize,
+	})
+	if err != nil {
+		if !errors.Is(err, c.err) && (c.err == nil || c.err.Error() != err.Error()) {
+			d.log.Warn("cannot open VRRP socket yet", "interface", c.key.ifname, "family", c.key.fam.String(), "err", err)
+		}
+		c.err = err
+		return
+	}
+	c.tc, c.err = tc, nil
+	c.source = tc.Source()
+	c.free = make(chan *batch, 1)
+	c.stop = make(chan struct{})
+	c.free <- &batch{conn: c, tc: tc, pkts: make([]transport.Packet, d.opts.BatchSize)}
+	go d.reader(c, tc, c.free, c.stop)
+	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String())
+}
+
+// closeConn closes c's socket; its reader exits.
+func (d *Daemon) closeConn(c *conn) {
+	if c.tc == nil {
+		return
+	}
+	close(c.stop)
+	c.droppedBefore += c.tc.Stats().Dropped
+	c.tc.Close()
+	c.tc = nil
+}
+
+// reader is the goroutine that drains one socket into batches for the loop.
+func (d *Daemon) reader(c *conn, tc *transport.Conn, free chan *batch, stop chan struct{}) {
+	for {
+		var b *batch
+		select {
+		case b = <-free:
+		case <-stop:
+			return
+		case <-d.done:
+			return
+		}
+		n, err := tc.ReadBatch(b.pkts)
+		if err != nil {
+			if errors.Is(err, transport.ErrClosed) {
+				return
+			}
+			// A transient error (the interface went down under us): hand the batch
+			// back and let the loop's interface check decide; do not spin.
+			free <- b
+			select {
+			case <-stop:
+				return
+			case <-d.done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		b.n = n
+		select {
+		case d.batches <- b:
+		case <-stop:
+			return
+		case <-d.done:
+			return
+		}
+	}
+}
+
+// handleBatch routes every packet of b to its instance.
+func (d *Daemon) handleBatch(b *batch, now time.Time) {
+	c := b.conn
+	if b.tc != c.tc {
+		return // read from a socket closed since
+	}
+	for i := 0; i < b.n; i++ {
+		d.handlePacket(c, &b.pkts[i], now)
+	}
+	d.dirty = true
+}
+
+// handlePacket validates one packet and feeds it to the instance its VRID names. Errors
+// are counted on that instance (as keepalived does) or, when no instance has the VRID, on
+// the socket; the packet is then dropped.
+func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
+	c.received++
+	_, vrid, ok := vrrp.ParseHeader(p.Payload)
+	if !ok {
+		c.unattributed++
+		return
+	}
+	in := c.byVRID[vrid]
+	if in == nil || in.sm == nil {
+		c.unattributed++
+		return
+	}
+	if in.cfg.Unicast() {
+		// keepalived's check_unicast_src: only the configured peers speak for this
+		// virtual router. The TTL is not checked, as routers may sit between peers.
+		if !slices.Contains(in.cfg.UnicastPeers, p.Src) {
+			c.unattributed++
+			return
+		}
+	} else if p.TTL != 255 {
+		in.sm.CountError(vrrp.ErrTTL)
+		return
+	}
+	if err := d.adv.Unmarshal(p.Payload, p.Src, p.Dst); err != nil {
+		if !in.sm.CountError(err) {
+			c.unattributed++
+		}
+		return
+	}
+	d.acts = in.sm.HandleAdvert(now, &d.adv, p.Src, d.acts[:0])
+	d.execute(in, now)
+}
+
+// watchInterfaces subscribes to link and address changes; each one wakes the loop to
+// re-check the interfaces (coalesced, so a burst costs one check).
+func (d *Daemon) watchInterfaces() (stop func()) {
+	done := make(chan struct{})
+	links := make(chan netlink.LinkUpdate, 64)
+	addrs := make(chan netlink.AddrUpdate, 64)
+	if err := netlink.LinkSubscribe(links, done); err != nil {
+		d.log.Warn("no netlink link events; polling interfaces only", "err", err)
+		links = nil
+	}
+	if err := netlink.AddrSubscribe(addrs, done); err != nil {
+		d.log.Warn("no netlink address events; polling interfaces only", "err", err)
+		addrs = nil
+	}
+	go func() {
+		for {
+			select {
+			case _, ok := <-links:
+				if !ok {
+					links = nil
+					continue
+				}
+			case _, ok := <-addrs:
+				if !ok {
+					addrs = nil
+					continue
+				}
+			case <-done:
+				return
+			}
+			select {
+			case d.ifEvents <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// checkInterfaces re-reads every socket's interface: opens sockets that could not be
+// opened, and sets or clears FAULT on the instances of interfaces that went down, lost
+// their address or came back; a changed source address reconfigures the instances.
+func (d *Daemon) checkInterfaces(now time.Time) {
+	for _, c := range d.conns {
+		if c.tc == nil {
+			d.open(c)
+		}
+		var err error
+		if c.tc == nil {
+			err = c.err
+		} else {
+			err = c.tc.Refresh()
+			if err == nil {
+				err = linkRunning(c.key.ifname)
+			}
+			if err != nil && errors.Is(err, transport.ErrNoInterface) {
+				// Deleted (and maybe re-created): start over with a fresh socket.
+				d.closeConn(c)
+				c.err = err
+			}
+		}
+		if c.tc != nil && err == nil {
+			if src := c.tc.Source(); src != c.source {
+				c.source = src
+				for _, in := range c.insts {
+					d.sourceChanged(in, now)
+				}
+			}
+		}
+		for _, in := range c.insts {
+			d.setFault(in, err, now)
+		}
+	}
+}
+
+// linkRunning reports an error when the interface has no carrier (IFF_RUNNING clear), as
+// keepalived treats a link without carrier as down.
+func linkRunning(ifname string) error {
+	l, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return transport.ErrNoInterface
+	}
+	a := l.Attrs()
+	if a.Flags&net.FlagUp == 0 || a.RawFlags&unix.IFF_RUNNING == 0 {
+		return transport.ErrInterfaceDown
+	}
+	return nil
+}

@@ -1,0 +1,299 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vip"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// StateDir holds the crash-safe record of the VIPs this daemon added (package vip).
+	// One directory per daemon; empty means vip.DefaultStateDir.
+	StateDir string
+	// Logger receives the daemon's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// BatchSize is how many packets one read hands to the loop; zero means
+	// transport.DefaultBatchSize.
+	BatchSize int
+	// PollInterval is how often interfaces are re-read even without a netlink event, as a
+	// safety net; zero means one second.
+	PollInterval time.Duration
+	// PublishInterval bounds how stale the published counters may be; state changes are
+	// published at once. Zero means 100 ms.
+	PublishInterval time.Duration
+}
+
+// A Daemon runs a set of virtual routers. Create it with New, run it with Run; Reload and
+// Snapshot are safe to call from any goroutine while it runs.
+type Daemon struct {
+	opts Options
+	log  *slog.Logger
+
+	vips       *vip.Manager
+	announcers map[string]*announcer // by interface, opened on first use
+
+	// Everything below is owned by the loop goroutine once Run has started.
+	instances []*instance
+	byName    map[string]*instance
+	conns     map[connKey]*conn
+	timers    timerHeap
+	owners    []timerOwner // by timer key
+	publishK  int          // timer key of the deferred snapshot publication
+	dirty     bool         // counters changed since the last publication
+
+	acts []vrrp.Action      // reused action slice
+	adv  vrrp.Advertisement // reused decode target
+	out  vrrp.Advertisement // reused encode source
+	buf  []byte             // reused encode buffer
+	ann  []netip.Addr       // reused announce address list
+	nvip []vip.VIP          // reused VIP list
+
+	batches  chan *batch
+	reloads  chan reloadRequest
+	ifEvents chan struct{}
+	done     chan struct{}
+
+	snap      atomic.Pointer[metrics.Snapshot]
+	heartbeat metrics.Heartbeat
+	started   time.Time
+}
+
+type timerOwner struct {
+	in   *instance
+	kind timerKind
+}
+
+type timerKind uint8
+
+const (
+	timerVRRP     timerKind = iota + 1 // the instance's state machine timer
+	timerAnnounce                      // the instance's GARP / NA schedule
+	timerPublish                       // the deferred snapshot
+)
+
+type reloadRequest struct {
+	cfg  *config.Config
+	done chan error
+}
+
+// New prepares a daemon: it locks the state directory. Nothing touches the network until
+// Run.
+func New(opts Options) (*Daemon, error) {
+	if opts.StateDir == "" {
+		opts.StateDir = vip.DefaultStateDir
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = transport.DefaultBatchSize
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.PublishInterval <= 0 {
+		opts.PublishInterval = 100 * time.Millisecond
+	}
+	m, err := vip.New(opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		opts:     opts,
+		log:      opts.Logger,
+		vips:     m,
+		byName:   make(map[string]*instance),
+		conns:    make(map[connKey]*conn),
+		batches:  make(chan *batch, 16),
+		reloads:  make(chan reloadRequest),
+		ifEvents: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		buf:      make([]byte, 0, transport.MaxPacketSize),
+		acts:     make([]vrrp.Action, 0, 16),
+	}
+	d.publishK = d.newTimer(nil, timerPublish)
+	d.snap.Store(&metrics.Snapshot{})
+	return d, nil
+}
+
+// Snapshot returns the latest published view of every instance; it implements
+// metrics.Source.
+func (d *Daemon) Snapshot() metrics.Snapshot { return *d.snap.Load() }
+
+// Health reports an error when the loop has not run for maxAge: for /healthz.
+func (d *Daemon) Health(maxAge time.Duration) func() error { return d.heartbeat.Check(maxAge) }
+
+// Reload replaces the running configuration (SIGHUP). Instances whose settings did not
+// change keep their state, counters and VIPs; changed ones are reconfigured in place when
+// the state machine allows it, else restarted; removed ones resign and drop their VIPs; new
+// ones start. It returns when the loop has applied cfg, or the error that made it refuse
+// cfg (nothing is then applied).
+func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
+	req := reloadRequest{cfg: cfg, done: make(chan error, 1)}
+	select {
+	case d.reloads <- req:
+	case <-d.done:
+		return errors.New("daemon: not running")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-req.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run recovers the VIPs a previous run left behind, starts every instance of cfg and runs
+// the loop until ctx is cancelled. It then shuts down gracefully: every master sends
+// priority 0 and removes its VIPs. It returns nil after a graceful stop.
+func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
+	defer close(d.done)
+	defer d.vips.Close()
+	d.started = time.Now()
+	if err := validate(cfg); err != nil {
+		return err
+	}
+	// Startup recovery: whatever a crashed run recorded is not ours any more. We start
+	// as backup, so no address may stay until VRRP elects us again.
+	removed, err := d.vips.Recover()
+	for _, v := range removed {
+		d.log.Info("removed stale VIP left by a previous run", "vip", v.String())
+	}
+	if err != nil {
+		d.log.Warn("could not remove every stale VIP", "err", err)
+	}
+
+	stopWatch := d.watchInterfaces()
+	defer stopWatch()
+
+	now := time.Now()
+	for _, ic := range cfg.Instances {
+		d.addInstance(ic, now)
+	}
+	d.publish(now)
+	return d.loop(ctx)
+}
+
+// loop is the daemon's only goroutine that touches instance state.
+func (d *Daemon) loop(ctx context.Context) error {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var armed time.Time
+	poll := time.NewTicker(d.opts.PollInterval)
+	defer poll.Stop()
+	for {
+		// One time.Timer for every instance: armed at the heap's earliest deadline.
+		if it, ok := d.timers.Peek(); ok {
+			if !it.at.Equal(armed) {
+				armed = it.at
+				timer.Reset(time.Until(armed))
+			}
+		} else if !armed.IsZero() {
+			armed = time.Time{}
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			d.shutdown()
+			return nil
+		case b := <-d.batches:
+			now := time.Now()
+			d.handleBatch(b, now)
+			b.conn.free <- b
+			d.maybePublish(now)
+		case <-timer.C:
+			armed = time.Time{}
+			d.fireTimers(time.Now())
+		case req := <-d.reloads:
+			req.done <- d.reload(req.cfg, time.Now())
+		case <-d.ifEvents:
+			d.checkInterfaces(time.Now())
+		case <-poll.C:
+			now := time.Now()
+			d.heartbeat.Beat(now)
+			d.checkInterfaces(now)
+		}
+	}
+}
+
+// fireTimers runs every timer that is due.
+func (d *Daemon) fireTimers(now time.Time) {
+	for {
+		key, ok := d.timers.PopDue(now)
+		if !ok {
+			return
+		}
+		o := d.owners[key]
+		switch o.kind {
+		case timerVRRP:
+			if o.in.sm != nil {
+				d.acts = o.in.sm.HandleTimer(now, d.acts[:0])
+				d.execute(o.in, now)
+			}
+		case timerAnnounce:
+			d.announceDue(o.in, now)
+		case timerPublish:
+			d.publish(now)
+		}
+	}
+}
+
+// maybePublish schedules a publication of the counters within PublishInterval, unless one
+// is already scheduled.
+func (d *Daemon) maybePublish(now time.Time) {
+	if !d.dirty {
+		return
+	}
+	if _, ok := d.timers.Armed(d.publishK); !ok {
+		d.timers.Set(d.publishK, now.Add(d.opts.PublishInterval))
+	}
+}
+
+func (d *Daemon) newTimer(in *instance, kind timerKind) int {
+	k := d.timers.newKey()
+	for len(d.owners) <= k {
+		d.owners = append(d.owners, timerOwner{})
+	}
+	d.owners[k] = timerOwner{in: in, kind: kind}
+	return k
+}
+
+func (d *Daemon) freeTimer(k int) {
+	d.timers.freeKey(k)
+	d.owners[k] = timerOwner{}
+}
+
+// validate refuses a configuration the daemon cannot route: two instances that would
+// share (interface, family, VRID) on one socket.
+func validate(cfg *config.Config) error {
+	if cfg == nil {
+		return errors.New("daemon: no configuration")
+	}
+	type route struct {
+		ifname string
+		fam    config.Family
+		vrid   uint8
+	}
+	seen := make(map[route]string, len(cfg.Instances))
+	for _, ic := range cfg.Instances {
+		r := route{ic.Interface, ic.Family, ic.VRID}
+		if other, ok := seen[r]; ok {
+			return fmt.Errorf("daemon: instances %s and %s both use VRID %d on %s %v", other, ic.Name, ic.VRID, ic.Interface, ic.Family)
+		}
+		seen[r] = ic.Name
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/vip"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// instance is one virtual router in the daemon: its configuration, its state machine and
+// what the loop knows about it beyond the state machine.
+type instance struct {
+	cfg  config.Instance
+	conn *conn
+	// sm is nil until the interface has given us a source address: the state machine
+	// needs one (it is the tie-break and the checksum source). Until then the instance
+	// reports FAULT.
+	sm *vrrp.Instance
+
+	timerKey    int
+	announceKey int
+	announce    announceState
+
+	holdsExcluded bool // the virtual_ipaddress_excluded are on the interface
+	faultErr      error
+
+	transitions    uint64
+	lastTransition time.Time
+	state          vrrp.State // last reported, FAULT while sm is nil
+}
+
+// addInstance creates and starts an instance.
+func (d *Daemon) addInstance(ic config.Instance, now time.Time) *instance {
+	in := &instance{cfg: ic, state: vrrp.StateFault}
+	in.timerKey = d.newTimer(in, timerVRRP)
+	in.announceKey = d.newTimer(in, timerAnnounce)
+	d.instances = append(d.instances, in)
+	d.byName[ic.Name] = in
+	in.conn = d.connFor(ic)
+	in.conn.insts = append(in.conn.insts, in)
+	in.conn.byVRID[ic.VRID] = in
+	d.startInstance(in, now)
+	return in
+}
+
+// startInstance creates the state machine once the socket has a source, and starts it.
+func (d *Daemon) startInstance(in *instance, now time.Time) {
+	c := in.conn
+	if c.tc == nil {
+		d.noteFault(in, c.err, now)
+		return
+	}
+	sm, err := vrrp.NewInstance(d.vrrpConfig(in.cfg, c.source))
+	if err != nil {
+		d.noteFault(in, err, now)
+		return
+	}
+	in.sm = sm
+	err = linkRunning(c.key.ifname)
+	if err != nil {
+		d.acts = sm.SetFault(now, true, vrrp.ReasonInterfaceDown, d.acts[:0])
+		d.execute(in, now)
+		in.faultErr = err
+	}
+	d.acts = sm.Start(now, d.acts[:0])
+	d.execute(in, now)
+}
+
+// vrrpConfig is the state machine's view of an instance on a socket sending from src.
+func (d *Daemon) vrrpConfig(ic config.Instance, src netip.Addr) vrrp.Config {
+	vips := make([]netip.Prefix, len(ic.VIPs))
+	for i, v := range ic.VIPs {
+		vips[i] = v.Prefix
+	}
+	return vrrp.Config{
+		Name:           ic.Name,
+		VRID:           ic.VRID,
+		Version:        ic.Version,
+		Priority:       ic.Priority,
+		AdvertInterval: ic.AdvertInterval,
+		Preempt:        ic.Preempt,
+		PreemptDelay:   ic.PreemptDelay,
+		AcceptMode:     ic.AcceptMode,
+		VIPs:           vips,
+		Primary:        src,
+		AuthType:       ic.AuthType,
+		AuthPass:       ic.AuthPass,
+	}
+}
+
+// noteFault reports an instance without state machine as FAULT, once per cause.
+func (d *Daemon) noteFault(in *instance, err error, now time.Time) {
+	if in.faultErr == nil || err == nil || in.faultErr.Error() != err.Error() {
+		in.faultErr = err
+		d.log.Warn(fmt.Sprintf("(%s) Entering FAULT STATE", in.cfg.Name), "reason", errString(err))
+		in.state = vrrp.StateFault
+		in.transitions++
+		in.lastTransition = now
+		d.publish(now)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown"
+	}
+	return err.Error()
+}
+
+// setFault sets or clears FAULT from the state of the instance's interface (err nil means
+// usable).
+func (d *Daemon) setFault(in *instance, err error, now time.Time) {
+	if in.sm == nil {
+		if err == nil && in.conn.tc != nil {
+			in.faultErr = nil
+			d.startInstance(in, now)
+		} else if err != nil {
+			d.noteFault(in, err, now)
+		}
+		return
+	}
+	if (err != nil) == in.sm.Fault() {
+		return
+	}
+	in.faultErr = err
+	reason := vrrp.ReasonInterfaceDown
+	if err == nil {
+		reason = "" // the state machine says "fault cleared"
+	} else {
+		d.log.Warn(fmt.Sprintf("(%s) interface unusable", in.cfg.Name), "err", err)
+	}
+	d.acts = in.sm.SetFault(now, err != nil, reason, d.acts[:0])
+	d.execute(in, now)
+}
+
+// sourceChanged gives the state machine the interface's new primary address.
+func (d *Daemon) sourceChanged(in *instance, now time.Time) {
+	if in.sm == nil {
+		return
+	}
+	var err error
+	d.acts, err = in.sm.Reconfigure(now, d.vrrpConfig(in.cfg, in.conn.source), d.acts[:0])
+	if err != nil {
+		d.log.Error(fmt.Sprintf("(%s) cannot use new source address", in.cfg.Name), "source", in.conn.source.String(), "err", err)
+		return
+	}
+	d.execute(in, now)
+}
+
+// execute carries out d.acts for in, in order.
+func (d *Daemon) execute(in *instance, now time.Time) {
+	changed := false
+	for i := range d.acts {
+		a := &d.acts[i]
+		switch a.Kind {
+		case vrrp.ActionStateChange:
+			changed = true
+			d.transition(in, a, now)
+		case vrrp.ActionSendAdvert:
+			d.send(in, a.Priority)
+		case vrrp.ActionAddVIPs:
+			d.addVIPs(in, a.VIPs)
+		case vrrp.ActionRemoveVIPs:
+			d.removeVIPs(in, a.VIPs)
+		case vrrp.ActionAnnounce:
+			d.startAnnounce(in, a.VIPs, now)
+		case vrrp.ActionArmTimer:
+			d.timers.Set(in.timerKey, a.At)
+		case vrrp.ActionStopTimer:
+			d.timers.Stop(in.timerKey)
+		}
+	}
+	if in.sm != nil {
+		master := in.sm.State() == vrrp.StateMaster
+		if master != in.holdsExcluded && len(in.cfg.ExcludedVIPs) > 0 {
+			d.excluded(in, master)
+		}
+		if !master {
+			d.stopAnnounce(in)
+		}
+	}
+	if changed {
+		d.publish(now)
+	}
+}
+
+func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
+	in.state = a.To
+	in.transitions++
+	in.lastTransition = now
+	// keepalived's wording, so log scrapers and humans used to it read the same.
+	d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", in.cfg.Name, a.To), "from", a.From.String(), "reason", string(a.Reason))
+}
+
+// send builds one advertisement with priority and sends it to the group or to every
+// unicast peer. It allocates nothing.
+func (d *Daemon) send(in *instance, priority uint8) {
+	c := in.conn
+	if c.tc == nil {
+		return
+	}
+	cfg := in.sm.Config()
+	cfg.AdvertisementFields(&d.out, priority)
+	src := c.tc.Source()
+	if in.cfg.Unicast() {
+		for _, peer := range in.cfg.UnicastPeers {
+			d.sendTo(in, src, peer)
+		}
+		return
+	}
+	d.sendTo(in, src, c.tc.Group())
+}
+
+func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
+	var err error
+	d.buf, err = d.out.AppendMarshal(d.buf[:0], src, dst)
+	if err == nil {
+		err = in.conn.tc.Send(d.buf, dst)
+	}
+	if err != nil {
+		// The interface check turns a dead link into FAULT; here it is only logged, at
+		// debug level, since a master on a cut link would log every interval.
+		d.log.Debug(fmt.Sprintf("(%s) send failed", in.cfg.Name), "dst", dst.String(), "err", err)
+	}
+}
+
+// vipFor returns the configured VIP (with its device and label) of prefix p.
+func (in *instance) vipFor(p netip.Prefix) vip.VIP {
+	for _, v := range in.cfg.VIPs {
+		if v.Prefix == p {
+			return toVIP(v, in.cfg.Interface)
+		}
+	}
+	return vip.VIP{Prefix: p, Dev: in.cfg.Interface}
+}
+
+func toVIP(v config.VIP, dev string) vip.VIP {
+	if v.Dev != "" {
+		dev = v.Dev
+	}
+	return vip.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label}
+}
+
+func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
+	for _, p := range ps {
+		v := in.vipFor(p)
+		if err := d.vips.Add(v); err != nil {
+			d.log.Error(fmt.Sprintf("(%s) cannot add VIP", in.cfg.Name), "vip", v.String(), "err", err)
+		}
+	}
+}
+
+func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
+	for _, p := range ps {
+		v := in.vipFor(p)
+		if err := d.vips.Remove(v); err != nil {
+			d.log.Error(fmt.Sprintf("(%s) cannot remove VIP", in.cfg.Name), "vip", v.String(), "err", err)
+		}
+	}
+}
+
+// excluded adds or removes the virtual_ipaddress_excluded with the VIPs.
+func (d *Daemon) excluded(in *instance, add bool) {
+	in.holdsExcluded = add
+	for _, e := range in.cfg.ExcludedVIPs {
+		v := toVIP(e, in.cfg.Interface)
+		var err error
+		if add {
+			err = d.vips.Add(v)
+		} else {
+			err = d.vips.Remove(v)
+		}
+		if err != nil {
+			d.log.Error(fmt.Sprintf("(%s) excluded VIP", in.cfg.Name), "vip", v.String(), "add", add, "err", err)
+		}
+	}
+}
+
+// removeInstance resigns the instance (priority 0 if master), drops its VIPs and forgets it.
+func (d *Daemon) removeInstance(in *instance, now time.Time) {
+	d.stopInstance(in, now)
+	c := in.conn
+	c.byVRID[in.cfg.VRID] = nil
+	c.insts = slices.DeleteFunc(c.insts, func(x *instance) bool { return x == in })
+	if len(c.insts) == 0 {
+		d.closeConn(c)
+		delete(d.conns, c.key)
+	}
+	d.freeTimer(in.timerKey)
+	d.freeTimer(in.announceKey)
+	d.instances = slices.DeleteFunc(d.instances, func(x *instance) bool { return x == in })
+	delete(d.byName, in.cfg.Name)
+}
+
+// stopInstance is the graceful end of one instance: Shutdown, and the excluded VIPs go.
+func (d *Daemon) stopInstance(in *instance, now time.Time) {
+	if in.sm != nil {
+		d.acts = in.sm.Shutdown(now, d.acts[:0])
+		d.execute(in, now)
+	}
+	if in.holdsExcluded {
+		d.excluded(in, false)
+	}
+	d.stopAnnounce(in)
+	d.timers.Stop(in.timerKey)
+}
+
+// shutdown stops every instance: masters send priority 0 and remove their VIPs.
+func (d *Daemon) shutdown() {
+	now := time.Now()
+	for _, in := range d.instances {
+		d.stopInstance(in, now)
+	}
+	for _, c := range d.conns {
+		d.closeConn(c)
+	}
+	d.publish(now)
+	d.log.Info("stopped")
+}
+
+// reload applies a new configuration (see Daemon.Reload).
+func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
+	if err := validate(cfg); err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(cfg.Instances))
+	for _, ic := range cfg.Instances {
+		keep[ic.Name] = true
+	}
+	// Removed instances first, and instances moving to another socket or VRID, so that
+	// their routes are free for the new ones.
+	var restart []config.Instance
+	for _, in := range slices.Clone(d.instances) {
+		if !keep[in.cfg.Name] {
+			d.log.Info(fmt.Sprintf("(%s) removed by reload", in.cfg.Name))
+			d.removeInstance(in, now)
+		}
+	}
+	var kept, reconfigured, added int
+	for _, ic := range cfg.Instances {
+		in := d.byName[ic.Name]
+		switch {
+		case in == nil:
+			restart = append(restart, ic)
+		case in.cfg.Equal(ic):
+			in.cfg.Source = ic.Source
+			kept++
+		case sameRoute(in.cfg, ic) && in.sm != nil:
+			if err := d.reconfigure(in, ic, now); err != nil {
+				return fmt.Errorf("daemon: reload %s: %w", ic.Name, err)
+			}
+			reconfigured++
+		default:
+			d.log.Info(fmt.Sprintf("(%s) restarted by reload", ic.Name))
+			d.removeInstance(in, now)
+			restart = append(restart, ic)
+		}
+	}
+	for _, ic := range restart {
+		d.addInstance(ic, now)
+		added++
+	}
+	d.log.Info("configuration reloaded", "kept", kept, "reconfigured", reconfigured, "started", added)
+	d.publish(now)
+	return nil
+}
+
+// sameRoute reports whether b can take over a's socket and VRID slot in place.
+func sameRoute(a, b config.Instance) bool {
+	return a.Interface == b.Interface && a.Family == b.Family && a.VRID == b.VRID &&
+		a.UnicastSrc == b.UnicastSrc && a.Unicast() == b.Unicast() &&
+		(a.Unicast() || a.MulticastGroup == b.MulticastGroup)
+}
+
+// reconfigure applies changed settings to a running instance, keeping its state.
+func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) error {
+	old := in.cfg
+	// The excluded VIPs and VIP devices/labels are the daemon's business, not the state
+	// machine's: drop the old ones here if they changed, the new ones follow below.
+	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
+		d.excluded(in, false)
+	}
+	var err error
+	acts, err := in.sm.Reconfigure(now, d.vrrpConfig(ic, in.conn.source), d.acts[:0])
+	if err != nil {
+		return err
+	}
+	d.acts = acts
+	// RemoveVIPs of the old config must see the old devices and labels.
+	for i := range d.acts {
+		if d.acts[i].Kind == vrrp.ActionRemoveVIPs {
+			d.removeVIPs(in, d.acts[i].VIPs)
+			d.acts[i].Kind = 0
+		}
+	}
+	in.cfg = ic
+	d.execute(in, now)
+	return nil
+}
+
+var errNotRunning = errors.New("daemon: not running")

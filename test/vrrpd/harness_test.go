@@ -1,0 +1,382 @@
+package vrrpd_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+)
+
+// The lab: client is 10.99.0.10, h1 10.99.0.11, h2 10.99.0.12 (netlab numbers hosts from
+// .10 in creation order), as in the keepalived captures and configs under testdata/.
+func newLab(t *testing.T) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
+	t.Helper()
+	lab = netlab.New(t, "client", "h1", "h2")
+	return lab, lab.Host("client"), lab.Host("h1"), lab.Host("h2")
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// vrrpdBinary builds cmd/vrrpd once per test binary run.
+func vrrpdBinary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "vrrpd-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "vrrpd")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build vrrpd: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// syncBuffer collects a process's output for the test log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a daemon (vrrpd or keepalived) running in a lab host.
+type proc struct {
+	name string
+	host *netlab.Host
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+func startProc(t *testing.T, name string, h *netlab.Host, bin string, args ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, host: h, out: &syncBuffer{}, done: make(chan struct{})}
+	// `ip netns exec` execs the program itself, so signals reach the daemon directly.
+	p.cmd = h.Command(context.Background(), bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() || testing.Verbose() {
+			t.Logf("---- %s output ----\n%s", p.name, p.out.String())
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits for the exit; it fails the test unless the exit is clean.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not stop within 10s of SIGTERM", p.name)
+	}
+	if p.err != nil {
+		t.Fatalf("%s exited with %v", p.name, p.err)
+	}
+}
+
+// kill is kill -9.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+func (p *proc) signal(t *testing.T, s syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(s); err != nil {
+		t.Fatalf("signal %s: %v", p.name, err)
+	}
+}
+
+func (p *proc) running() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// vrrpd is one vrrpd daemon with its config and state directory.
+type vrrpd struct {
+	*proc
+	conf, stateDir string
+}
+
+// writeConf writes a config into the test's temp dir.
+func writeConf(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func startVrrpd(t *testing.T, h *netlab.Host, conf, stateDir string) *vrrpd {
+	t.Helper()
+	if stateDir == "" {
+		stateDir = newStateDir(t)
+	}
+	p := startProc(t, "vrrpd@"+h.Name, h, vrrpdBinary(t),
+		"--config", conf, "--state-dir", stateDir, "--metrics-address", "127.0.0.1:9650", "--log-level", "debug")
+	v := &vrrpd{proc: p, conf: conf, stateDir: stateDir}
+	waitFor(t, 5*time.Second, p.name+" serving /status", func() bool {
+		_, err := v.status()
+		return err == nil
+	})
+	return v
+}
+
+// newStateDir returns a state directory on tmpfs, as /run/vrrpd is on a real host: the VIP
+// record is synced before every VIP is added, and on this test machine's disk an fsync can
+// take hundreds of milliseconds, which would be measured as failover time.
+func newStateDir(t *testing.T) string {
+	t.Helper()
+	base := "/dev/shm"
+	if _, err := os.Stat(base); err != nil {
+		base = ""
+	}
+	dir, err := os.MkdirTemp(base, "vrrpd-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// startKeepalived runs the real keepalived (VRRP only) in h with conf.
+func startKeepalived(t *testing.T, h *netlab.Host, conf string) *proc {
+	t.Helper()
+	bin, err := exec.LookPath("keepalived")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("keepalived not installed: %v", err)
+		}
+		t.Skipf("keepalived not installed: %v", err)
+	}
+	dir := t.TempDir()
+	return startProc(t, "keepalived@"+h.Name, h, bin,
+		"-f", conf, "-l", "-D", "-n", "-G", "-P",
+		"-p", filepath.Join(dir, "keepalived.pid"),
+		"-r", filepath.Join(dir, "vrrp.pid"),
+		"-c", filepath.Join(dir, "checkers.pid"))
+}
+
+// client returns an HTTP client whose connections are made inside h's namespace.
+func nsClient(h *netlab.Host) *http.Client {
+	return &http.Client{
+		Timeout: 3 * time.Second,
+		Transport: &http.Transport{
+			DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				var c net.Conn
+				err := h.Do(func() error {
+					var err error
+					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+					return err
+				})
+				return c, err
+			},
+		},
+	}
+}
+
+func (v *vrrpd) status() (metrics.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return metrics.GetStatus(ctx, nsClient(v.host), "http://127.0.0.1:9650")
+}
+
+func (v *vrrpd) mustStatus(t *testing.T) metrics.Status {
+	t.Helper()
+	st, err := v.status()
+	if err != nil {
+		t.Fatalf("%s: %v", v.name, err)
+	}
+	return st
+}
+
+// instance returns the named instance's status.
+func (v *vrrpd) instance(t *testing.T, name string) metrics.InstanceStatus {
+	t.Helper()
+	for _, in := range v.mustStatus(t).Instances {
+		if in.Name == name {
+			return in
+		}
+	}
+	t.Fatalf("%s has no instance %s", v.name, name)
+	return metrics.InstanceStatus{}
+}
+
+// scrape reads /metrics and returns every sample as "name{labels}" -> value.
+func (v *vrrpd) scrape(t *testing.T) map[string]float64 {
+	t.Helper()
+	resp, err := nsClient(v.host).Get("http://127.0.0.1:9650/metrics")
+	if err != nil {
+		t.Fatalf("%s /metrics: %v", v.name, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		f, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = f
+	}
+	return out
+}
+
+// metric sums the samples of a metric name whose labels contain every given label pair
+// (e.g. `name="VI_1"`), whatever the other labels (keepalived_exporter puts the current
+// state in a label, so a counter's series changes with the state).
+func metric(samples map[string]float64, name string, labels ...string) float64 {
+	var sum float64
+	for k, v := range samples {
+		n, rest, _ := strings.Cut(k, "{")
+		if n != name {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			if !strings.Contains(rest, l) {
+				ok = false
+			}
+		}
+		if ok {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// waitFor polls cond every 10 ms until it holds or timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func hasAddr(t testing.TB, h *netlab.Host, p netip.Prefix) bool {
+	t.Helper()
+	ok, err := h.HasAddr(p)
+	if err != nil {
+		t.Fatalf("%s: %v", h.Name, err)
+	}
+	return ok
+}
+
+// holders returns the hosts that hold p.
+func holders(t testing.TB, p netip.Prefix, hosts ...*netlab.Host) []string {
+	t.Helper()
+	var out []string
+	for _, h := range hosts {
+		if hasAddr(t, h, p) {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// waitSoleHolder waits until exactly want holds p among hosts, then checks for settle
+// that it stays that way: never the VIP on two hosts once settled.
+func waitSoleHolder(t *testing.T, timeout, settle time.Duration, p netip.Prefix, want *netlab.Host, hosts ...*netlab.Host) {
+	t.Helper()
+	waitFor(t, timeout, fmt.Sprintf("%v held by %s alone", p, want.Name), func() bool {
+		hs := holders(t, p, hosts...)
+		return len(hs) == 1 && hs[0] == want.Name
+	})
+	end := time.Now().Add(settle)
+	for time.Now().Before(end) {
+		if hs := holders(t, p, hosts...); len(hs) != 1 || hs[0] != want.Name {
+			t.Fatalf("%v held by %v after settling on %s", p, hs, want.Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func cut(t *testing.T, h *netlab.Host) {
+	t.Helper()
+	if err := h.Cut(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func restore(t *testing.T, h *netlab.Host) {
+	t.Helper()
+	if err := h.Restore(); err != nil {
+		t.Fatal(err)
+	}
+}

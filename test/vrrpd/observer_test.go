@@ -1,0 +1,154 @@
+package vrrpd_test
+
+import (
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// observer watches one lab host from the inside: every VRRP advertisement that reaches
+// its eth0 (with the time it arrived) and every address added to it. Failover times are
+// measured between the two, on the same clock, as the brief defines them: from the
+// master's last advertisement to the backup holding the VIP.
+type observer struct {
+	mu      sync.Mutex
+	adverts []seenAdvert
+	added   []seenAddr
+	conns   []*transport.Conn
+	done    chan struct{}
+}
+
+type seenAdvert struct {
+	at       time.Time
+	src      netip.Addr
+	vrid     uint8
+	priority uint8
+}
+
+type seenAddr struct {
+	at   time.Time
+	addr netip.Addr
+}
+
+func observe(t *testing.T, h *netlab.Host) *observer {
+	t.Helper()
+	o := &observer{done: make(chan struct{})}
+	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
+		var c *transport.Conn
+		if err := h.Do(func() error {
+			var err error
+			c, err = transport.Open(h.Link, fam, transport.Options{})
+			return err
+		}); err != nil {
+			t.Fatalf("observer on %s: %v", h.Name, err)
+		}
+		o.conns = append(o.conns, c)
+		go o.read(c)
+	}
+	ns, err := netns.GetFromName(h.Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates := make(chan netlink.AddrUpdate, 256)
+	if err := netlink.AddrSubscribeWithOptions(updates, o.done, netlink.AddrSubscribeOptions{Namespace: &ns}); err != nil {
+		ns.Close()
+		t.Fatalf("address events of %s: %v", h.Name, err)
+	}
+	ns.Close()
+	go func() {
+		for u := range updates {
+			if !u.NewAddr {
+				continue
+			}
+			a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			o.mu.Lock()
+			o.added = append(o.added, seenAddr{at: now, addr: a.Unmap()})
+			o.mu.Unlock()
+		}
+	}()
+	t.Cleanup(o.close)
+	return o
+}
+
+func (o *observer) read(c *transport.Conn) {
+	pkts := make([]transport.Packet, 16)
+	for {
+		n, err := c.ReadBatch(pkts)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		o.mu.Lock()
+		for _, p := range pkts[:n] {
+			_, vrid, ok := vrrp.ParseHeader(p.Payload)
+			if !ok {
+				continue
+			}
+			o.adverts = append(o.adverts, seenAdvert{at: now, src: p.Src, vrid: vrid, priority: p.Payload[2]})
+		}
+		o.mu.Unlock()
+	}
+}
+
+func (o *observer) close() {
+	select {
+	case <-o.done:
+		return
+	default:
+	}
+	close(o.done)
+	for _, c := range o.conns {
+		c.Close()
+	}
+}
+
+// addedAt returns when addr was first added after since.
+func (o *observer) addedAt(addr netip.Addr, since time.Time) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, a := range o.added {
+		if a.addr == addr && !a.at.Before(since) {
+			return a.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// lastAdvert returns the last advertisement of vrid from src that arrived before t and
+// matches prio (any priority when prio < 0).
+func (o *observer) lastAdvert(src netip.Addr, vrid uint8, prio int, before time.Time) (seenAdvert, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(o.adverts) - 1; i >= 0; i-- {
+		a := o.adverts[i]
+		if a.src == src && a.vrid == vrid && a.at.Before(before) && (prio < 0 || int(a.priority) == prio) {
+			return a, true
+		}
+	}
+	return seenAdvert{}, false
+}
+
+// countFrom counts the advertisements of vrid from src since t.
+func (o *observer) countFrom(src netip.Addr, vrid uint8, since time.Time) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, a := range o.adverts {
+		if a.src == src && a.vrid == vrid && !a.at.Before(since) {
+			n++
+		}
+	}
+	return n
+}
