@@ -5,7 +5,7 @@ BIN := $(CURDIR)/bin
 ENVTEST_ASSETS := $(BIN)/envtest
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
-CONTROLLER_GEN_VERSION ?= v0.20.1
+CONTROLLER_GEN_VERSION ?= v0.22.0
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 PLATFORMS ?= linux/amd64 linux/arm64
 
@@ -21,7 +21,7 @@ build:
 	$(GO) build -o $(BIN)/operator ./cmd/operator
 
 ## test: everything CI runs: lint, stale-CRD check, and every test (namespaces and envtest included)
-test: lint envtest
+test: lint check-manifests envtest
 	$(GO) test -count=1 -timeout 30m ./...
 
 ## unit: the fast tests only (no root, no API server)
@@ -62,6 +62,7 @@ manifests:
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale
 check-manifests: manifests
 	@git diff --exit-code -- deploy/crds api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard -- deploy/crds api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
 
 ## envtest: kube-apiserver, kubectl and etcd for envtest into bin/envtest
 envtest:

@@ -1,0 +1,48 @@
+package v1alpha1
+
+// Service annotations, the original keepalived-operator's plus loadbalancerips.
+const (
+	// AnnotationPrefix is the prefix of every Service annotation.
+	AnnotationPrefix = "keepalived-operator.redhat-cop.io/"
+	// AnnotationGroup opts a Service in: "<namespace>/<name>" of a
+	// KeepalivedGroup.
+	AnnotationGroup = AnnotationPrefix + "keepalivedgroup"
+	// AnnotationSpreadVIPs "true" gives one VRRP instance per VIP, so the
+	// VIPs of one Service can be mastered by different nodes.
+	AnnotationSpreadVIPs = AnnotationPrefix + "spreadvips"
+	// AnnotationVerbatimConfig is a JSON object of extra vrrp_instance
+	// keywords for the Service's instance(s).
+	AnnotationVerbatimConfig = AnnotationPrefix + "verbatimconfig"
+	// AnnotationLoadBalancerIPs requests specific addresses from the group's
+	// pool: a comma list, at most one per family.
+	AnnotationLoadBalancerIPs = AnnotationPrefix + "loadbalancerips"
+)
+
+// LoadBalancerClass is this operator's spec.loadBalancerClass. Services with
+// no class or this class are served; Services naming another class are left
+// to that class's implementation.
+const LoadBalancerClass = "redhatcop.redhat.io/keepalived"
+
+// Condition types of a KeepalivedGroup.
+const (
+	// ConditionReady is true when the status reflects the current spec,
+	// Services and Nodes and the DaemonSet and its RBAC are in place.
+	ConditionReady = "Ready"
+	// ConditionDegraded is true when something was left out: router IDs ran
+	// out, the address pool does not parse, or an owned object could not be
+	// written. The reason says which.
+	ConditionDegraded = "Degraded"
+	// ConditionImageSubstituted is true when spec.image names a keepalived
+	// image and the operator's vrrpd image runs instead.
+	ConditionImageSubstituted = "ImageSubstituted"
+)
+
+// Condition reasons.
+const (
+	ReasonReconciled         = "Reconciled"
+	ReasonRouterIDsExhausted = "RouterIDsExhausted"
+	ReasonInvalidAddressPool = "InvalidAddressPool"
+	ReasonApplyFailed        = "ApplyFailed"
+	ReasonKeepalivedImage    = "KeepalivedImage"
+	ReasonVrrpdImage         = "VrrpdImage"
+)

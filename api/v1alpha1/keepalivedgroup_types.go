@@ -1,0 +1,267 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KeepalivedGroupSpec is what an administrator declares for a group of nodes
+// that share VIPs over VRRP. The first ten fields are the original
+// keepalived-operator's, with the same JSON names and meaning.
+//
+// The advertisement interval has a different range per VRRP version: whole
+// seconds from 1s to 255s for VRRPv2 (RFC 3768 counts seconds), whole
+// centiseconds from 10ms to 40.95s for VRRPv3 (RFC 5798 counts centiseconds).
+//
+// +kubebuilder:validation:XValidation:rule="has(self.interface) || has(self.interfaceFromIP)",message="one of interface or interfaceFromIP is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || (has(self.vrrpVersion) && self.vrrpVersion == 2) || (duration(self.advertInterval) >= duration('10ms') && duration(self.advertInterval) <= duration('40950ms') && duration(self.advertInterval).getMilliseconds() % 10 == 0)",message="with vrrpVersion 3, advertInterval must be whole centiseconds from 10ms to 40.95s"
+// +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || !has(self.vrrpVersion) || self.vrrpVersion != 2 || (duration(self.advertInterval) >= duration('1s') && duration(self.advertInterval) <= duration('255s') && duration(self.advertInterval).getMilliseconds() % 1000 == 0)",message="with vrrpVersion 2, advertInterval must be whole seconds from 1s to 255s"
+type KeepalivedGroupSpec struct {
+	// NodeSelector picks the nodes that run the group's vrrpd and so may hold
+	// its VIPs. Empty means every node.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Image is the vrrpd container image. Empty means the operator's
+	// --vrrpd-image. An image that names keepalived (a manifest written for
+	// the original operator) is not run: the operator's vrrpd image is used
+	// instead and the ImageSubstituted condition says so.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// Interface is the network interface that carries the VIPs and the VRRP
+	// advertisements. Ignored when interfaceFromIP is set.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	Interface string `json:"interface,omitempty"`
+
+	// InterfaceFromIP makes each node use the interface of its route to this
+	// address, for clusters whose nodes name their NICs differently.
+	// +optional
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="interfaceFromIP must be an IP address"
+	InterfaceFromIP string `json:"interfaceFromIP,omitempty"`
+
+	// PasswordAuth turns on VRRPv2 simple password authentication (keepalived's
+	// auth_type PASS) with the password from a Secret in the group's namespace.
+	// +optional
+	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`
+
+	// VerbatimConfig holds keepalived global_defs keywords and values, passed
+	// to vrrpd as they are. vrrpd warns about keywords it does not implement.
+	// +optional
+	VerbatimConfig map[string]string `json:"verbatimConfig,omitempty"`
+
+	// BlacklistRouterIDs are VRRP router IDs (VRIDs) the operator never
+	// assigns, for example because other routers on the segment use them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=255
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=255
+	BlacklistRouterIDs []int `json:"blacklistRouterIDs,omitempty"`
+
+	// UnicastEnabled sends advertisements to the other member nodes'
+	// addresses instead of the VRRP multicast group.
+	// +optional
+	UnicastEnabled bool `json:"unicastEnabled,omitempty"`
+
+	// DaemonsetPodPriorityClassName is the priority class of the vrrpd pods.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DaemonsetPodPriorityClassName string `json:"daemonsetPodPriorityClassName,omitempty"`
+
+	// DaemonsetPodAnnotations are added to the vrrpd pods.
+	// +optional
+	DaemonsetPodAnnotations map[string]string `json:"daemonsetPodAnnotations,omitempty"`
+
+	// VRRPVersion is 3 (RFC 5798, IPv4 and IPv6) or 2 (RFC 3768, IPv4 only,
+	// needed for password authentication and for keepalived peers set to
+	// version 2).
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Enum=2;3
+	VRRPVersion int32 `json:"vrrpVersion,omitempty"`
+
+	// AdvertInterval is how often the master advertises, as a duration
+	// ("1s", "100ms"). Whole seconds from 1s to 255s with VRRPv2, whole
+	// centiseconds from 10ms to 40.95s with VRRPv3. Units ms, s, m, h;
+	// nothing finer than a millisecond.
+	// +optional
+	// +kubebuilder:default="1s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]{1,3})?(s|m|h)|[0-9]+ms)+$`
+	AdvertInterval *metav1.Duration `json:"advertInterval,omitempty"`
+
+	// Preempt lets a node with a higher priority take an instance back from
+	// the current master (VRRP's Preempt_Mode). Default true.
+	// +optional
+	// +kubebuilder:default=true
+	Preempt *bool `json:"preempt,omitempty"`
+
+	// AddressPool lets the operator allocate LoadBalancer addresses for the
+	// group's Services that have none.
+	// +optional
+	AddressPool *AddressPool `json:"addressPool,omitempty"`
+}
+
+// PasswordAuth names the Secret key that holds the VRRP password.
+// +kubebuilder:validation:XValidation:rule="has(self.secretRef.name) && size(self.secretRef.name) > 0",message="passwordAuth.secretRef.name is required"
+type PasswordAuth struct {
+	// SecretRef names a Secret in the group's namespace.
+	SecretRef corev1.LocalObjectReference `json:"secretRef"`
+
+	// SecretKey is the key of the password in the Secret.
+	// +optional
+	// +kubebuilder:default=password
+	// +kubebuilder:validation:MaxLength=253
+	SecretKey string `json:"secretKey,omitempty"`
+}
+
+// AddressPool is a set of addresses the operator hands out to LoadBalancer
+// Services of the group.
+type AddressPool struct {
+	// Addresses are CIDRs ("10.99.0.200/29", "fd00:99::200/125"), ranges
+	// ("10.99.0.220-10.99.0.222") or single addresses.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Addresses []AddressRange `json:"addresses"`
+
+	// ExcludedAddresses are never handed out (same forms as addresses).
+	// +optional
+	// +kubebuilder:validation:MaxItems=256
+	ExcludedAddresses []AddressRange `json:"excludedAddresses,omitempty"`
+
+	// AutoAssign gives an address to every LoadBalancer Service of the group
+	// that has none. When false, only Services that request an address (the
+	// loadbalancerips annotation or spec.loadBalancerIP) get one.
+	// +optional
+	// +kubebuilder:default=true
+	AutoAssign *bool `json:"autoAssign,omitempty"`
+}
+
+// AddressRange is a CIDR, a range "first-last" of one family, or a single
+// address.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=100
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) || isIP(self) || (size(self.split('-')) == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1]) && ip(self.split('-')[0]).family() == ip(self.split('-')[1]).family())",message="must be a CIDR, a single IP address, or a range first-last of one address family"
+type AddressRange string
+
+// KeepalivedGroupStatus is what the operator computed for the group. It is
+// all vrrpd needs, and it is deterministic: the same spec, Services and Nodes
+// give byte-identical status.
+type KeepalivedGroupStatus struct {
+	// ObservedGeneration is the spec generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Degraded and ImageSubstituted.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// RouterIDs maps each instance key to its VRID, as in the original.
+	// +optional
+	RouterIDs map[string]int `json:"routerIDs,omitempty"`
+
+	// NodeCount is len(nodes), for the printer column.
+	// +optional
+	NodeCount int32 `json:"nodeCount,omitempty"`
+
+	// InstanceCount is len(instances), for the printer column.
+	// +optional
+	InstanceCount int32 `json:"instanceCount,omitempty"`
+
+	// Nodes are the member nodes (those matching nodeSelector), sorted by
+	// name. Their order is the order of every instance's priorities.
+	// +optional
+	// +listType=atomic
+	Nodes []GroupNode `json:"nodes,omitempty"`
+
+	// Instances are the VRRP instances, sorted by key. Services whose
+	// instances could not get a router ID are not listed (see Degraded).
+	// +optional
+	// +listType=atomic
+	Instances []Instance `json:"instances,omitempty"`
+}
+
+// GroupNode is a member node and the addresses its peers send unicast
+// advertisements to.
+type GroupNode struct {
+	// Name of the Node object.
+	Name string `json:"name"`
+	// Addresses: the node's first InternalIP of each family (IPv4 first),
+	// or its first ExternalIP of a family that has no InternalIP.
+	// +optional
+	Addresses []string `json:"addresses,omitempty"`
+}
+
+// Instance is one VRRP instance (one virtual router) of the group.
+type Instance struct {
+	// Key is "namespace/name" of the Service, or "namespace/name/ip" for each
+	// VIP of a Service annotated spreadvips: "true".
+	Key string `json:"key"`
+	// VRID is the VRRP router ID. An instance with VIPs of both families runs
+	// as one IPv4 and one IPv6 virtual router with this same VRID.
+	VRID int `json:"vrid"`
+	// VIPs are the virtual addresses, sorted.
+	VIPs []string `json:"vips"`
+	// Settings are the group's VRRP settings plus the Service's verbatimconfig.
+	Settings InstanceSettings `json:"settings"`
+	// Priorities holds each member node's VRRP priority for this instance,
+	// one byte per entry of status.nodes in that order, base64-encoded
+	// (standard alphabet, padded). 0 means the node does not take part.
+	Priorities string `json:"priorities"`
+}
+
+// InstanceSettings are the resolved VRRP settings of one instance.
+type InstanceSettings struct {
+	// Version is the VRRP version, 2 or 3.
+	Version int32 `json:"version"`
+	// AdvertInterval is the advertisement interval.
+	AdvertInterval metav1.Duration `json:"advertInterval"`
+	// Preempt is VRRP's Preempt_Mode.
+	Preempt bool `json:"preempt"`
+	// Unicast sends advertisements to the other member nodes' addresses.
+	// +optional
+	Unicast bool `json:"unicast,omitempty"`
+	// PasswordAuth is the group's password Secret, when set.
+	// +optional
+	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`
+	// Verbatim holds the vrrp_instance keywords from the Service's
+	// verbatimconfig annotation that are known keepalived keywords.
+	// +optional
+	Verbatim map[string]string `json:"verbatim,omitempty"`
+}
+
+// KeepalivedGroup is a set of nodes that share VIPs over VRRP, and the
+// Services whose VIPs they carry.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:printcolumn:name="Interface",type=string,JSONPath=`.spec.interface`
+// +kubebuilder:printcolumn:name="Nodes",type=integer,JSONPath=`.status.nodeCount`
+// +kubebuilder:printcolumn:name="Instances",type=integer,JSONPath=`.status.instanceCount`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KeepalivedGroup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   KeepalivedGroupSpec   `json:"spec,omitempty"`
+	Status KeepalivedGroupStatus `json:"status,omitempty"`
+}
+
+// KeepalivedGroupList is a list of KeepalivedGroups.
+//
+// +kubebuilder:object:root=true
+type KeepalivedGroupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KeepalivedGroup `json:"items"`
+}

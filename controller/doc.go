@@ -1,0 +1,2 @@
+// Package controller is the operator's reconcilers.
+package controller
