@@ -164,6 +164,23 @@ func TestStateString(t *testing.T) {
 	}
 }
 
+func TestKindStrings(t *testing.T) {
+	kinds := map[ActionKind]string{ActionStateChange: "StateChange", ActionSendAdvert: "SendAdvert",
+		ActionAddVIPs: "AddVIPs", ActionRemoveVIPs: "RemoveVIPs", ActionAnnounce: "Announce",
+		ActionArmTimer: "ArmTimer", ActionStopTimer: "StopTimer", 0: "unknown"}
+	for k, w := range kinds {
+		if k.String() != w {
+			t.Errorf("ActionKind(%d).String() = %q, want %q", k, k.String(), w)
+		}
+	}
+	timers := map[TimerKind]string{TimerNone: "none", TimerAdvert: "Adver_Timer", TimerMasterDown: "Master_Down_Timer", 7: "unknown"}
+	for k, w := range timers {
+		if k.String() != w {
+			t.Errorf("TimerKind(%d).String() = %q, want %q", k, k.String(), w)
+		}
+	}
+}
+
 func TestNewInstanceRejectsInvalidConfig(t *testing.T) {
 	c := v3Config(100)
 	c.VRID = 0
@@ -253,6 +270,9 @@ func TestBackup(t *testing.T) {
 			}
 			if i.Master() != tt.master {
 				t.Errorf("Master() = %v, want %v", i.Master(), tt.master)
+			}
+			if tt.master.IsValid() && i.MasterPriority() != tt.advert.Priority {
+				t.Errorf("MasterPriority() = %d, want %d", i.MasterPriority(), tt.advert.Priority)
 			}
 			if tt.want == "" && i.Deadline() != before {
 				t.Errorf("discarded advert moved the deadline from %v to %v", before, i.Deadline())
