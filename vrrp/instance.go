@@ -17,6 +17,7 @@ import (
 type Instance struct {
 	cfg      Config
 	authData [8]byte
+	primary  netip.Addr // cfg.Primary without zone, for comparisons with sources
 
 	state    State
 	priority uint8 // effective priority: Config.Priority unless SetPriority changed it
@@ -57,6 +58,7 @@ func NewInstance(c Config) (*Instance, error) {
 func (i *Instance) setConfig(c Config) {
 	i.cfg = c.clone()
 	i.authData = c.AuthData()
+	i.primary = c.Primary.WithZone("")
 }
 
 // Config returns the instance's configuration. Its VIPs slice is the instance's own; do not

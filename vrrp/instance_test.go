@@ -371,6 +371,18 @@ func TestMaster(t *testing.T) {
 		}
 	})
 
+	t.Run("zones are ignored", func(t *testing.T) {
+		c6 := v3Config(100)
+		c6.Primary = netip.MustParseAddr("fe80::50%eth0")
+		c6.VIPs = []netip.Prefix{netip.MustParsePrefix("fd00:99::100/64")}
+		i, now := masterAt(t, c6)
+		a := advertFor(c6, 100)
+		expect(t, "own advert with another zone", i.HandleAdvert(now, a, netip.MustParseAddr("fe80::50%eth1"), nil), "")
+		i.HandleAdvert(now, a, netip.MustParseAddr("fe80::51%eth0"), nil)
+		if i.State() != StateBackup || i.Master() != netip.MustParseAddr("fe80::51") {
+			t.Fatalf("state %v master %v", i.State(), i.Master())
+		}
+	})
 	t.Run("owner with equal priority 255 from higher address steps down", func(t *testing.T) {
 		i := mustInstance(t, v3Config(255))
 		i.Start(t0, nil)

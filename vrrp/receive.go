@@ -19,11 +19,11 @@ import (
 // Advertisements for another VRID are not this instance's and are ignored uncounted, as
 // are those with our own Primary as source (our own, looped back) and those from the other
 // address family (another virtual router; the daemon routes by VRID and family). An
-// IPv4-mapped src is taken as IPv4. In Init nothing is
+// IPv4-mapped src is taken as IPv4, and zones are ignored. In Init nothing is
 // processed; in Fault advertisements are checked and counted but change nothing.
 func (i *Instance) HandleAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
-	src = src.Unmap()
-	if a == nil || i.state == StateInit || a.VRID != i.cfg.VRID || src == i.cfg.Primary || src.Is4() != i.cfg.Primary.Is4() {
+	src = src.Unmap().WithZone("")
+	if a == nil || i.state == StateInit || a.VRID != i.cfg.VRID || src == i.primary || src.Is4() != i.primary.Is4() {
 		return out
 	}
 	if !i.check(a) {
@@ -101,7 +101,7 @@ func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr,
 // masterAdvert is RFC 5798 §6.4.3 on receiving an advertisement, as changed by RFC 9568.
 func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
 	higher := a.Priority > i.priority
-	if higher || (a.Priority == i.priority && src.Compare(i.cfg.Primary) > 0) {
+	if higher || (a.Priority == i.priority && src.Compare(i.primary) > 0) {
 		reason := ReasonPreempted
 		if !higher {
 			reason = ReasonHigherAddress
