@@ -277,7 +277,8 @@ func (l *lan) exactlyOneMaster(what string) int {
 	return m[0]
 }
 
-// newLAN builds a random LAN for seed: 2 to 5 routers, VRRPv3 (or v2), random priorities
+// newLAN builds a random LAN for seed: 2 to 5 routers, VRRPv3 over IPv4 or IPv6 (or v2
+// over IPv4), random priorities
 // with ties and sometimes an address owner, random intervals, delays and preemption.
 func newLAN(t *testing.T, seed uint64) *lan {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -287,6 +288,7 @@ func newLAN(t *testing.T, seed uint64) *lan {
 	if rng.IntN(5) == 0 {
 		version = Version2
 	}
+	v6 := version == Version3 && rng.IntN(2) == 0
 	ivs := []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond, time.Second}
 	base := ivs[rng.IntN(len(ivs))]
 	if version == Version2 {
@@ -309,6 +311,12 @@ func newLAN(t *testing.T, seed uint64) *lan {
 			AdvertInterval: iv, Preempt: rng.IntN(5) != 0,
 			VIPs:    []netip.Prefix{netip.MustParsePrefix("10.99.0.250/24")},
 			Primary: netip.AddrFrom4([4]byte{10, 99, 0, byte(1 + hosts[k])}),
+		}
+		if v6 {
+			// Link-local sources whose order depends on more than the last byte.
+			h := byte(1 + hosts[k])
+			c.Primary = netip.AddrFrom16([16]byte{0: 0xfe, 1: 0x80, 14: h * 37, 15: h})
+			c.VIPs = []netip.Prefix{netip.MustParsePrefix("fd00:99::250/64")}
 		}
 		if version == Version2 {
 			c.AuthType, c.AuthPass = AuthSimple, "simlan"
