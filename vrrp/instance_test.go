@@ -733,3 +733,15 @@ func BenchmarkHandleAdvert(b *testing.B) {
 		out = i.HandleAdvert(now, a, higher, out[:0])
 	}
 }
+
+// BenchmarkMasterTick is one Adver_Timer expiry in Master: send and re-arm.
+func BenchmarkMasterTick(b *testing.B) {
+	c := v3Config(255)
+	i := mustInstance(b, c)
+	i.Start(t0, nil)
+	out := make([]Action, 0, 8)
+	b.ReportAllocs()
+	for b.Loop() {
+		out = i.HandleTimer(i.Deadline(), out[:0])
+	}
+}
