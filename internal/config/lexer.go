@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -47,7 +48,7 @@ func (lx *lexer) lexFile(path string, from Position) error {
 	if len(lx.stack) >= maxIncludeDepth {
 		return &Error{Pos: from, Message: fmt.Sprintf("includes nested more than %d deep", maxIncludeDepth)}
 	}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		if from.File == "" {
 			return err
@@ -58,6 +59,34 @@ func (lx *lexer) lexFile(path string, from Position) error {
 	lx.stack = append(lx.stack, path)
 	defer func() { lx.stack = lx.stack[:len(lx.stack)-1] }()
 	return lx.lexData(path, data)
+}
+
+// maxFileSize bounds one configuration file; a real one is a few kilobytes.
+const maxFileSize = 16 << 20
+
+// readConfigFile reads a regular file of at most maxFileSize bytes. An include glob can
+// match anything, and reading /dev/zero or a FIFO would never end.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxFileSize)
+	}
+	return data, nil
 }
 
 // lexData splits data, read from file name, into items.

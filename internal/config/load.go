@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 )
@@ -34,7 +33,7 @@ func (f Format) String() string {
 // is never half applied. Warnings are returned with a successful load, and with an
 // error as far as they were collected.
 func Load(path string) (*Config, []Warning, error) {
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
