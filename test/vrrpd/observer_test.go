@@ -152,3 +152,35 @@ func (o *observer) countFrom(src netip.Addr, vrid uint8, since time.Time) int {
 	}
 	return n
 }
+
+// maxGap returns the longest silence between two advertisements of vrid from src within
+// [from, to].
+func (o *observer) maxGap(src netip.Addr, vrid uint8, from, to time.Time) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var gap time.Duration
+	prev := from
+	for _, a := range o.adverts {
+		if a.src != src || a.vrid != vrid || a.at.Before(from) || a.at.After(to) {
+			continue
+		}
+		gap = max(gap, a.at.Sub(prev))
+		prev = a.at
+	}
+	return max(gap, to.Sub(prev))
+}
+
+// timeline lists the arrival times of vrid's adverts from src in [from, to], for failure
+// messages.
+func (o *observer) timeline(src netip.Addr, vrid uint8, from, to time.Time) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var b []byte
+	for _, a := range o.adverts {
+		if a.src == src && a.vrid == vrid && !a.at.Before(from) && !a.at.After(to) {
+			b = a.at.AppendFormat(b, "15:04:05.000 ")
+			b = append(b, byte('0'+a.priority/100), byte('0'+a.priority/10%10), byte('0'+a.priority%10), '\n')
+		}
+	}
+	return string(b)
+}
