@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodConf = `global_defs {
+  router_id h1
+  vrrp_version 3
+}
+vrrp_instance VI_1 {
+  state BACKUP
+  interface eth0
+  virtual_router_id 51
+  priority 100
+  advert_int 0.1
+  virtual_ipaddress {
+    10.99.0.100/24
+  }
+}
+`
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name     string
+		conf     string
+		code     int
+		stdout   string
+		stderr   []string
+		noStderr bool
+	}{
+		{name: "ok", conf: goodConf, code: 0, stdout: "1 instance(s), 0 warning(s): OK", noStderr: true},
+		{name: "unknown keyword is a warning with file:line", conf: strings.Replace(goodConf, "  priority 100\n", "  priority 100\n  frobnicate 3\n", 1),
+			code: 0, stdout: "1 warning(s): OK", stderr: []string{"keepalived.conf:10:", "warning:", "frobnicate"}},
+		{name: "syntax error exits 2 with file:line", conf: strings.Replace(goodConf, "  priority 100\n", "  priority 100 {\n", 1),
+			code: 2, stderr: []string{"keepalived.conf:"}},
+		{name: "bad value exits 2 with file:line", conf: strings.Replace(goodConf, "virtual_router_id 51", "virtual_router_id 300", 1),
+			code: 2, stderr: []string{"keepalived.conf:8:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run([]string{"check", "--config", writeFile(t, tc.conf)}, &out, &errb)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.code, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tc.stdout) {
+				t.Errorf("stdout %q lacks %q", out.String(), tc.stdout)
+			}
+			for _, s := range tc.stderr {
+				if !strings.Contains(errb.String(), s) {
+					t.Errorf("stderr %q lacks %q", errb.String(), s)
+				}
+			}
+			if tc.noStderr && errb.Len() > 0 {
+				t.Errorf("unexpected stderr %q", errb.String())
+			}
+		})
+	}
+}
+
+func TestCheckRealKeepalivedConfigs(t *testing.T) {
+	files, _ := filepath.Glob("../../test/vrrpd/testdata/*.conf")
+	if len(files) == 0 {
+		t.Fatal("no configs found")
+	}
+	for _, f := range files {
+		var out, errb bytes.Buffer
+		if code := run([]string{"check", "--config", f}, &out, &errb); code != 0 {
+			t.Errorf("%s: exit %d: %s", f, code, errb.String())
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := map[string][]string{
+		"no config":       {},
+		"kubernetes mode": {"--group", "ns/name", "--node", "n1"},
+		"stray argument":  {"--config", "x", "extra"},
+		"check no config": {"check"},
+		"bad log level":   {"--config", "x", "--log-level", "loud"},
+	}
+	for name, args := range cases {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != exitConfig {
+			t.Errorf("%s: exit %d, want %d (%s)", name, code, exitConfig, errb.String())
+		}
+		if errb.Len() == 0 {
+			t.Errorf("%s: no message", name)
+		}
+	}
+}
+
+func TestLocalURL(t *testing.T) {
+	for in, want := range map[string]string{
+		":9650":         "http://127.0.0.1:9650",
+		"0.0.0.0:9650":  "http://127.0.0.1:9650",
+		"10.0.0.1:9100": "http://10.0.0.1:9100",
+		"[::1]:9650":    "http://[::1]:9650",
+		"[::]:9650":     "http://127.0.0.1:9650",
+	} {
+		if got := localURL(in); got != want {
+			t.Errorf("localURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
