@@ -25,14 +25,14 @@ func (f Family) String() string {
 	return fmt.Sprintf("Family(%d)", int(f))
 }
 
-// Errors a Conn reports. They are wrapped with the interface name and the failing step, so
-// test them with errors.Is. The daemon turns ErrNoInterface, ErrInterfaceDown and
+// Errors a Conn reports. Except ErrClosed they come wrapped with the interface name and the
+// failing step, so test them with errors.Is. The daemon turns ErrNoInterface, ErrInterfaceDown and
 // ErrNoAddress into FAULT and retries later; they are not fatal.
 var (
-	ErrNoInterface   = errors.New("transport: no such interface")
-	ErrInterfaceDown = errors.New("transport: interface is down")
-	ErrNoAddress     = errors.New("transport: interface has no usable source address")
-	ErrFamily        = errors.New("transport: address of the wrong family")
+	ErrNoInterface   = errors.New("no such interface")
+	ErrInterfaceDown = errors.New("interface is down")
+	ErrNoAddress     = errors.New("no usable source address")
+	ErrFamily        = errors.New("address family mismatch")
 	ErrClosed        = errors.New("transport: connection closed")
 )
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/net/ipv4"
@@ -264,8 +265,12 @@ func (c *Conn) refresh() error {
 		return nil
 	}
 	c.source, c.srcErr = src, srcErr
-	if attrs.Flags&net.FlagUp == 0 {
-		return fmt.Errorf("transport: %s: %w", c.ifname, ErrInterfaceDown)
+	if attrs.RawFlags&unix.IFF_UP == 0 {
+		return fmt.Errorf("transport: %s: %w (administratively down)", c.ifname, ErrInterfaceDown)
+	}
+	// keepalived goes to FAULT on carrier loss too (IFF_RUNNING), e.g. a pulled cable.
+	if attrs.RawFlags&unix.IFF_RUNNING == 0 {
+		return fmt.Errorf("transport: %s: %w (no carrier)", c.ifname, ErrInterfaceDown)
 	}
 	return srcErr
 }
@@ -346,6 +351,15 @@ func (c *Conn) Stats() Stats {
 	return Stats{Received: c.received.Load(), Dropped: c.dropped.Load()}
 }
 
+// SetReadDeadline makes a ReadBatch blocked now or later return an error wrapping
+// os.ErrDeadlineExceeded once t has passed; the zero time clears it.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return c.ipc.SetReadDeadline(t)
+}
+
 // Close closes the socket; a ReadBatch blocked in another goroutine returns ErrClosed.
 func (c *Conn) Close() error {
 	if c.closed.Swap(true) {
@@ -361,7 +375,7 @@ func (c *Conn) Close() error {
 func (c *Conn) wrap(step string, err error) error {
 	switch {
 	case errors.Is(err, net.ErrClosed):
-		return fmt.Errorf("transport: %s %v %s: %w", c.ifname, c.fam, step, ErrClosed)
+		return ErrClosed
 	case errors.Is(err, unix.ENETDOWN):
 		return fmt.Errorf("transport: %s %v %s: %w (%v)", c.ifname, c.fam, step, ErrInterfaceDown, err)
 	case errors.Is(err, unix.ENODEV), errors.Is(err, unix.ENXIO):

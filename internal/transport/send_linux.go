@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
 	"unsafe"
@@ -57,6 +58,18 @@ func (c *Conn) Send(payload []byte, dst netip.Addr) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
+	err := c.sendLocked(payload, dst)
+	if err != nil && !errors.Is(err, ErrNoAddress) && !errors.Is(err, ErrClosed) {
+		// "Network is unreachable" and friends usually mean the link went away; say so
+		// in terms the daemon acts on.
+		if rerr := c.refresh(); rerr != nil {
+			return fmt.Errorf("%w; %w", err, rerr)
+		}
+	}
+	return err
+}
+
+func (c *Conn) sendLocked(payload []byte, dst netip.Addr) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.source.IsValid() {
