@@ -11,7 +11,10 @@ type Counters struct {
 	BecomeMaster      uint64 // transitions to Master
 	ReleaseMaster     uint64 // transitions out of Master
 	PacketLenErr      uint64 // packet too short, or length not matching the address count
-	AdvertIntervalErr uint64 // v2 interval differing from ours, v3 interval of zero
+	// AdvertIntervalErr: v2 interval differing from ours, v3 interval of zero. keepalived
+	// 2.2.7 exports this counter but never increments it (it drops a v2 mismatch
+	// uncounted); vrrpd gives it the meaning of RFC 2787's vrrpStatsAdvertiseIntervalErrors.
+	AdvertIntervalErr uint64
 	IPTTLErr          uint64 // TTL / hop limit not 255
 	InvalidTypeRcvd   uint64 // message type other than Advertisement
 	AddrListErr       uint64 // address list differing from ours (counted, then accepted)
@@ -21,7 +24,9 @@ type Counters struct {
 	PriZeroRcvd       uint64 // priority-0 advertisements received
 	PriZeroSent       uint64 // priority-0 advertisements sent
 
-	// vrrpd's own, exported with a vrrpd_ prefix.
+	// vrrpd's own, exported with a vrrpd_ prefix. keepalived drops these packets too but
+	// counts them only in its SNMP MIBs (vrrpStatsChecksumErrors, vrrpStatsVersionErrors),
+	// not in vrrp_stats.
 	ChecksumErr uint64 // checksum mismatch
 	VersionErr  uint64 // version other than the instance's
 }
