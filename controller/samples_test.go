@@ -3,8 +3,19 @@ package controller
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,4 +68,84 @@ func TestSampleManifestsApply(t *testing.T) {
 	if len(groups) != 3 || len(services) != 2 {
 		t.Fatalf("applied %d group-file objects and %d services, want 3 and 2", len(groups), len(services))
 	}
+}
+
+// TestSampleManifestsBehave: with the operator running, the original's
+// samples do what they did there: the spreadvips Service gets one instance
+// per external IP with router IDs past the blacklist (1, 2), its verbatim
+// keyword is carried, the keepalived image is replaced by vrrpd (and the
+// condition says so), and the LoadBalancer Service of a group without a
+// pool waits for an address (no instance, no error).
+func TestSampleManifestsBehave(t *testing.T) {
+	ensureNamespace(t, "keepalived-operator")
+	ensureNamespace(t, "demo")
+	// TestSampleManifestsApply may have created them already.
+	ctx := context.Background()
+	var g v1alpha1.KeepalivedGroup
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "keepalived-operator", Name: "keepalivedgroup-router"}, &g); apierrors.IsNotFound(err) {
+		applyFile(t, "testdata/groups.yaml")
+		applyFile(t, "testdata/services.yaml")
+	}
+	newNodes(t, "sample-lb", 3, map[string]string{"node-role.kubernetes.io/loadbalancer": ""})
+	newNodes(t, "sample-worker", 2, map[string]string{"node-role.kubernetes.io/worker": ""})
+	startManager(t, "keepalived-operator", "demo")
+
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, "keepalived-operator", "keepalivedgroup-router")
+		want := map[string]int{"demo/ingress/192.168.131.129": 3, "demo/ingress/192.168.131.130": 4}
+		if !reflect.DeepEqual(g.Status.RouterIDs, want) {
+			return fmt.Errorf("routerIDs %v, want %v", g.Status.RouterIDs, want)
+		}
+		if len(g.Status.Nodes) != 3 || g.Status.Nodes[0].Name != "sample-lb-0" {
+			return fmt.Errorf("nodes %v, want sample-lb-0..2", g.Status.Nodes)
+		}
+		in := g.Status.Instances
+		if len(in) != 2 || in[0].Settings.Verbatim["track_src_ip"] != "" || len(in[0].Settings.Verbatim) != 1 {
+			return fmt.Errorf("instances %+v", in)
+		}
+		// spreadvips: the two VIPs have different masters.
+		m0, m1 := masterOf(t, g, in[0]), masterOf(t, g, in[1])
+		if m0 == m1 {
+			return fmt.Errorf("both VIPs mastered by %s", m0)
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionImageSubstituted)
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, testImage) {
+			return fmt.Errorf("ImageSubstituted condition %+v", c)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, "keepalived-operator", "keepalivedgroup-workers")
+		if len(g.Status.Instances) != 0 || len(g.Status.Nodes) != 2 || len(g.Status.Nodes[0].Addresses) != 1 {
+			return fmt.Errorf("workers status %+v", g.Status)
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		var ds appsv1.DaemonSet
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: "keepalived-operator", Name: "keepalivedgroup-workers-vrrpd"}, &ds); err != nil {
+			return err
+		}
+		if got := ds.Spec.Template.Spec.Containers[0].Image; got != testImage {
+			return fmt.Errorf("DaemonSet image %q", got)
+		}
+		return nil
+	})
+}
+
+// masterOf decodes an instance's priorities and returns its top node.
+func masterOf(t testing.TB, g *v1alpha1.KeepalivedGroup, in v1alpha1.Instance) string {
+	t.Helper()
+	prios, err := placement.Decode(in.Priorities, len(g.Status.Nodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0
+	for i, p := range prios {
+		if p > prios[best] {
+			best = i
+		}
+	}
+	return g.Status.Nodes[best].Name
 }

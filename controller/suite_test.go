@@ -5,16 +5,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 )
@@ -91,4 +101,174 @@ func newNamespace(t testing.TB, prefix string) string {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	return name
+}
+
+// testManager is a running operator (manager + both controllers) whose
+// cache sees only the given namespaces (and cluster-scoped Nodes), so tests
+// do not reconcile each other's objects.
+type testManager struct {
+	r    *Reconcilers
+	stop func()
+}
+
+const testImage = "example.com/vrrpd:test"
+
+func startManager(t testing.TB, namespaces ...string) *testManager {
+	t.Helper()
+	defaults := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		defaults[ns] = cache.Config{}
+	}
+	mgr, err := ctrl.NewManager(testConfig, ctrl.Options{
+		Scheme:                 testScheme,
+		Cache:                  cache.Options{DefaultNamespaces: defaults},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.Discard(),
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Setup(mgr, Options{VrrpdImage: testImage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		t.Fatal("cache did not sync")
+	}
+	m := &testManager{r: r}
+	var once sync.Once
+	m.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(m.stop)
+	return m
+}
+
+// eventually polls cond until it returns nil or the timeout passes, then
+// fails with cond's last error.
+func eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func getGroup(t testing.TB, ns, name string) *v1alpha1.KeepalivedGroup {
+	t.Helper()
+	var g v1alpha1.KeepalivedGroup
+	if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &g); err != nil {
+		t.Fatal(err)
+	}
+	return &g
+}
+
+func newGroup(t testing.TB, ns, name string, mutate func(*v1alpha1.KeepalivedGroup)) *v1alpha1.KeepalivedGroup {
+	t.Helper()
+	g := &v1alpha1.KeepalivedGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0"},
+	}
+	if mutate != nil {
+		mutate(g)
+	}
+	if err := k8s.Create(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// newService creates a Service annotated for group; mutate adjusts it
+// before creation (type, externalIPs, annotations).
+func newService(t testing.TB, ns, name, group string, mutate func(*corev1.Service)) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{}},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeClusterIP,
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if group != "" {
+		svc.Annotations[v1alpha1.AnnotationGroup] = group
+	}
+	if mutate != nil {
+		mutate(svc)
+	}
+	if err := k8s.Create(context.Background(), svc); err != nil {
+		t.Fatalf("create service %s/%s: %v", ns, name, err)
+	}
+	return svc
+}
+
+// withExternalIPs makes a ClusterIP Service with the given externalIPs.
+func withExternalIPs(ips ...string) func(*corev1.Service) {
+	return func(s *corev1.Service) { s.Spec.ExternalIPs = ips }
+}
+
+// asLoadBalancer makes a LoadBalancer Service (no node ports needed).
+func asLoadBalancer(s *corev1.Service) {
+	s.Spec.Type = corev1.ServiceTypeLoadBalancer
+	s.Spec.AllocateLoadBalancerNodePorts = ptr.To(false)
+}
+
+// newNodes creates Nodes named prefix-0..n-1 with the given labels and one
+// InternalIP each in 10.99.0.0/24 (data only; nothing is sent there), and
+// deletes them when the test ends.
+func newNodes(t testing.TB, prefix string, n int, lbls map[string]string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var names []string
+	for i := range n {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Labels: lbls}}
+		if err := k8s.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.99.0.%d", 1+i%250)}}
+		if err := k8s.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, node.Name)
+	}
+	t.Cleanup(func() {
+		for _, name := range names {
+			_ = k8s.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+		}
+	})
+	return names
+}
+
+// serviceEvents lists the events.k8s.io Events regarding Services in ns with
+// the given reason, keyed by Service name.
+func serviceEvents(t testing.TB, ns, reason string) map[string][]eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]eventsv1.Event{}
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Kind == "Service" {
+			out[e.Regarding.Name] = append(out[e.Regarding.Name], e)
+		}
+	}
+	return out
 }

@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// parseGroupRef reads the keepalivedgroup annotation, "namespace/name".
+// The original operator indexed the halves of strings.Split without
+// checking and panicked on a value without a slash (its issue 132); here
+// every malformed value is an error that names the problem.
+func parseGroupRef(s string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok {
+		return types.NamespacedName{}, fmt.Errorf("%s %q: want <namespace>/<name>", v1alpha1.AnnotationGroup, s)
+	}
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("%s %q: namespace %q: %s", v1alpha1.AnnotationGroup, s, ns, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("%s %q: name %q: %s", v1alpha1.AnnotationGroup, s, name, strings.Join(errs, "; "))
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// groupOf returns the group a Service is annotated for, if the annotation
+// is present and well formed.
+func groupOf(svc *corev1.Service) (types.NamespacedName, bool) {
+	v, ok := svc.Annotations[v1alpha1.AnnotationGroup]
+	if !ok {
+		return types.NamespacedName{}, false
+	}
+	ref, err := parseGroupRef(v)
+	return ref, err == nil
+}
+
+// classIsOurs: a Service without spec.loadBalancerClass, or with ours, is
+// served; one naming another class belongs to that class's implementation.
+func classIsOurs(svc *corev1.Service) bool {
+	return svc.Spec.LoadBalancerClass == nil || *svc.Spec.LoadBalancerClass == v1alpha1.LoadBalancerClass
+}
+
+// isInstanceSource reports whether an annotated Service yields VRRP
+// instances: type LoadBalancer (of our class) or any type with externalIPs,
+// and not being deleted (its VIPs are being released).
+func isInstanceSource(svc *corev1.Service) bool {
+	if svc.DeletionTimestamp != nil || !classIsOurs(svc) {
+		return false
+	}
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer || len(svc.Spec.ExternalIPs) > 0
+}
+
+// serviceVIPs returns status.loadBalancer.ingress[].ip and spec.externalIPs,
+// deduplicated and sorted (IPv4 before IPv6, numerically), and the entries
+// that are not IP addresses.
+func serviceVIPs(svc *corev1.Service) (vips []netip.Addr, bad []string) {
+	add := func(s string) {
+		a, err := netip.ParseAddr(s)
+		if err != nil || a.Zone() != "" || a.Is4In6() {
+			bad = append(bad, s)
+			return
+		}
+		vips = append(vips, a)
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			add(in.IP)
+		}
+	}
+	for _, s := range svc.Spec.ExternalIPs {
+		add(s)
+	}
+	slices.SortFunc(vips, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(vips), bad
+}
+
+// spreadVIPs reports the spreadvips annotation; anything but "true" is
+// false, as in the original.
+func spreadVIPs(svc *corev1.Service) bool {
+	return svc.Annotations[v1alpha1.AnnotationSpreadVIPs] == "true"
+}
+
+// parseVerbatim reads the verbatimconfig annotation: a JSON object of
+// vrrp_instance keywords and values. It returns the usable entries and a
+// description of every entry it dropped. A value that is not a JSON object
+// of strings drops the whole annotation.
+func parseVerbatim(s string) (map[string]string, []string) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var raw map[string]string
+	if err := json.Unmarshal([]byte(s), &raw); err != nil {
+		return nil, []string{fmt.Sprintf("%s is not a JSON object of strings: %v", v1alpha1.AnnotationVerbatimConfig, err)}
+	}
+	var problems []string
+	out := make(map[string]string, len(raw))
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case operatorManagedKeywords[k]:
+			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		case !vrrpInstanceKeywords[k]:
+			problems = append(problems, fmt.Sprintf("%s key %q is not a keepalived vrrp_instance keyword; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		default:
+			out[k] = raw[k]
+		}
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, problems
+}
+
+// vrrpInstanceKeywords are keepalived 2.2 vrrp_instance keywords a
+// verbatimconfig may carry. vrrpd warns about those it does not implement;
+// a key outside this list is a typo or a global_defs keyword and is reported
+// on the Service instead of being passed on silently.
+var vrrpInstanceKeywords = setOf(
+	"accept", "no_accept", "check_unicast_src", "debug",
+	"dont_track_primary", "garp_extra_if", "garp_lower_prio_delay",
+	"garp_lower_prio_repeat", "garp_master_delay", "garp_master_refresh",
+	"garp_master_refresh_repeat", "garp_master_repeat", "higher_prio_send_advert",
+	"kernel_rx_buf_size", "linkbeat_use_polling", "lower_prio_no_advert",
+	"mcast_src_ip", "native_ipv6", "notify", "notify_backup",
+	"notify_deleted", "notify_fault", "notify_master", "notify_master_rx_lower_pri",
+	"notify_stop", "old_unicast_checksum", "preempt_delay",
+	"promote_secondaries", "skip_check_adv_addr", "smtp_alert", "strict_mode",
+	"track_bfd", "track_file", "track_interface", "track_process", "track_script",
+	"track_src_ip", "unicast_fault_no_peer", "unicast_src_ip", "unicast_ttl",
+	"use_vmac", "vmac_xmit_base",
+)
+
+// operatorManagedKeywords come from the group's spec or are computed by the
+// operator from the group and its nodes; a Service may not override them
+// (one group, one advertisement interval, version and preemption policy).
+var operatorManagedKeywords = setOf(
+	"advert_int", "version", "preempt", "nopreempt", "virtual_router_id", "priority", "state", "interface", "virtual_ipaddress",
+	"virtual_ipaddress_excluded", "unicast_peer", "authentication",
+)
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}

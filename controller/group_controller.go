@@ -1,0 +1,384 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/ipam"
+)
+
+// podMonitorGVK is the Prometheus operator's PodMonitor, created only when
+// the cluster serves it.
+var podMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PodMonitor"}
+
+// GroupReconciler computes a KeepalivedGroup's status (member nodes,
+// instances, router IDs, priorities) and keeps its vrrpd DaemonSet, RBAC
+// and PodMonitor in place.
+type GroupReconciler struct {
+	Client     client.Client
+	Mapper     meta.RESTMapper
+	Recorder   recorder.EventRecorder
+	VrrpdImage string
+
+	mu sync.Mutex
+	// published holds the router IDs this process last wrote to each
+	// group's status. Group reconciles run one at a time, so these are the
+	// newest IDs even when the cache has not caught up with our own write;
+	// other groups on the same segment must avoid them.
+	published map[types.NamespacedName]map[string]int
+	// leftOut remembers which Services were told they got no router ID,
+	// so the Event is sent once per episode rather than on every reconcile.
+	leftOut map[types.NamespacedName]map[types.NamespacedName]bool
+	// applied remembers the hash of the last applied form of each owned
+	// object, so an unchanged group costs no API writes.
+	applied map[string][32]byte
+	// reconciles counts reconciles per group (tests assert no hot loops).
+	reconciles map[types.NamespacedName]int
+}
+
+func (r *GroupReconciler) init() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.published == nil {
+		r.published = map[types.NamespacedName]map[string]int{}
+		r.leftOut = map[types.NamespacedName]map[types.NamespacedName]bool{}
+		r.applied = map[string][32]byte{}
+		r.reconciles = map[types.NamespacedName]int{}
+	}
+}
+
+// Reconciles returns how many times the group has been reconciled by this
+// reconciler.
+func (r *GroupReconciler) Reconciles(group types.NamespacedName) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reconciles[group]
+}
+
+// Reconcile brings one group's status and owned objects up to date.
+func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.init()
+	r.mu.Lock()
+	r.reconciles[req.NamespacedName]++
+	r.mu.Unlock()
+
+	var g v1alpha1.KeepalivedGroup
+	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if g.DeletionTimestamp != nil {
+		// The garbage collector removes the owned objects.
+		return ctrl.Result{}, nil
+	}
+
+	var services corev1.ServiceList
+	if err := r.Client.List(ctx, &services, client.MatchingFields{indexServiceGroup: req.String()}); err != nil {
+		return ctrl.Result{}, err
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return ctrl.Result{}, err
+	}
+	reserved, err := r.reservedIDs(ctx, &g)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := computePlan(&g, services.Items, nodes.Items, reserved)
+	r.reportLeftOut(&g, services.Items, p.leftOutServices)
+
+	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
+	applyErr := r.applyOwned(ctx, &g, image)
+
+	status := v1alpha1.KeepalivedGroupStatus{
+		ObservedGeneration: g.Generation,
+		Conditions:         slices.Clone(g.Status.Conditions),
+		RouterIDs:          p.routerIDs,
+		NodeCount:          int32(len(p.nodes)),
+		InstanceCount:      int32(len(p.instances)),
+		Nodes:              p.nodes,
+		Instances:          p.instances,
+	}
+	setConditions(&status, &g, p, image, substituted, applyErr)
+
+	if !equality.Semantic.DeepEqual(g.Status, status) {
+		g.Status = status
+		if err := r.Client.Status().Update(ctx, &g); err != nil {
+			// A conflict means our cached copy was stale; the retry
+			// starts from the newer one.
+			return ctrl.Result{}, err
+		}
+	}
+	r.mu.Lock()
+	r.published[req.NamespacedName] = p.routerIDs
+	r.mu.Unlock()
+	return ctrl.Result{}, applyErr
+}
+
+func (r *GroupReconciler) forget(group types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.published, group)
+	delete(r.leftOut, group)
+	prefix := group.String() + "/"
+	for k := range r.applied {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.applied, k)
+		}
+	}
+}
+
+// segment names the L2 segment a group's VRRP traffic lives on, as far as
+// the operator can tell: groups on the same interface name (or routing to
+// the same interfaceFromIP address) are assumed to share one, so they must
+// not share router IDs (the original's issues 26, 32 and 66).
+func segment(g *v1alpha1.KeepalivedGroup) string {
+	if g.Spec.InterfaceFromIP != "" {
+		return "ip:" + g.Spec.InterfaceFromIP
+	}
+	return "if:" + g.Spec.Interface
+}
+
+// before orders groups by age, then name: on a collision the later group
+// yields.
+func before(a, b *v1alpha1.KeepalivedGroup) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name)) < 0
+}
+
+// reservedIDs returns the router IDs g must not use: its blacklist, every
+// ID of an earlier group on the same segment, and for new assignments every
+// ID of a later group too. An ID g already holds that a later group also
+// holds stays with g (the later group renumbers), so two groups that collide
+// (for example status carried over from the original operator) converge.
+func (r *GroupReconciler) reservedIDs(ctx context.Context, g *v1alpha1.KeepalivedGroup) (func(int) bool, error) {
+	var blocked, laterOnly [256]bool
+	for _, id := range g.Spec.BlacklistRouterIDs {
+		if id >= 1 && id <= 255 {
+			blocked[id] = true
+		}
+	}
+	var groups v1alpha1.KeepalivedGroupList
+	if err := r.Client.List(ctx, &groups); err != nil {
+		return nil, err
+	}
+	seg := segment(g)
+	for i := range groups.Items {
+		o := &groups.Items[i]
+		if o.UID == g.UID || segment(o) != seg {
+			continue
+		}
+		ids := o.Status.RouterIDs
+		r.mu.Lock()
+		if pub, ok := r.published[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}]; ok {
+			ids = pub
+		}
+		r.mu.Unlock()
+		for _, id := range ids {
+			if id < 1 || id > 255 {
+				continue
+			}
+			if before(o, g) {
+				blocked[id] = true
+			} else {
+				laterOnly[id] = true
+			}
+		}
+	}
+	var own [256]bool
+	for _, id := range g.Status.RouterIDs {
+		if id >= 1 && id <= 255 {
+			own[id] = true
+		}
+	}
+	return func(id int) bool {
+		return blocked[id] || (laterOnly[id] && !own[id])
+	}, nil
+}
+
+// reportLeftOut sends RouterIDsExhausted on each Service that newly lost
+// out, once per episode.
+func (r *GroupReconciler) reportLeftOut(g *v1alpha1.KeepalivedGroup, services []corev1.Service, left []types.NamespacedName) {
+	key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
+	now := make(map[types.NamespacedName]bool, len(left))
+	for _, s := range left {
+		now[s] = true
+	}
+	r.mu.Lock()
+	prev := r.leftOut[key]
+	r.leftOut[key] = now
+	r.mu.Unlock()
+	if r.Recorder == nil {
+		return
+	}
+	for i := range services {
+		svc := &services[i]
+		ref := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+		if now[ref] && !prev[ref] {
+			r.Recorder.Eventf(svc, g, corev1.EventTypeWarning, ReasonRouterIDsExhausted, actionAssignRouterID,
+				"group %s has no free router ID for this Service: all 255 are in use or reserved", key)
+		}
+	}
+}
+
+// effectiveImage is the image the DaemonSet runs and whether spec.image was
+// replaced because it names keepalived.
+func effectiveImage(spec, vrrpd string) (string, bool) {
+	if spec == "" {
+		return vrrpd, false
+	}
+	if strings.Contains(strings.ToLower(spec), "keepalived") {
+		return vrrpd, true
+	}
+	return spec, false
+}
+
+// applyOwned server-side-applies the DaemonSet, ServiceAccount, Role,
+// RoleBinding and (when the cluster serves it) PodMonitor. An object whose
+// desired form is unchanged since this process last applied it, and that
+// still exists, is not sent again.
+func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.KeepalivedGroup, image string) error {
+	name := types.NamespacedName{Namespace: g.Namespace, Name: ownedName(g)}
+	owned := []struct {
+		obj    runtime.ApplyConfiguration
+		cached client.Object
+	}{
+		{desiredServiceAccount(g), &corev1.ServiceAccount{}},
+		{desiredRole(g), &rbacv1.Role{}},
+		{desiredRoleBinding(g), &rbacv1.RoleBinding{}},
+		{desiredDaemonSet(g, image), &appsv1.DaemonSet{}},
+	}
+	var errs []string
+	for _, o := range owned {
+		kind := fmt.Sprintf("%T", o.cached)
+		if err := r.applyIfChanged(ctx, g, kind, o.obj, func() bool {
+			return r.Client.Get(ctx, name, o.cached) == nil
+		}); err != nil {
+			errs = append(errs, fmt.Sprintf("%s %s: %v", strings.TrimPrefix(kind, "*v1."), name.Name, err))
+		}
+	}
+	if _, err := r.Mapper.RESTMapping(podMonitorGVK.GroupKind(), podMonitorGVK.Version); err == nil {
+		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g))
+		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
+			errs = append(errs, fmt.Sprintf("PodMonitor %s: %v", name.Name, err))
+		}
+	} else if !meta.IsNoMatchError(err) {
+		errs = append(errs, fmt.Sprintf("discovering PodMonitor: %v", err))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("applying owned objects: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (r *GroupReconciler) applyIfChanged(ctx context.Context, g *v1alpha1.KeepalivedGroup, kind string, obj runtime.ApplyConfiguration, exists func() bool) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(data)
+	memo := g.Namespace + "/" + g.Name + "/" + kind
+	r.mu.Lock()
+	same := r.applied[memo] == sum
+	r.mu.Unlock()
+	if same && (exists == nil || exists()) {
+		return nil
+	}
+	if err := r.Client.Apply(ctx, obj, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return err
+	}
+	log.FromContext(ctx).V(1).Info("applied", "kind", kind)
+	r.mu.Lock()
+	r.applied[memo] = sum
+	r.mu.Unlock()
+	return nil
+}
+
+// setConditions fills Ready, Degraded and ImageSubstituted. Messages depend
+// only on the inputs, so an unchanged group keeps byte-identical status.
+func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGroup, p plan, image string, substituted bool, applyErr error) {
+	gen := g.Generation
+	set := func(typ string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+
+	var degraded []string
+	reason := v1alpha1.ReasonReconciled
+	if len(p.leftOut) > 0 {
+		degraded = append(degraded, describeLeftOut(p.leftOut))
+		reason = v1alpha1.ReasonRouterIDsExhausted
+	}
+	if ap := g.Spec.AddressPool; ap != nil {
+		if _, err := ipam.Parse(rangesToStrings(ap.Addresses), rangesToStrings(ap.ExcludedAddresses)); err != nil {
+			degraded = append(degraded, "addressPool: "+err.Error())
+			if reason == v1alpha1.ReasonReconciled {
+				reason = v1alpha1.ReasonInvalidAddressPool
+			}
+		}
+	}
+	if applyErr != nil {
+		degraded = append(degraded, applyErr.Error())
+		if reason == v1alpha1.ReasonReconciled {
+			reason = v1alpha1.ReasonApplyFailed
+		}
+	}
+	if len(degraded) > 0 {
+		set(v1alpha1.ConditionDegraded, true, reason, strings.Join(degraded, "; "))
+	} else {
+		set(v1alpha1.ConditionDegraded, false, v1alpha1.ReasonReconciled, "every instance has a router ID")
+	}
+
+	if applyErr != nil {
+		set(v1alpha1.ConditionReady, false, v1alpha1.ReasonApplyFailed, applyErr.Error())
+	} else {
+		set(v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled,
+			fmt.Sprintf("%d instance(s) on %d node(s)", len(p.instances), len(p.nodes)))
+	}
+
+	if substituted {
+		set(v1alpha1.ConditionImageSubstituted, true, v1alpha1.ReasonKeepalivedImage,
+			fmt.Sprintf("spec.image %q is a keepalived image; the DaemonSet runs vrrpd image %q instead", g.Spec.Image, image))
+	} else {
+		set(v1alpha1.ConditionImageSubstituted, false, v1alpha1.ReasonVrrpdImage, fmt.Sprintf("the DaemonSet runs %q", image))
+	}
+	slices.SortFunc(st.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
+}
+
+func rangesToStrings(rs []v1alpha1.AddressRange) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}

@@ -1,0 +1,218 @@
+package controller
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
+	"github.com/vrrp-operator/vrrp-operator/internal/vrid"
+)
+
+// plan is the computed part of a group's status plus what the reconciler
+// must report about it. computePlan is pure: the same inputs give the same
+// plan, which is what makes the status byte-identical for identical inputs.
+type plan struct {
+	nodes     []v1alpha1.GroupNode
+	instances []v1alpha1.Instance
+	routerIDs map[string]int
+	// leftOut are the instance keys that got no router ID, sorted, and
+	// leftOutServices the Services they belong to.
+	leftOut         []string
+	leftOutServices []types.NamespacedName
+}
+
+// instanceDraft is an instance before it has a router ID and priorities.
+type instanceDraft struct {
+	key     string
+	service types.NamespacedName
+	vips    []netip.Addr
+	verb    map[string]string
+}
+
+// computePlan turns a group, the Services annotated for it and all Nodes
+// into member nodes, instances, router IDs and priorities. reserved reports
+// router IDs the group may not hand out (its blacklist and IDs of other
+// groups on the same segment).
+func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes []corev1.Node, reserved func(int) bool) plan {
+	var p plan
+	p.nodes = memberNodes(g, nodes)
+	names := make([]string, len(p.nodes))
+	for i, n := range p.nodes {
+		names[i] = n.Name
+	}
+
+	drafts := instanceDrafts(services)
+	keys := make([]string, len(drafts))
+	for i, d := range drafts {
+		keys[i] = d.key
+	}
+	res := vrid.Assign(keys, g.Status.RouterIDs, reserved)
+	p.leftOut = res.LeftOut
+	if len(res.IDs) > 0 {
+		p.routerIDs = res.IDs
+	}
+
+	// Priorities: independent rendezvous ranking per instance, except the
+	// sibling instances of one spreadvips Service, placed together so
+	// their VIPs get different masters.
+	prios := make(map[string][]uint8, len(drafts))
+	siblings := map[types.NamespacedName][]string{}
+	for _, d := range drafts {
+		if _, ok := res.IDs[d.key]; !ok {
+			continue
+		}
+		if strings.Count(d.key, "/") == 2 {
+			siblings[d.service] = append(siblings[d.service], d.key)
+		} else if len(names) > 0 {
+			prios[d.key] = placement.Priorities(d.key, names)
+		}
+	}
+	if len(names) > 0 {
+		for _, ks := range siblings {
+			for k, pr := range placement.PlaceService(ks, names) {
+				prios[k] = pr
+			}
+		}
+	}
+
+	settings := groupSettings(g)
+	left := map[types.NamespacedName]bool{}
+	for _, d := range drafts {
+		id, ok := res.IDs[d.key]
+		if !ok {
+			if !left[d.service] {
+				left[d.service] = true
+				p.leftOutServices = append(p.leftOutServices, d.service)
+			}
+			continue
+		}
+		in := v1alpha1.Instance{
+			Key:        d.key,
+			VRID:       id,
+			VIPs:       make([]string, len(d.vips)),
+			Settings:   settings,
+			Priorities: placement.Encode(prios[d.key]),
+		}
+		for i, a := range d.vips {
+			in.VIPs[i] = a.String()
+		}
+		in.Settings.Verbatim = d.verb
+		p.instances = append(p.instances, in)
+	}
+	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	return p
+}
+
+// instanceDrafts lists the instances of the given Services, sorted by key.
+// A Service without VIPs yet has no instance (and takes no router ID).
+func instanceDrafts(services []corev1.Service) []instanceDraft {
+	var out []instanceDraft
+	for i := range services {
+		svc := &services[i]
+		if !isInstanceSource(svc) {
+			continue
+		}
+		vips, _ := serviceVIPs(svc)
+		if len(vips) == 0 {
+			continue
+		}
+		ref := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+		verb, _ := parseVerbatim(svc.Annotations[v1alpha1.AnnotationVerbatimConfig])
+		if spreadVIPs(svc) {
+			for _, a := range vips {
+				out = append(out, instanceDraft{key: ref.String() + "/" + a.String(), service: ref, vips: []netip.Addr{a}, verb: verb})
+			}
+			continue
+		}
+		out = append(out, instanceDraft{key: ref.String(), service: ref, vips: vips, verb: verb})
+	}
+	slices.SortFunc(out, func(a, b instanceDraft) int { return cmp.Compare(a.key, b.key) })
+	return out
+}
+
+// groupSettings are the VRRP settings every instance of the group shares,
+// with the CRD's defaults applied in case the object predates them.
+func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
+	s := v1alpha1.InstanceSettings{
+		Version:        3,
+		AdvertInterval: metav1.Duration{Duration: time.Second},
+		Preempt:        true,
+		Unicast:        g.Spec.UnicastEnabled,
+	}
+	if g.Spec.VRRPVersion != 0 {
+		s.Version = g.Spec.VRRPVersion
+	}
+	if g.Spec.AdvertInterval != nil {
+		s.AdvertInterval = *g.Spec.AdvertInterval
+	}
+	if g.Spec.Preempt != nil {
+		s.Preempt = *g.Spec.Preempt
+	}
+	if pa := g.Spec.PasswordAuth; pa != nil {
+		s.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: pa.SecretRef, SecretKey: cmp.Or(pa.SecretKey, "password")}
+	}
+	return s
+}
+
+// memberNodes are the Nodes matching the group's nodeSelector, sorted by
+// name, with the addresses unicast peers use.
+func memberNodes(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) []v1alpha1.GroupNode {
+	sel := labels.SelectorFromSet(g.Spec.NodeSelector)
+	var out []v1alpha1.GroupNode
+	for i := range nodes {
+		n := &nodes[i]
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		out = append(out, v1alpha1.GroupNode{Name: n.Name, Addresses: nodeAddresses(n)})
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.GroupNode) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// nodeAddresses: the first InternalIP of each family, IPv4 first; a family
+// without an InternalIP falls back to its first ExternalIP.
+func nodeAddresses(n *corev1.Node) []string {
+	pick := func(want func(netip.Addr) bool) string {
+		for _, typ := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+			for _, a := range n.Status.Addresses {
+				if a.Type != typ {
+					continue
+				}
+				if ip, err := netip.ParseAddr(a.Address); err == nil && want(ip) {
+					return ip.String()
+				}
+			}
+		}
+		return ""
+	}
+	var out []string
+	if v4 := pick(netip.Addr.Is4); v4 != "" {
+		out = append(out, v4)
+	}
+	if v6 := pick(func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }); v6 != "" {
+		out = append(out, v6)
+	}
+	return out
+}
+
+// describeLeftOut is the Degraded message for keys without a router ID.
+func describeLeftOut(keys []string) string {
+	const show = 5
+	msg := fmt.Sprintf("%d instance(s) got no router ID: all 255 are in use or reserved", len(keys))
+	if len(keys) <= show {
+		return msg + " (" + strings.Join(keys, ", ") + ")"
+	}
+	return msg + " (" + strings.Join(keys[:show], ", ") + ", ...)"
+}

@@ -1,0 +1,333 @@
+package controller
+
+import (
+	"context"
+
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/ipam"
+)
+
+// ServiceReconciler checks a Service's keepalived annotations (an Event for
+// each problem, nothing else disturbed) and allocates and releases its
+// LoadBalancer addresses from its group's pool.
+type ServiceReconciler struct {
+	Client   client.Client
+	Recorder recorder.EventRecorder
+
+	alloc *allocator
+	// wake carries Services to retry when an address of their group frees.
+	wake chan event.GenericEvent
+}
+
+// Reconcile handles one Service.
+func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var svc corev1.Service
+	if err := r.Client.Get(ctx, req.NamespacedName, &svc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	value, annotated := svc.Annotations[v1alpha1.AnnotationGroup]
+	var group *v1alpha1.KeepalivedGroup
+	if annotated && svc.DeletionTimestamp == nil {
+		group = r.checkAnnotations(ctx, &svc, value)
+	}
+
+	// Release on delete, on a type change, when the group annotation goes,
+	// and when the Service moves to another load-balancer class.
+	if controllerutil.ContainsFinalizer(&svc, serviceFinalizer) &&
+		(svc.DeletionTimestamp != nil || !annotated || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc)) {
+		return ctrl.Result{}, r.release(ctx, &svc, value)
+	}
+	if group == nil || group.Spec.AddressPool == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, r.allocate(ctx, &svc, group)
+}
+
+// checkAnnotations reports every problem with the Service's annotations as
+// an Event and returns its group when the group annotation is usable.
+func (r *ServiceReconciler) checkAnnotations(ctx context.Context, svc *corev1.Service, value string) *v1alpha1.KeepalivedGroup {
+	if v, ok := svc.Annotations[v1alpha1.AnnotationVerbatimConfig]; ok {
+		_, problems := parseVerbatim(v)
+		for _, p := range problems {
+			r.event(svc, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionValidate, "%s", p)
+		}
+	}
+	if v, ok := svc.Annotations[v1alpha1.AnnotationSpreadVIPs]; ok && v != "true" && v != "false" {
+		r.event(svc, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionValidate,
+			"%s %q: want \"true\" or \"false\"; taken as false", v1alpha1.AnnotationSpreadVIPs, v)
+	}
+	ref, err := parseGroupRef(value)
+	if err != nil {
+		r.event(svc, nil, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionValidate, "%v", err)
+		return nil
+	}
+	var g v1alpha1.KeepalivedGroup
+	if err := r.Client.Get(ctx, ref, &g); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.event(svc, nil, corev1.EventTypeWarning, ReasonGroupNotFound, actionValidate,
+				"KeepalivedGroup %s named by %s does not exist", ref, v1alpha1.AnnotationGroup)
+		}
+		return nil
+	}
+	return &g
+}
+
+// requested returns the addresses the Service asks for: the loadbalancerips
+// annotation, else the deprecated spec.loadBalancerIP.
+func requested(svc *corev1.Service) (string, []netip.Addr, error) {
+	if v, ok := svc.Annotations[v1alpha1.AnnotationLoadBalancerIPs]; ok {
+		a, err := ipam.ParseRequested(v)
+		if err != nil {
+			return v1alpha1.AnnotationLoadBalancerIPs, nil, fmt.Errorf("%s %q: %w", v1alpha1.AnnotationLoadBalancerIPs, v, err)
+		}
+		return v1alpha1.AnnotationLoadBalancerIPs, a, nil
+	}
+	if v := svc.Spec.LoadBalancerIP; v != "" {
+		a, err := ipam.ParseRequested(v)
+		if err != nil {
+			return "spec.loadBalancerIP", nil, fmt.Errorf("spec.loadBalancerIP %q: %w", v, err)
+		}
+		return "spec.loadBalancerIP", a, nil
+	}
+	return "", nil, nil
+}
+
+func ingressAddrs(svc *corev1.Service) []netip.Addr {
+	var out []netip.Addr
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	groupRef := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
+	ap := g.Spec.AddressPool
+	pool, err := ipam.Parse(rangesToStrings(ap.Addresses), rangesToStrings(ap.ExcludedAddresses))
+	if err != nil {
+		r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "address pool of group %s: %v", groupRef, err)
+		return nil
+	}
+	source, want, err := requested(svc)
+	if err != nil {
+		r.event(svc, g, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionAllocate, "%v", err)
+		return nil
+	}
+	autoAssign := ap.AutoAssign == nil || *ap.AutoAssign
+	if len(want) == 0 && !autoAssign {
+		return nil
+	}
+	families, err := pool.Families(familyStrings(svc.Spec.IPFamilies), policyString(svc.Spec.IPFamilyPolicy))
+	if err != nil {
+		r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "group %s: %v", groupRef, err)
+		return nil
+	}
+	for _, a := range want {
+		if !slices.Contains(families, ipam.FamilyOf(a)) {
+			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate,
+				"%s asks for %s but the Service gets only %v addresses", source, a, families)
+			return nil
+		}
+		if !pool.Contains(a) {
+			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate,
+				"%s asks for %s, which is not in the address pool of group %s (%s)", source, a, groupRef, pool)
+			return nil
+		}
+	}
+
+	// From here on, decide and write under the allocator's lock.
+	if !controllerutil.ContainsFinalizer(svc, serviceFinalizer) {
+		controllerutil.AddFinalizer(svc, serviceFinalizer)
+		if err := r.Client.Update(ctx, svc); err != nil {
+			return err
+		}
+	}
+	a := r.alloc
+	a.mu.Lock()
+	defer a.mu.Unlock()
+
+	current := ingressAddrs(svc)
+	var chosen []netip.Addr
+	var failures []string
+	exhausted := false
+	for _, f := range families {
+		var pick netip.Addr
+		if i := slices.IndexFunc(want, func(x netip.Addr) bool { return ipam.FamilyOf(x) == f }); i >= 0 {
+			pick = want[i]
+		} else if len(want) > 0 && !autoAssign {
+			continue
+		} else if i := slices.IndexFunc(current, func(x netip.Addr) bool { return ipam.FamilyOf(x) == f && pool.Contains(x) }); i >= 0 {
+			pick = current[i]
+		}
+		if pick.IsValid() {
+			other, used, err := a.inUseBy(ctx, pick, self)
+			if err != nil {
+				return err
+			}
+			if used {
+				if slices.Contains(want, pick) {
+					failures = append(failures, fmt.Sprintf("%s %s is already in use by Service %s", source, pick, other))
+					continue
+				}
+				pick = netip.Addr{} // our old address was taken meanwhile: pick again
+			}
+		}
+		if !pick.IsValid() {
+			var lookupErr error
+			next, ok := pool.Allocate(f, func(x netip.Addr) bool {
+				_, used, err := a.inUseBy(ctx, x, self)
+				if err != nil && lookupErr == nil {
+					lookupErr = err
+				}
+				return used || err != nil
+			})
+			if lookupErr != nil {
+				return lookupErr
+			}
+			if !ok {
+				failures = append(failures, fmt.Sprintf("no free %s address in the pool of group %s (%s)", f, groupRef, pool))
+				exhausted = true
+				continue
+			}
+			pick = next
+		}
+		chosen = append(chosen, pick)
+	}
+	if len(failures) > 0 {
+		r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s", strings.Join(failures, "; "))
+		if exhausted {
+			a.wait(groupRef, self)
+		}
+		if svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicyRequireDualStack {
+			chosen = nil
+		}
+		if len(chosen) == 0 {
+			return nil
+		}
+	} else {
+		a.stopWaiting(groupRef, self)
+	}
+
+	if sameIngress(svc, chosen) {
+		return nil
+	}
+	svc.Status.LoadBalancer.Ingress = nil
+	vip := corev1.LoadBalancerIPModeVIP
+	for _, x := range chosen {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: x.String(), IPMode: &vip})
+	}
+	if err := r.Client.Status().Update(ctx, svc); err != nil {
+		return err
+	}
+	a.record(self, current, chosen)
+	strs := make([]string, len(chosen))
+	for i, x := range chosen {
+		strs[i] = x.String()
+	}
+	r.event(svc, g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate,
+		"allocated %s from the address pool of group %s", strings.Join(strs, ", "), groupRef)
+	return nil
+}
+
+// sameIngress reports whether the Service already shows exactly these
+// addresses, in this order, with ipMode VIP.
+func sameIngress(svc *corev1.Service, addrs []netip.Addr) bool {
+	in := svc.Status.LoadBalancer.Ingress
+	if len(in) != len(addrs) {
+		return false
+	}
+	for i, x := range addrs {
+		if in[i].IP != x.String() || in[i].Hostname != "" || in[i].IPMode == nil || *in[i].IPMode != corev1.LoadBalancerIPModeVIP {
+			return false
+		}
+	}
+	return true
+}
+
+// release removes the Service's addresses from its status, then the
+// finalizer, and wakes the Services waiting for an address of its group.
+func (r *ServiceReconciler) release(ctx context.Context, svc *corev1.Service, groupValue string) error {
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	a := r.alloc
+	a.mu.Lock()
+	held := ingressAddrs(svc)
+	if len(svc.Status.LoadBalancer.Ingress) > 0 {
+		svc.Status.LoadBalancer.Ingress = nil
+		if err := r.Client.Status().Update(ctx, svc); err != nil {
+			a.mu.Unlock()
+			return err
+		}
+	}
+	a.record(self, held, nil)
+	var woken []types.NamespacedName
+	if ref, err := parseGroupRef(groupValue); err == nil {
+		a.stopWaiting(ref, self)
+		if len(held) > 0 {
+			woken = a.takeWaiting(ref)
+		}
+	}
+	a.mu.Unlock()
+
+	controllerutil.RemoveFinalizer(svc, serviceFinalizer)
+	if err := r.Client.Update(ctx, svc); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if len(held) > 0 {
+		strs := make([]string, len(held))
+		for i, x := range held {
+			strs[i] = x.String()
+		}
+		if svc.DeletionTimestamp == nil {
+			r.event(svc, nil, corev1.EventTypeNormal, ReasonIPReleased, actionRelease, "released %s", strings.Join(strs, ", "))
+		}
+	}
+	for _, w := range woken {
+		s := &corev1.Service{}
+		s.Namespace, s.Name = w.Namespace, w.Name
+		r.wake <- event.GenericEvent{Object: s}
+	}
+	return nil
+}
+
+func (r *ServiceReconciler) event(svc *corev1.Service, related *v1alpha1.KeepalivedGroup, typ, reason, action, note string, args ...any) {
+	if r.Recorder == nil {
+		return
+	}
+	if related == nil {
+		r.Recorder.Eventf(svc, nil, typ, reason, action, note, args...)
+		return
+	}
+	r.Recorder.Eventf(svc, related, typ, reason, action, note, args...)
+}
+
+func familyStrings(fs []corev1.IPFamily) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = string(f)
+	}
+	return out
+}
+
+func policyString(p *corev1.IPFamilyPolicy) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}

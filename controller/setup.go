@@ -1,0 +1,227 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// Options configure the reconcilers.
+type Options struct {
+	// VrrpdImage is the image the DaemonSets run unless a group names its own.
+	VrrpdImage string
+	// ServiceWorkers is how many Services are reconciled at once (address
+	// decisions are serialised anyway). Default 4.
+	ServiceWorkers int
+}
+
+// Reconcilers are the operator's two controllers, returned by Setup so
+// callers (tests, metrics) can look at them.
+type Reconcilers struct {
+	Groups   *GroupReconciler
+	Services *ServiceReconciler
+}
+
+// Setup registers the field indexes and both controllers with mgr.
+func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
+	if opts.VrrpdImage == "" {
+		return nil, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
+	}
+	if opts.ServiceWorkers <= 0 {
+		opts.ServiceWorkers = 4
+	}
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &corev1.Service{}, indexServiceGroup, func(o client.Object) []string {
+		if ref, ok := groupOf(o.(*corev1.Service)); ok {
+			return []string{ref.String()}
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := idx.IndexField(ctx, &corev1.Service{}, indexServiceAddresses, func(o client.Object) []string {
+		svc := o.(*corev1.Service)
+		vips, _ := serviceVIPs(svc)
+		out := make([]string, len(vips))
+		for i, a := range vips {
+			out[i] = a.String()
+		}
+		return out
+	}); err != nil {
+		return nil, err
+	}
+
+	rec := mgr.GetEventRecorder(reportingController)
+	groups := &GroupReconciler{
+		Client:     mgr.GetClient(),
+		Mapper:     mgr.GetRESTMapper(),
+		Recorder:   rec,
+		VrrpdImage: opts.VrrpdImage,
+	}
+	groups.init()
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("keepalivedgroup").
+		For(&v1alpha1.KeepalivedGroup{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.DaemonSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Watches(&corev1.Service{}, serviceToGroups{}).
+		Watches(&corev1.Node{}, nodeToGroups{c: mgr.GetClient()}).
+		Complete(groups)
+	if err != nil {
+		return nil, err
+	}
+
+	services := &ServiceReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: rec,
+		alloc:    newAllocator(mgr.GetClient()),
+		wake:     make(chan event.GenericEvent, 4096),
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named("service").
+		For(&corev1.Service{}).
+		Watches(&v1alpha1.KeepalivedGroup{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return servicesOfGroup(ctx, mgr.GetClient(), types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Channel(services.wake, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ServiceWorkers}).
+		Complete(services)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconcilers{Groups: groups, Services: services}, nil
+}
+
+// servicesOfGroup lists the Services annotated for a group, so a group
+// that appears or changes its pool retries them.
+func servicesOfGroup(ctx context.Context, c client.Client, group types.NamespacedName) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := c.List(ctx, &list, client.MatchingFields{indexServiceGroup: group.String()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		out[i] = reconcile.Request{NamespacedName: types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}}
+	}
+	return out
+}
+
+// serviceToGroups enqueues only the group a Service is annotated for (the
+// old and the new one when the annotation changes), and only when something
+// the group's status depends on changed.
+type serviceToGroups struct{}
+
+func enqueueGroupOf(q workqueue.TypedRateLimitingInterface[reconcile.Request], svc *corev1.Service) {
+	if ref, ok := groupOf(svc); ok {
+		q.Add(reconcile.Request{NamespacedName: ref})
+	}
+}
+
+func (serviceToGroups) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueueGroupOf(q, e.Object.(*corev1.Service))
+}
+
+func (serviceToGroups) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	o, n := e.ObjectOld.(*corev1.Service), e.ObjectNew.(*corev1.Service)
+	if !instanceInputsChanged(o, n) {
+		return
+	}
+	enqueueGroupOf(q, o)
+	enqueueGroupOf(q, n)
+}
+
+func (serviceToGroups) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if svc, ok := e.Object.(*corev1.Service); ok {
+		enqueueGroupOf(q, svc)
+	}
+}
+
+func (serviceToGroups) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if svc, ok := e.Object.(*corev1.Service); ok {
+		enqueueGroupOf(q, svc)
+	}
+}
+
+// instanceInputsChanged reports whether a Service update can change its
+// group's instances.
+func instanceInputsChanged(o, n *corev1.Service) bool {
+	for _, k := range []string{v1alpha1.AnnotationGroup, v1alpha1.AnnotationSpreadVIPs, v1alpha1.AnnotationVerbatimConfig} {
+		if o.Annotations[k] != n.Annotations[k] {
+			return true
+		}
+	}
+	return o.Spec.Type != n.Spec.Type ||
+		!reflect.DeepEqual(o.Spec.ExternalIPs, n.Spec.ExternalIPs) ||
+		!reflect.DeepEqual(o.Spec.LoadBalancerClass, n.Spec.LoadBalancerClass) ||
+		!reflect.DeepEqual(o.Status.LoadBalancer.Ingress, n.Status.LoadBalancer.Ingress) ||
+		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
+}
+
+// nodeToGroups enqueues the groups whose nodeSelector matches a Node (before
+// or after the change), and only when its labels or addresses changed:
+// kubelets update Node status every few seconds, which must not reconcile
+// every group.
+type nodeToGroups struct{ c client.Client }
+
+func (h nodeToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...*corev1.Node) {
+	var groups v1alpha1.KeepalivedGroupList
+	if err := h.c.List(ctx, &groups); err != nil {
+		return
+	}
+	for i := range groups.Items {
+		g := &groups.Items[i]
+		sel := labels.SelectorFromSet(g.Spec.NodeSelector)
+		for _, n := range nodes {
+			if sel.Matches(labels.Set(n.Labels)) {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
+				break
+			}
+		}
+	}
+}
+
+func (h nodeToGroups) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, q, e.Object.(*corev1.Node))
+}
+
+func (h nodeToGroups) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+	if reflect.DeepEqual(o.Labels, n.Labels) && reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n)) {
+		return
+	}
+	h.enqueue(ctx, q, o, n)
+}
+
+func (h nodeToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if n, ok := e.Object.(*corev1.Node); ok {
+		h.enqueue(ctx, q, n)
+	}
+}
+
+func (h nodeToGroups) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if n, ok := e.Object.(*corev1.Node); ok {
+		h.enqueue(ctx, q, n)
+	}
+}
