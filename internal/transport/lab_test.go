@@ -65,7 +65,7 @@ func readTimeout(c *transport.Conn, pkts []transport.Packet, d time.Duration) (i
 // warmUp sends probes from one Conn to another until one arrives, then drains the
 // receiver: a freshly built lab segment can lose its very first frames while the bridge
 // ports settle, which VRRP shrugs off by retransmitting but a one-shot test cannot.
-func warmUp(t *testing.T, from, to *transport.Conn, dst netip.Addr) {
+func warmUp(t testing.TB, from, to *transport.Conn, dst netip.Addr) {
 	t.Helper()
 	probe := []byte{0x31, 0xff, 1, 0, 0, 100, 0, 0}
 	pkts := make([]transport.Packet, 64)
