@@ -6,11 +6,11 @@ import "errors"
 // vrrp_stats (and of the keepalived_exporter metrics built on them), plus a few of vrrpd's
 // own that keepalived folds elsewhere.
 type Counters struct {
-	AdvertRcvd        uint64 // valid advertisements received
-	AdvertSent        uint64 // advertisements sent
-	BecomeMaster      uint64 // transitions to Master
-	ReleaseMaster     uint64 // transitions out of Master
-	PacketLenErr      uint64 // packet too short, or length not matching the address count
+	AdvertRcvd    uint64 // valid advertisements received
+	AdvertSent    uint64 // advertisements sent
+	BecomeMaster  uint64 // transitions to Master
+	ReleaseMaster uint64 // transitions out of Master
+	PacketLenErr  uint64 // packet too short, or length not matching the address count
 	// AdvertIntervalErr: v2 interval differing from ours, v3 interval of zero. keepalived
 	// 2.2.7 exports this counter but never increments it (it drops a v2 mismatch
 	// uncounted); vrrpd gives it the meaning of RFC 2787's vrrpStatsAdvertiseIntervalErrors.
