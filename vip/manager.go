@@ -99,82 +99,117 @@ func (m *Manager) Recorded() []VIP {
 	return slices.Clone(m.record)
 }
 
-func (m *Manager) indexOf(v VIP) int {
-	k := v.key()
-	return slices.IndexFunc(m.record, func(r VIP) bool { return r.key() == k })
-}
-
-// Add puts v on its interface. Adding a VIP that is already there is fine.
-// The record is written first, so a crash right after the kernel call can
-// not leave an address nobody knows about.
-func (m *Manager) Add(v VIP) error {
-	if err := v.Validate(); err != nil {
-		return err
+// Add puts the VIPs on their interfaces. Adding a VIP that is already there
+// is fine. The record is written first (once for all of them), so a crash
+// right after the kernel calls cannot leave an address nobody knows about.
+// It validates everything before doing anything; a kernel error stops at
+// the failing VIP (the record keeps it and the rest, which is safe:
+// recovery and Remove tolerate absent addresses).
+func (m *Manager) Add(vs ...VIP) error {
+	for _, v := range vs {
+		if err := v.Validate(); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lock == nil {
 		return errors.New("vip: manager is closed")
 	}
-	link, err := m.nl.LinkByName(v.Dev)
-	if err != nil {
-		return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
-	}
-	if i := m.indexOf(v); i < 0 || m.record[i].Label != v.Label {
-		next := slices.Clone(m.record)
-		if i < 0 {
-			next = append(next, v)
-		} else {
-			next[i] = v
+	links := make([]netlink.Link, len(vs))
+	for i, v := range vs {
+		link, err := m.nl.LinkByName(v.Dev)
+		if err != nil {
+			return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
 		}
+		links[i] = link
+	}
+	next := slices.Clone(m.record)
+	changed := false
+	for _, v := range vs {
+		k := v.key()
+		switch i := slices.IndexFunc(next, func(r VIP) bool { return r.key() == k }); {
+		case i < 0:
+			next = append(next, v)
+			changed = true
+		case next[i].Label != v.Label:
+			next[i] = v
+			changed = true
+		}
+	}
+	if changed {
 		if err := writeRecord(m.dir, next); err != nil {
-			return fmt.Errorf("vip %s: %w", v, err)
+			return fmt.Errorf("vip: %w", err)
 		}
 		m.record = next
 	}
-	err = m.nl.AddrAdd(link, toNetlink(v, true))
-	if err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("vip %s: add: %w", v, err)
+	for i, v := range vs {
+		err := m.nl.AddrAdd(links[i], toNetlink(v, true))
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("vip %s: add: %w", v, err)
+		}
 	}
 	return nil
 }
 
-// Remove takes v off its interface and then out of the record. Removing a
-// VIP that is not there (or whose interface is gone) is fine.
-func (m *Manager) Remove(v VIP) error {
-	if err := v.Validate(); err != nil {
-		return err
+// Remove takes the VIPs off their interfaces and then out of the record
+// (written once). Removing a VIP that is not there (or whose interface is
+// gone) is fine. It carries on past failures; a VIP that could not be
+// removed stays recorded.
+func (m *Manager) Remove(vs ...VIP) error {
+	for _, v := range vs {
+		if err := v.Validate(); err != nil {
+			return err
+		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lock == nil {
 		return errors.New("vip: manager is closed")
 	}
-	return m.remove(v)
+	_, err := m.remove(vs)
+	return err
 }
 
-func (m *Manager) remove(v VIP) error {
+// remove deletes the addresses, then drops the removed ones from the
+// record in one write, and returns those removed.
+func (m *Manager) remove(vs []VIP) ([]VIP, error) {
+	var errs []error
+	var removed []VIP
+	for _, v := range vs {
+		if err := m.delAddr(v); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, v)
+	}
+	next := slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool {
+		return slices.ContainsFunc(removed, func(v VIP) bool { return v.key() == r.key() })
+	})
+	if len(next) != len(m.record) {
+		if err := writeRecord(m.dir, next); err != nil {
+			return nil, errors.Join(append(errs, fmt.Errorf("vip: %w", err))...)
+		}
+		m.record = next
+	}
+	return removed, errors.Join(errs...)
+}
+
+func (m *Manager) delAddr(v VIP) error {
 	link, err := m.nl.LinkByName(v.Dev)
 	var notFound netlink.LinkNotFoundError
 	switch {
 	case errors.As(err, &notFound):
 		// The interface went away and took its addresses with it.
+		return nil
 	case err != nil:
 		return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
-	default:
-		err := m.nl.AddrDel(link, toNetlink(v, false))
-		// EADDRNOTAVAIL: not on the interface (already removed, or never
-		// added because we crashed between record and add).
-		if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
-			return fmt.Errorf("vip %s: remove: %w", v, err)
-		}
 	}
-	if i := m.indexOf(v); i >= 0 {
-		next := slices.Delete(slices.Clone(m.record), i, i+1)
-		if err := writeRecord(m.dir, next); err != nil {
-			return fmt.Errorf("vip %s: %w", v, err)
-		}
-		m.record = next
+	err = m.nl.AddrDel(link, toNetlink(v, false))
+	// EADDRNOTAVAIL: not on the interface (already removed, or never added
+	// because we crashed between record and add).
+	if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("vip %s: remove: %w", v, err)
 	}
 	return nil
 }
@@ -188,19 +223,13 @@ func (m *Manager) RemoveStale(keep func(VIP) bool) ([]VIP, error) {
 	if m.lock == nil {
 		return nil, errors.New("vip: manager is closed")
 	}
-	var removed []VIP
-	var errs []error
-	for _, v := range slices.Clone(m.record) {
-		if keep != nil && keep(v) {
-			continue
+	var stale []VIP
+	for _, v := range m.record {
+		if keep == nil || !keep(v) {
+			stale = append(stale, v)
 		}
-		if err := m.remove(v); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		removed = append(removed, v)
 	}
-	return removed, errors.Join(errs...)
+	return m.remove(stale)
 }
 
 // Recover removes every VIP a previous run recorded. A daemon calls it at

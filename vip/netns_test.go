@@ -285,3 +285,97 @@ func helperAddAndWait(dir string) int {
 	time.Sleep(time.Minute)
 	return 3 // not killed
 }
+
+// BenchmarkAddRemove measures one VIP's add and remove, record writes
+// (with fsync) included: the state change cost of a failover per VIP.
+func BenchmarkAddRemove(b *testing.B) {
+	lab := netlab.New(b, "a")
+	nh, err := lab.Host("a").Netlink()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nh.Close()
+	m, err := New(b.TempDir(), WithNetlink(nh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	for b.Loop() {
+		if err := m.Add(v4); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Remove(v4); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestBatchAddRemove(t *testing.T) {
+	lab := netlab.New(t, "a")
+	a := lab.Host("a")
+	m := newManager(t, a, t.TempDir())
+	// One bad VIP: nothing happens at all.
+	bad := VIP{Prefix: netip.MustParsePrefix("10.99.0.102/24"), Dev: "eth0", Label: "wrong"}
+	if err := m.Add(v4, bad, v6); err == nil {
+		t.Fatal("batch with an invalid VIP accepted")
+	}
+	if ok, _ := a.HasAddr(v4.Prefix); ok || len(m.Recorded()) != 0 {
+		t.Fatal("a rejected batch changed something")
+	}
+	// Likewise a missing interface anywhere in the batch.
+	if err := m.Add(v4, VIP{Prefix: v6.Prefix, Dev: "nosuch0"}); err == nil {
+		t.Fatal("batch with a missing interface accepted")
+	}
+	if ok, _ := a.HasAddr(v4.Prefix); ok || len(m.Recorded()) != 0 {
+		t.Fatal("a batch with a missing interface changed something")
+	}
+	if err := m.Add(v4, v6, v4h, v6h); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []VIP{v4, v6, v4h, v6h} {
+		if ok, _ := a.HasAddr(v.Prefix); !ok {
+			t.Errorf("%s missing after batch Add", v)
+		}
+	}
+	if err := m.Remove(v4, v6h); err != nil {
+		t.Fatal(err)
+	}
+	rec := m.Recorded()
+	if len(rec) != 2 {
+		t.Fatalf("record after removing 2 of 4: %v", rec)
+	}
+	for v, want := range map[VIP]bool{v4: false, v6: true, v4h: true, v6h: false} {
+		if ok, _ := a.HasAddr(v.Prefix); ok != want {
+			t.Errorf("%s present = %v, want %v", v, ok, want)
+		}
+	}
+	// The record on disk agrees with memory.
+	disk, err := readRecord(m.StateDir())
+	if err != nil || len(disk) != 2 {
+		t.Errorf("record on disk %v, %v", disk, err)
+	}
+}
+
+// BenchmarkAddRemoveBatch4 is a failover of an instance with four VIPs.
+func BenchmarkAddRemoveBatch4(b *testing.B) {
+	lab := netlab.New(b, "a")
+	nh, err := lab.Host("a").Netlink()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nh.Close()
+	m, err := New(b.TempDir(), WithNetlink(nh))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	all := []VIP{v4, v4h, v6, v6h}
+	for b.Loop() {
+		if err := m.Add(all...); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Remove(all...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

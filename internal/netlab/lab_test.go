@@ -204,3 +204,17 @@ func TestCreateRejectsBadNames(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCreate measures building and tearing down a three-host lab.
+func BenchmarkCreate(b *testing.B) {
+	Require(b)
+	for b.Loop() {
+		lab, err := Create("a", "b", "client")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lab.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
