@@ -60,10 +60,15 @@ func runSuite(m *testing.M) int {
 	if err := v1alpha1.AddToScheme(testScheme); err != nil {
 		panic(err)
 	}
+	ctrl.SetLogger(logr.Discard())
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "deploy", "crds")},
 		ErrorIfCRDPathMissing: true,
 	}
+	// Room for the thousands of Services the tests and the benchmark make
+	// (envtest's default range is small). The API server only hands these
+	// out as data; nothing routes them.
+	testEnv.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
 	cfg, err := testEnv.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
