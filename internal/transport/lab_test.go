@@ -398,3 +398,31 @@ func TestSourceSkipsSecondary(t *testing.T) {
 		t.Errorf("Source = %v, want primary %v", c.Source(), a.Addr4)
 	}
 }
+
+// Malformed VRRP is the caller's to judge: the transport delivers a truncated message and
+// skips IP options, but never sees other protocols.
+func TestMalformedDelivered(t *testing.T) {
+	netlab.Require(t)
+	lab := netlab.New(t, "a", "b")
+	a, b := lab.Host("a"), lab.Host("b")
+	cb := open(t, b, transport.IPv4, transport.Options{})
+	warmUp(t, open(t, a, transport.IPv4, transport.Options{}), cb, group4)
+
+	inject := func(p rawinject.IPv4) {
+		t.Helper()
+		p.Src, p.Dst = a.Addr4, group4
+		if err := a.Do(func() error { return rawinject.SendIPv4(a.Link, p) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another protocol to the same group is not for us; the truncated advert after it is.
+	inject(rawinject.IPv4{Protocol: 253, Payload: []byte{0x31, 1, 100, 1, 0, 100, 0, 0}})
+	inject(rawinject.IPv4{Payload: []byte{0x31, 1, 100}})
+	if p := readOne(t, cb); string(p.Payload) != "\x31\x01\x64" || p.TTL != 255 {
+		t.Errorf("truncated advert: payload % x TTL %d", p.Payload, p.TTL)
+	}
+	inject(rawinject.IPv4{Options: []byte{0x94, 0x04, 0, 0}, Payload: []byte{0x31, 2, 100, 0, 0, 100, 0xce, 0x9a}})
+	if p := readOne(t, cb); string(p.Payload) != "\x31\x02\x64\x00\x00\x64\xce\x9a" {
+		t.Errorf("advert behind IP options: payload % x", p.Payload)
+	}
+}
