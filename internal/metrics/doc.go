@@ -8,6 +8,24 @@
 // Source) and every scrape or status request reads the latest one, so serving HTTP never
 // touches, locks or slows the daemon's loop.
 //
+// Metrics, per instance labelled {name, intf, vrid, state} unless noted:
+//
+//	keepalived_up                                  gauge, always 1 while vrrpd answers
+//	keepalived_vrrp_advert_rcvd, _advert_sent, _become_master, _release_master,
+//	_packet_len_err, _advert_interval_err, _ip_ttl_err, _invalid_type_rcvd, _addr_list_err,
+//	_invalid_authtype, _authtype_mismatch, _auth_failure, _pri_zero_rcvd, _pri_zero_sent
+//	                                               counters, keepalived's vrrp_stats
+//	keepalived_vrrp_state{name,intf,vrid}          gauge: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT
+//	vrrpd_checksum_err, vrrpd_version_err          counters, dropped adverts
+//	vrrpd_priority, vrrpd_base_priority{name,intf,vrid}        gauges
+//	vrrpd_transitions_total{name,intf,vrid}        counter, every state change
+//	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}    gauge
+//	vrrpd_instances{state}                         gauge, instances per state
+//	vrrpd_packets_received_total{intf,family}      counter, per socket
+//	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take
+//
+// plus the Go runtime's go_* and process_* metrics.
+//
 // Compatibility notes. keepalived_exporter labels its per-instance counters with the
 // instance's current state, so a counter's series changes when the state does; we do the
 // same, because dashboards sum over the state label. Counter names carry no _total suffix,

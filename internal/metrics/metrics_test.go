@@ -426,3 +426,26 @@ func TestLint(t *testing.T) {
 		t.Errorf("lint: %s: %s", p.Metric, p.Text)
 	}
 }
+
+// BenchmarkScrape255 is one full /metrics scrape of a daemon holding every VRID.
+func BenchmarkScrape255(b *testing.B) {
+	snap := metrics.Snapshot{}
+	for i := range 255 {
+		in := sampleSnapshot().Instances[0]
+		in.Name, in.VRID = "VI_"+strings.Repeat("x", i%7)+string(rune('a'+i%26)), uint8(i+1)
+		snap.Instances = append(snap.Instances, in)
+	}
+	h, err := metrics.Handler(metrics.SourceFunc(func() metrics.Snapshot { return snap }), metrics.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodGet, metrics.MetricsPath, nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Code)
+		}
+	}
+}
