@@ -62,12 +62,18 @@ func (r *receiver) init(c *Conn, batch int) {
 // recvmmsg runs under RawConn.Read; returning false parks the goroutine until the socket
 // is readable.
 func (r *receiver) recvmmsg(fd uintptr) bool {
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])),
-		uintptr(r.vlen), unix.MSG_DONTWAIT, 0, 0)
-	if errno == unix.EAGAIN || errno == unix.EWOULDBLOCK {
-		return false
+	var n uintptr
+	var errno unix.Errno
+	for {
+		n, _, errno = unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hs[0])),
+			uintptr(r.vlen), unix.MSG_DONTWAIT, 0, 0)
+		// Retry at once on a signal: packets may be queued already, and the edge-triggered
+		// poller would not wake us for them.
+		if errno != unix.EINTR {
+			break
+		}
 	}
-	if errno == unix.EINTR {
+	if errno == unix.EAGAIN || errno == unix.EWOULDBLOCK {
 		return false
 	}
 	r.n, r.operr = int(n), nil

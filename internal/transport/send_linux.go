@@ -30,8 +30,14 @@ func (s *sender) init(c *Conn) {
 }
 
 func (s *sender) sendmsg(fd uintptr) bool {
-	_, _, errno := unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
-	if errno == unix.EAGAIN || errno == unix.EINTR {
+	var errno unix.Errno
+	for {
+		_, _, errno = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
+		if errno != unix.EINTR {
+			break
+		}
+	}
+	if errno == unix.EAGAIN {
 		return false
 	}
 	s.operr = nil
