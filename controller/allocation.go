@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"net/netip"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,6 +81,19 @@ func (a *allocator) record(svc types.NamespacedName, before, addrs []netip.Addr)
 		a.held[x] = svc
 		delete(a.released, x)
 	}
+}
+
+// heldBy lists, sorted, the addresses this process gave svc. Call with mu
+// held.
+func (a *allocator) heldBy(svc types.NamespacedName) []netip.Addr {
+	var out []netip.Addr
+	for addr, h := range a.held {
+		if h == svc {
+			out = append(out, addr)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 func (a *allocator) wait(group, svc types.NamespacedName) {

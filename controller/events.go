@@ -1,5 +1,24 @@
 package controller
 
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// serviceRef and groupRef are Event references without a resourceVersion.
+// The events library folds repeats of an Event into one object with a
+// count only when the references are equal, and a Service's
+// resourceVersion changes with every write (our own finalizer and status
+// updates too), which would otherwise make each repeat a new Event.
+func serviceRef(s *corev1.Service) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Service", Namespace: s.Namespace, Name: s.Name, UID: s.UID}
+}
+
+func groupRef(g *v1alpha1.KeepalivedGroup) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "KeepalivedGroup", Namespace: g.Namespace, Name: g.Name, UID: g.UID}
+}
+
 // Event reasons, on Services unless noted. Each names what a user would ask
 // about; the note says which object and value.
 const (

@@ -242,7 +242,7 @@ func (r *GroupReconciler) reportLeftOut(g *v1alpha1.KeepalivedGroup, services []
 		svc := &services[i]
 		ref := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 		if now[ref] && !prev[ref] {
-			r.Recorder.Eventf(svc, g, corev1.EventTypeWarning, ReasonRouterIDsExhausted, actionAssignRouterID,
+			r.Recorder.Eventf(serviceRef(svc), groupRef(g), corev1.EventTypeWarning, ReasonRouterIDsExhausted, actionAssignRouterID,
 				"group %s has no free router ID for this Service: all 255 are in use or reserved", key)
 		}
 	}

@@ -268,6 +268,11 @@ func (r *ServiceReconciler) release(ctx context.Context, svc *corev1.Service, gr
 	a := r.alloc
 	a.mu.Lock()
 	held := ingressAddrs(svc)
+	if len(held) == 0 {
+		// The API server clears status.loadBalancer when the type
+		// changes away from LoadBalancer; what we had given is in memory.
+		held = a.heldBy(self)
+	}
 	if len(svc.Status.LoadBalancer.Ingress) > 0 {
 		svc.Status.LoadBalancer.Ingress = nil
 		if err := r.Client.Status().Update(ctx, svc); err != nil {
@@ -311,10 +316,10 @@ func (r *ServiceReconciler) event(svc *corev1.Service, related *v1alpha1.Keepali
 		return
 	}
 	if related == nil {
-		r.Recorder.Eventf(svc, nil, typ, reason, action, note, args...)
+		r.Recorder.Eventf(serviceRef(svc), nil, typ, reason, action, note, args...)
 		return
 	}
-	r.Recorder.Eventf(svc, related, typ, reason, action, note, args...)
+	r.Recorder.Eventf(serviceRef(svc), groupRef(related), typ, reason, action, note, args...)
 }
 
 func familyStrings(fs []corev1.IPFamily) []string {
