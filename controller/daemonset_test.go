@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// TestDaemonSetAndRBAC checks what the operator runs for a group: vrrpd
+// with only NET_ADMIN and NET_RAW, not privileged, read-only root, the
+// group's selector, tolerations, priority class and annotations; RBAC that
+// reaches only the group itself and its password Secret; all of it owned by
+// the group. envtest runs no garbage collector, so cleanup on group deletion
+// is proven by the controller ownerReferences the collector acts on.
+// A deleted DaemonSet is put back.
+func TestDaemonSetAndRBAC(t *testing.T) {
+	ns := newNamespace(t, "ds")
+	g := newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = map[string]string{"role": "lb"}
+		g.Spec.DaemonsetPodPriorityClassName = "system-node-critical"
+		g.Spec.DaemonsetPodAnnotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/keepalived": "unconfined"}
+		g.Spec.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "vrrp-pw"}}
+	})
+	startManager(t, ns)
+	ctx := context.Background()
+	key := types.NamespacedName{Namespace: ns, Name: "g-vrrpd"}
+
+	var ds appsv1.DaemonSet
+	eventually(t, 20*time.Second, func() error { return k8s.Get(ctx, key, &ds) })
+	pod := ds.Spec.Template.Spec
+	if !pod.HostNetwork || pod.ServiceAccountName != "g-vrrpd" || pod.PriorityClassName != "system-node-critical" {
+		t.Errorf("pod spec: hostNetwork %v, serviceAccount %q, priorityClass %q", pod.HostNetwork, pod.ServiceAccountName, pod.PriorityClassName)
+	}
+	if !reflect.DeepEqual(pod.NodeSelector, map[string]string{"role": "lb"}) {
+		t.Errorf("nodeSelector %v", pod.NodeSelector)
+	}
+	if len(pod.Tolerations) != 1 || pod.Tolerations[0].Operator != corev1.TolerationOpExists || pod.Tolerations[0].Key != "" {
+		t.Errorf("tolerations %v, want one that tolerates everything", pod.Tolerations)
+	}
+	if ds.Spec.Template.Annotations["container.apparmor.security.beta.kubernetes.io/keepalived"] != "unconfined" {
+		t.Errorf("pod annotations %v", ds.Spec.Template.Annotations)
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	if c.Image != testImage || !slices.Equal(c.Args, []string{"--group", ns + "/g", "--node", "$(NODE_NAME)"}) {
+		t.Errorf("image %q args %v", c.Image, c.Args)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("env %v", c.Env)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9650 {
+		t.Errorf("ports %v", c.Ports)
+	}
+	sc := c.SecurityContext
+	if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("securityContext %+v", sc)
+	} else if !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("capabilities %+v", sc.Capabilities)
+	}
+	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/run/vrrpd" || len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil {
+		t.Errorf("volumes %v mounts %v", pod.Volumes, c.VolumeMounts)
+	}
+
+	var role rbacv1.Role
+	if err := k8s.Get(ctx, key, &role); err != nil {
+		t.Fatal(err)
+	}
+	wantRules := []rbacv1.PolicyRule{
+		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedgroups"}, ResourceNames: []string{"g"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"vrrp-pw"}, Verbs: []string{"get", "list", "watch"}},
+	}
+	if !reflect.DeepEqual(role.Rules, wantRules) {
+		t.Errorf("role rules %+v", role.Rules)
+	}
+	var rb rbacv1.RoleBinding
+	if err := k8s.Get(ctx, key, &rb); err != nil {
+		t.Fatal(err)
+	}
+	if rb.RoleRef.Name != "g-vrrpd" || len(rb.Subjects) != 1 || rb.Subjects[0].Name != "g-vrrpd" || rb.Subjects[0].Namespace != ns {
+		t.Errorf("rolebinding %+v", rb)
+	}
+	var sa corev1.ServiceAccount
+	if err := k8s.Get(ctx, key, &sa); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []client.Object{&ds, &role, &rb, &sa} {
+		refs := o.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].UID != g.UID || refs[0].Kind != "KeepalivedGroup" || refs[0].Controller == nil || !*refs[0].Controller {
+			t.Errorf("%T ownerReferences %+v", o, refs)
+		}
+	}
+
+	// Drift: a deleted DaemonSet comes back.
+	if err := k8s.Delete(ctx, &ds); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		var again appsv1.DaemonSet
+		if err := k8s.Get(ctx, key, &again); err != nil {
+			return err
+		}
+		if again.UID == ds.UID {
+			return fmt.Errorf("old DaemonSet still there")
+		}
+		return nil
+	})
+}
+
+// TestPodMonitorOnlyWhenServed: no PodMonitor kind, no PodMonitor and no
+// error; once the CRD is installed, the group gets one labelled
+// metrics: keepalived, selecting its vrrpd pods' metrics port.
+func TestPodMonitorOnlyWhenServed(t *testing.T) {
+	ns := newNamespace(t, "pm")
+	newGroup(t, ns, "g", nil)
+	startManager(t, ns)
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, ns, "g")
+		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		degraded := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded)
+		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse {
+			return fmt.Errorf("conditions %+v", g.Status.Conditions)
+		}
+		return nil
+	})
+	if _, err := k8s.RESTMapper().RESTMapping(podMonitorGVK.GroupKind(), "v1"); !meta.IsNoMatchError(err) {
+		t.Fatalf("PodMonitor kind unexpectedly served (%v): this test must install it itself", err)
+	}
+
+	if _, err := envtest.InstallCRDs(testConfig, envtest.CRDInstallOptions{Paths: []string{filepath.Join("testdata", "podmonitor-crd.yaml")}}); err != nil {
+		t.Fatal(err)
+	}
+	// Any change to the group reconciles it; a label is the least intrusive.
+	g := getGroup(t, ns, "g")
+	g.Labels = map[string]string{"touched": "yes"}
+	if err := k8s.Update(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		pm := &unstructured.Unstructured{}
+		pm.SetGroupVersionKind(podMonitorGVK)
+		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "g-vrrpd"}, pm); err != nil {
+			return err
+		}
+		if pm.GetLabels()["metrics"] != "keepalived" {
+			return fmt.Errorf("labels %v", pm.GetLabels())
+		}
+		port, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+		if len(port) != 1 || port[0].(map[string]any)["port"] != "metrics" {
+			return fmt.Errorf("podMetricsEndpoints %v", port)
+		}
+		if refs := pm.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != g.UID {
+			return fmt.Errorf("ownerReferences %v", refs)
+		}
+		return nil
+	})
+}
