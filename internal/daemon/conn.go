@@ -199,38 +199,54 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 }
 
 // watchInterfaces subscribes to link and address changes; each one wakes the loop to
-// re-check the interfaces (coalesced, so a burst costs one check).
+// re-check the interfaces (coalesced, so a burst costs one check). A subscription ends on
+// its first receive error (ENOBUFS after a burst, for one), so it is renewed at once, and
+// the loop's poll covers whatever was missed in between.
 func (d *Daemon) watchInterfaces() (stop func()) {
 	done := make(chan struct{})
-	links := make(chan netlink.LinkUpdate, 64)
-	addrs := make(chan netlink.AddrUpdate, 64)
-	if err := netlink.LinkSubscribe(links, done); err != nil {
-		d.log.Warn("no netlink link events; polling interfaces only", "err", err)
-		links = nil
+	wake := func() {
+		select {
+		case d.ifEvents <- struct{}{}:
+		default:
+		}
 	}
-	if err := netlink.AddrSubscribe(addrs, done); err != nil {
-		d.log.Warn("no netlink address events; polling interfaces only", "err", err)
-		addrs = nil
-	}
+	onErr := func(err error) { d.log.Debug("netlink subscription ended; renewing", "err", err) }
 	go func() {
+		var links chan netlink.LinkUpdate
+		var addrs chan netlink.AddrUpdate
 		for {
+			if links == nil {
+				links = make(chan netlink.LinkUpdate, 64)
+				if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
+					d.log.Warn("no netlink link events; polling interfaces only", "err", err)
+					links = nil
+				}
+			}
+			if addrs == nil {
+				addrs = make(chan netlink.AddrUpdate, 64)
+				if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
+					d.log.Warn("no netlink address events; polling interfaces only", "err", err)
+					addrs = nil
+				}
+			}
+			var retry <-chan time.Time // only while a subscription could not be made
+			if links == nil || addrs == nil {
+				retry = time.After(time.Second)
+			}
 			select {
 			case _, ok := <-links:
 				if !ok {
 					links = nil
-					continue
 				}
+				wake()
 			case _, ok := <-addrs:
 				if !ok {
 					addrs = nil
-					continue
 				}
+				wake()
+			case <-retry:
 			case <-done:
 				return
-			}
-			select {
-			case d.ifEvents <- struct{}{}:
-			default:
 			}
 		}
 	}()

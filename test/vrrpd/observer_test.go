@@ -38,7 +38,7 @@ type seenAddr struct {
 	addr netip.Addr
 }
 
-func observe(t *testing.T, h *netlab.Host) *observer {
+func observe(t testing.TB, h *netlab.Host) *observer {
 	t.Helper()
 	o := &observer{done: make(chan struct{})}
 	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
@@ -57,25 +57,44 @@ func observe(t *testing.T, h *netlab.Host) *observer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	updates := make(chan netlink.AddrUpdate, 256)
-	if err := netlink.AddrSubscribeWithOptions(updates, o.done, netlink.AddrSubscribeOptions{Namespace: &ns}); err != nil {
-		ns.Close()
+	t.Cleanup(func() { ns.Close() })
+	// A netlink subscription ends on its first receive error (seen here as EAGAIN on a
+	// loaded machine); subscribe again at once so that no later VIP add goes unseen.
+	subscribe := func() (chan netlink.AddrUpdate, error) {
+		updates := make(chan netlink.AddrUpdate, 1024)
+		return updates, netlink.AddrSubscribeWithOptions(updates, o.done, netlink.AddrSubscribeOptions{
+			Namespace:         &ns,
+			ReceiveBufferSize: 1 << 20,
+		})
+	}
+	updates, err := subscribe()
+	if err != nil {
 		t.Fatalf("address events of %s: %v", h.Name, err)
 	}
-	ns.Close()
 	go func() {
-		for u := range updates {
-			if !u.NewAddr {
-				continue
+		for {
+			for u := range updates {
+				if !u.NewAddr {
+					continue
+				}
+				a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
+				if !ok {
+					continue
+				}
+				now := time.Now()
+				o.mu.Lock()
+				o.added = append(o.added, seenAddr{at: now, addr: a.Unmap()})
+				o.mu.Unlock()
 			}
-			a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-			if !ok {
-				continue
+			select {
+			case <-o.done:
+				return
+			default:
 			}
-			now := time.Now()
-			o.mu.Lock()
-			o.added = append(o.added, seenAddr{at: now, addr: a.Unmap()})
-			o.mu.Unlock()
+			var err error
+			if updates, err = subscribe(); err != nil {
+				return
+			}
 		}
 	}()
 	t.Cleanup(o.close)
@@ -112,6 +131,19 @@ func (o *observer) close() {
 	for _, c := range o.conns {
 		c.Close()
 	}
+}
+
+// dump lists the address events, for failure messages.
+func (o *observer) dump() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var sb []byte
+	for _, a := range o.added {
+		sb = a.at.AppendFormat(sb, "15:04:05.000 ")
+		sb = append(sb, a.addr.String()...)
+		sb = append(sb, '\n')
+	}
+	return string(sb)
 }
 
 // addedAt returns when addr was first added after since.

@@ -1,0 +1,355 @@
+package vrrpd_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// The benchmarks put vrrpd and keepalived 2.2.7 through the same lab with the same
+// keepalived.conf, one daemon kind on both hosts at a time, and report custom metrics
+// (b.ReportMetric). Each does its whole measurement once per b.N round; with the default
+// -benchtime that is one round.
+
+// benchDaemons are the two implementations compared.
+var benchDaemons = []daemonKind{vrrpdKind, keepalivedKind}
+
+func requireKeepalived(b *testing.B) {
+	if _, err := exec.LookPath("keepalived"); err != nil {
+		if os.Getenv("CI") == "true" {
+			b.Fatalf("keepalived not installed: %v", err)
+		}
+		b.Skipf("keepalived not installed: %v", err)
+	}
+}
+
+// oneInstanceConf is one virtual router with VIP 10.99.0.100: VRRPv2 with PASS auth at
+// 1 s, or VRRPv3 at 100 ms.
+func oneInstanceConf(v2 bool, priority int) string {
+	if v2 {
+		return fmt.Sprintf(`global_defs {
+  vrrp_version 2
+}
+vrrp_instance VI_1 {
+  state BACKUP
+  interface eth0
+  virtual_router_id 51
+  priority %d
+  advert_int 1
+  authentication {
+    auth_type PASS
+    auth_pass secret1
+  }
+  virtual_ipaddress {
+    10.99.0.100/24
+  }
+}
+`, priority)
+	}
+	return fmt.Sprintf(`global_defs {
+  vrrp_version 3
+}
+vrrp_instance VI_1 {
+  state BACKUP
+  interface eth0
+  virtual_router_id 51
+  priority %d
+  advert_int 0.1
+  virtual_ipaddress {
+    10.99.0.100/24
+  }
+}
+`, priority)
+}
+
+// BenchmarkFailover measures the takeover after the master's link is cut, from the
+// master's last advertisement (as the backup received it) to the VIP appearing on the
+// backup, and reports it with its excess over Master_Down_Interval.
+func BenchmarkFailover(b *testing.B) {
+	requireKeepalived(b)
+	for _, mode := range []struct {
+		name     string
+		v2       bool
+		interval time.Duration
+		rounds   int
+	}{{"v2-1s", true, time.Second, 2}, {"v3-100ms", false, 100 * time.Millisecond, 5}} {
+		for _, kind := range benchDaemons {
+			b.Run(mode.name+"/"+kind.name, func(b *testing.B) {
+				t := b
+				mdi := vrrp.MasterDownInterval(100, mode.interval)
+				var total, worst time.Duration
+				n := 0
+				for range b.N {
+					_, _, h1, h2 := newLab(t)
+					kind.start(t, h1, writeConf(t, "h1.conf", oneInstanceConf(mode.v2, 150)))
+					kind.start(t, h2, writeConf(t, "h2.conf", oneInstanceConf(mode.v2, 100)))
+					obs := observe(t, h2)
+					for range mode.rounds {
+						waitSoleHolder(t, 4*mdi+3*time.Second, 0, vip4, h1, h1, h2)
+						time.Sleep(3 * mode.interval)
+						cutAt := time.Now()
+						cut(t, h1)
+						waitFor(t, 2*mdi+time.Second, "backup taking over", func() bool { return hasAddr(t, h2, vip4) })
+						added, ok := obs.addedAt(vip4.Addr(), cutAt.Add(-mode.interval))
+						last, ok2 := obs.lastAdvert(h1.Addr4, 51, -1, added)
+						if !ok || !ok2 {
+							b.Fatalf("observer missed the VIP add (%v) or h1's last advert (%v); cut at %s; address events:\n%s", ok, ok2, cutAt.Format("15:04:05.000"), obs.dump())
+						}
+						d := added.Sub(last.at)
+						total += d
+						worst = max(worst, d)
+						n++
+						restore(t, h1)
+					}
+				}
+				mean := total / time.Duration(n)
+				b.ReportMetric(ms(mean), "failover-ms")
+				b.ReportMetric(ms(worst), "worst-ms")
+				b.ReportMetric(ms(mean-mdi), "over-MDI-ms")
+			})
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// manyConf is n instances at 100 ms adverts, VRIDs 1..n. IPv4 VIPs run out in the lab's
+// /24, so capacity runs use IPv6 VIPs (fd00:99::1:<vrid>).
+func manyConf(n, priority int, ipv6 bool) string {
+	var sb strings.Builder
+	sb.WriteString("global_defs {\n  vrrp_version 3\n}\n")
+	for i := 1; i <= n; i++ {
+		vip := fmt.Sprintf("10.99.0.%d/24", 100+i)
+		if ipv6 {
+			vip = fmt.Sprintf("fd00:99::1:%x/64", i)
+		}
+		fmt.Fprintf(&sb, `vrrp_instance VI_%d {
+  state BACKUP
+  interface eth0
+  virtual_router_id %d
+  priority %d
+  advert_int 0.1
+  virtual_ipaddress {
+    %s
+  }
+}
+`, i, i, priority, vip)
+	}
+	return sb.String()
+}
+
+func manyVIPs(n int, ipv6 bool) []netip.Prefix {
+	var out []netip.Prefix
+	for i := 1; i <= n; i++ {
+		if ipv6 {
+			out = append(out, netip.MustParsePrefix(fmt.Sprintf("fd00:99::1:%x/64", i)))
+		} else {
+			out = append(out, netip.MustParsePrefix(fmt.Sprintf("10.99.0.%d/24", 100+i)))
+		}
+	}
+	return out
+}
+
+// runResult is what a steady-state run measured.
+type runResult struct {
+	converged bool
+	flaps     int     // state transitions logged during the hold, both hosts
+	cpu       float64 // CPU seconds of every process in both hosts during the hold
+	rssMiB    float64 // the largest peak RSS of one host's daemon processes (summed per host)
+}
+
+// steadyRun starts n instances on both hosts (h1 master of all at priority 150), waits for
+// convergence, then holds for hold and measures.
+func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Duration) runResult {
+	netlab.Require(t)
+	// Its own lab, closed on return (processes included), so that the runs of a capacity
+	// sweep never overlap.
+	lab, err := netlab.Create("client", "h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	h1, h2 := lab.Host("h1"), lab.Host("h2")
+	p1 := kind.start(t, h1, writeConf(t, "h1.conf", manyConf(n, 150, ipv6)))
+	p2 := kind.start(t, h2, writeConf(t, "h2.conf", manyConf(n, 100, ipv6)))
+	vips := manyVIPs(n, ipv6)
+	converged := func() bool {
+		a1, err := h1.AddrsOn(h1.Link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a2, err := h2.AddrsOn(h2.Link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return countVIPs(a1, vips) == n && countVIPs(a2, vips) == 0
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !converged() {
+		if time.Now().After(deadline) {
+			return runResult{}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // let the announcements after the election pass
+	mark1, mark2 := len(p1.out.String()), len(p2.out.String())
+	cpu0 := nsCPU(t, h1) + nsCPU(t, h2)
+	time.Sleep(hold)
+	cpu := nsCPU(t, h1) + nsCPU(t, h2) - cpu0
+	flaps := countTransitions(p1.out.String()[mark1:]) + countTransitions(p2.out.String()[mark2:])
+	rss := max(nsPeakRSS(t, h1), nsPeakRSS(t, h2))
+	if !p1.running() || !p2.running() {
+		t.Fatalf("%s died during the run", kind.name)
+	}
+	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss}
+}
+
+func countVIPs(have []netip.Prefix, vips []netip.Prefix) int {
+	set := make(map[netip.Addr]bool, len(have))
+	for _, p := range have {
+		set[p.Addr()] = true
+	}
+	n := 0
+	for _, v := range vips {
+		if set[v.Addr()] {
+			n++
+		}
+	}
+	return n
+}
+
+// countTransitions counts keepalived's (and vrrpd's identical) "Entering X STATE" lines.
+func countTransitions(log string) int {
+	n := 0
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, "Entering ") && strings.Contains(line, " STATE") {
+			n++
+		}
+	}
+	return n
+}
+
+// nsPIDs lists the processes running in h's namespace.
+func nsPIDs(t testing.TB, h *netlab.Host) []int {
+	out, err := exec.Command("ip", "netns", "pids", h.Netns).Output()
+	if err != nil {
+		t.Fatalf("ip netns pids: %v", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
+
+// nsCPU sums user and system CPU seconds of the processes in h's namespace (keepalived
+// runs a parent and a VRRP child; vrrpd one process).
+func nsCPU(t testing.TB, h *netlab.Host) float64 {
+	var ticks float64
+	for _, pid := range nsPIDs(t, h) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command name; utime and stime are fields 14, 15.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		u, _ := strconv.ParseFloat(f[11], 64)
+		s, _ := strconv.ParseFloat(f[12], 64)
+		ticks += u + s
+	}
+	return ticks / 100 // USER_HZ
+}
+
+// nsPeakRSS sums VmHWM (peak resident set) of the processes in h's namespace, in MiB.
+func nsPeakRSS(t testing.TB, h *netlab.Host) float64 {
+	var kib float64
+	for _, pid := range nsPIDs(t, h) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				f := strings.Fields(v)
+				if len(f) > 0 {
+					n, _ := strconv.ParseFloat(f[0], 64)
+					kib += n
+				}
+			}
+		}
+	}
+	return kib / 1024
+}
+
+// BenchmarkLoad50 runs 50 instances at 100 ms on a master/backup pair for 20 s and reports
+// CPU seconds (both hosts), the peak RSS of one host's daemon, and flaps.
+func BenchmarkLoad50(b *testing.B) {
+	requireKeepalived(b)
+	hold := benchHold(20 * time.Second)
+	for _, kind := range benchDaemons {
+		b.Run(kind.name, func(b *testing.B) {
+			t := b
+			var r runResult
+			for range b.N {
+				r = steadyRun(t, kind, 50, false, hold)
+				if !r.converged {
+					b.Fatalf("%s did not converge with 50 instances", kind.name)
+				}
+			}
+			b.ReportMetric(r.cpu, "cpu-s")
+			b.ReportMetric(r.rssMiB, "peak-RSS-MiB")
+			b.ReportMetric(float64(r.flaps), "flaps")
+		})
+	}
+}
+
+// BenchmarkCapacity finds the most instances at 100 ms that a master/backup pair holds
+// for 30 s with zero transitions after convergence, trying 50, 100, 150, 200 and 255
+// VRIDs and stopping at the first failure.
+func BenchmarkCapacity(b *testing.B) {
+	requireKeepalived(b)
+	hold := benchHold(30 * time.Second)
+	for _, kind := range benchDaemons {
+		b.Run(kind.name, func(b *testing.B) {
+			t := b
+			best, flapsAtFail := 0, 0
+			var cpuAtBest float64
+			for range b.N {
+				for _, n := range []int{50, 100, 150, 200, 255} {
+					var r runResult
+					r = steadyRun(t, kind, n, true, hold)
+					b.Logf("%s with %d instances: converged %v, %d flaps, %.2f CPU s, %.1f MiB", kind.name, n, r.converged, r.flaps, r.cpu, r.rssMiB)
+					if !r.converged || r.flaps > 0 {
+						flapsAtFail = r.flaps
+						break
+					}
+					best, cpuAtBest = n, r.cpu
+				}
+			}
+			b.ReportMetric(float64(best), "instances")
+			b.ReportMetric(cpuAtBest, "cpu-s-at-max")
+			b.ReportMetric(float64(flapsAtFail), "flaps-beyond")
+		})
+	}
+}
+
+// benchHold is the hold time, shortened by VRRPD_BENCH_HOLD (a Go duration) for a quick run.
+func benchHold(def time.Duration) time.Duration {
+	if s := os.Getenv("VRRPD_BENCH_HOLD"); s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			return d
+		}
+	}
+	return def
+}
