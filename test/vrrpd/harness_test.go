@@ -24,7 +24,7 @@ import (
 
 // The lab: client is 10.99.0.10, h1 10.99.0.11, h2 10.99.0.12 (netlab numbers hosts from
 // .10 in creation order), as in the keepalived captures and configs under testdata/.
-func newLab(t *testing.T) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
+func newLab(t testing.TB) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
 	t.Helper()
 	lab = netlab.New(t, "client", "h1", "h2")
 	return lab, lab.Host("client"), lab.Host("h1"), lab.Host("h2")
@@ -93,7 +93,7 @@ type proc struct {
 	err  error
 }
 
-func startProc(t *testing.T, name string, h *netlab.Host, bin string, args ...string) *proc {
+func startProc(t testing.TB, name string, h *netlab.Host, bin string, args ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, host: h, out: &syncBuffer{}, done: make(chan struct{})}
 	// `ip netns exec` execs the program itself, so signals reach the daemon directly.
@@ -116,7 +116,7 @@ func startProc(t *testing.T, name string, h *netlab.Host, bin string, args ...st
 }
 
 // stop sends SIGTERM and waits for the exit; it fails the test unless the exit is clean.
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -135,7 +135,7 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-func (p *proc) signal(t *testing.T, s syscall.Signal) {
+func (p *proc) signal(t testing.TB, s syscall.Signal) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(s); err != nil {
 		t.Fatalf("signal %s: %v", p.name, err)
@@ -158,7 +158,7 @@ type vrrpd struct {
 }
 
 // writeConf writes a config into the test's temp dir.
-func writeConf(t *testing.T, name, text string) string {
+func writeConf(t testing.TB, name, text string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
@@ -167,7 +167,7 @@ func writeConf(t *testing.T, name, text string) string {
 	return path
 }
 
-func startVrrpd(t *testing.T, h *netlab.Host, conf, stateDir string) *vrrpd {
+func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string) *vrrpd {
 	t.Helper()
 	if stateDir == "" {
 		stateDir = newStateDir(t)
@@ -185,7 +185,7 @@ func startVrrpd(t *testing.T, h *netlab.Host, conf, stateDir string) *vrrpd {
 // newStateDir returns a state directory on tmpfs, as /run/vrrpd is on a real host: the VIP
 // record is synced before every VIP is added, and on this test machine's disk an fsync can
 // take hundreds of milliseconds, which would be measured as failover time.
-func newStateDir(t *testing.T) string {
+func newStateDir(t testing.TB) string {
 	t.Helper()
 	base := "/dev/shm"
 	if _, err := os.Stat(base); err != nil {
@@ -200,7 +200,7 @@ func newStateDir(t *testing.T) string {
 }
 
 // startKeepalived runs the real keepalived (VRRP only) in h with conf.
-func startKeepalived(t *testing.T, h *netlab.Host, conf string) *proc {
+func startKeepalived(t testing.TB, h *netlab.Host, conf string) *proc {
 	t.Helper()
 	bin, err := exec.LookPath("keepalived")
 	if err != nil {
@@ -242,7 +242,7 @@ func (v *vrrpd) status() (metrics.Status, error) {
 	return metrics.GetStatus(ctx, nsClient(v.host), "http://127.0.0.1:9650")
 }
 
-func (v *vrrpd) mustStatus(t *testing.T) metrics.Status {
+func (v *vrrpd) mustStatus(t testing.TB) metrics.Status {
 	t.Helper()
 	st, err := v.status()
 	if err != nil {
@@ -252,7 +252,7 @@ func (v *vrrpd) mustStatus(t *testing.T) metrics.Status {
 }
 
 // instance returns the named instance's status.
-func (v *vrrpd) instance(t *testing.T, name string) metrics.InstanceStatus {
+func (v *vrrpd) instance(t testing.TB, name string) metrics.InstanceStatus {
 	t.Helper()
 	for _, in := range v.mustStatus(t).Instances {
 		if in.Name == name {
@@ -264,7 +264,7 @@ func (v *vrrpd) instance(t *testing.T, name string) metrics.InstanceStatus {
 }
 
 // scrape reads /metrics and returns every sample as "name{labels}" -> value.
-func (v *vrrpd) scrape(t *testing.T) map[string]float64 {
+func (v *vrrpd) scrape(t testing.TB) map[string]float64 {
 	t.Helper()
 	resp, err := nsClient(v.host).Get("http://127.0.0.1:9650/metrics")
 	if err != nil {
@@ -352,7 +352,7 @@ func holders(t testing.TB, p netip.Prefix, hosts ...*netlab.Host) []string {
 
 // waitSoleHolder waits until exactly want holds p among hosts, then checks for settle
 // that it stays that way: never the VIP on two hosts once settled.
-func waitSoleHolder(t *testing.T, timeout, settle time.Duration, p netip.Prefix, want *netlab.Host, hosts ...*netlab.Host) {
+func waitSoleHolder(t testing.TB, timeout, settle time.Duration, p netip.Prefix, want *netlab.Host, hosts ...*netlab.Host) {
 	t.Helper()
 	waitFor(t, timeout, fmt.Sprintf("%v held by %s alone", p, want.Name), func() bool {
 		hs := holders(t, p, hosts...)
@@ -367,14 +367,14 @@ func waitSoleHolder(t *testing.T, timeout, settle time.Duration, p netip.Prefix,
 	}
 }
 
-func cut(t *testing.T, h *netlab.Host) {
+func cut(t testing.TB, h *netlab.Host) {
 	t.Helper()
 	if err := h.Cut(); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func restore(t *testing.T, h *netlab.Host) {
+func restore(t testing.TB, h *netlab.Host) {
 	t.Helper()
 	if err := h.Restore(); err != nil {
 		t.Fatal(err)

@@ -12,11 +12,11 @@ import (
 // daemonKind starts either vrrpd or keepalived with a config and stops it gracefully.
 type daemonKind struct {
 	name  string
-	start func(t *testing.T, h *netlab.Host, conf string) *proc
+	start func(t testing.TB, h *netlab.Host, conf string) *proc
 }
 
 var (
-	vrrpdKind = daemonKind{"vrrpd", func(t *testing.T, h *netlab.Host, conf string) *proc {
+	vrrpdKind = daemonKind{"vrrpd", func(t testing.TB, h *netlab.Host, conf string) *proc {
 		return startVrrpd(t, h, conf, "").proc
 	}}
 	keepalivedKind = daemonKind{"keepalived", startKeepalived}
