@@ -1,0 +1,27 @@
+// Package groupsource is vrrpd's Kubernetes mode: it reads the node's own
+// KeepalivedGroup and turns it into the daemon's configuration.
+//
+// The operator computes everything the cluster must agree on and writes it
+// to the group's status: the member nodes with their addresses, and for each
+// VRRP instance its key, router ID, VIPs, settings and one priority per
+// member node. vrrpd only obeys, so the conversion is a pure function of the
+// group, this node's name, the password Secret's value and the interface a
+// route points to (for interfaceFromIP):
+//
+//   - Translate makes one config.Instance per instance this node takes part
+//     in (priority not 0) and per address family of its VIPs; an instance
+//     with IPv4 and IPv6 VIPs runs as two virtual routers with one VRID, as
+//     keepalived runs them. VIPs are host prefixes (/32, /128) on the group's
+//     interface, as the original keepalived-operator configured them.
+//     Verbatim keywords vrrpd implements are applied; the others are
+//     warnings that name them. The output is sorted and deterministic.
+//
+//   - Watch gets and watches only the one group (a list and a watch with a
+//     metadata.name field selector, which a Role limited by resourceNames
+//     allows), reads the password Secret with get, and hands the daemon a
+//     new configuration whenever the translation changes, never on a
+//     repeated but identical status. It keeps the last group it saw (and the
+//     password) in a file in the state directory, so that a restarted vrrpd
+//     serves its VIPs again while the API server is unreachable; the API's
+//     answer replaces the cached copy as soon as it comes.
+package groupsource
