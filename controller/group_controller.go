@@ -115,16 +115,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
 
-	status := v1alpha1.KeepalivedGroupStatus{
-		ObservedGeneration: g.Generation,
-		Conditions:         slices.Clone(g.Status.Conditions),
-		RouterIDs:          p.routerIDs,
-		NodeCount:          int32(len(p.nodes)),
-		InstanceCount:      int32(len(p.instances)),
-		Nodes:              p.nodes,
-		Instances:          p.instances,
-	}
-	setConditions(&status, &g, p, image, substituted, applyErr)
+	status := buildStatus(&g, p, image, substituted, applyErr)
 
 	if !equality.Semantic.DeepEqual(g.Status, status) {
 		g.Status = status
@@ -319,6 +310,22 @@ func (r *GroupReconciler) applyIfChanged(ctx context.Context, g *v1alpha1.Keepal
 	r.applied[memo] = sum
 	r.mu.Unlock()
 	return nil
+}
+
+// buildStatus assembles the group's new status from the plan, keeping the
+// existing conditions' transition times.
+func buildStatus(g *v1alpha1.KeepalivedGroup, p plan, image string, substituted bool, applyErr error) v1alpha1.KeepalivedGroupStatus {
+	st := v1alpha1.KeepalivedGroupStatus{
+		ObservedGeneration: g.Generation,
+		Conditions:         slices.Clone(g.Status.Conditions),
+		RouterIDs:          p.routerIDs,
+		NodeCount:          int32(len(p.nodes)),
+		InstanceCount:      int32(len(p.instances)),
+		Nodes:              p.nodes,
+		Instances:          p.instances,
+	}
+	setConditions(&st, g, p, image, substituted, applyErr)
+	return st
 }
 
 // setConditions fills Ready, Degraded and ImageSubstituted. Messages depend

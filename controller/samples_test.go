@@ -52,6 +52,7 @@ func applyFile(t testing.TB, path string) []*unstructured.Unstructured {
 
 func ensureNamespace(t testing.TB, name string) {
 	t.Helper()
+	needAPIServer(t)
 	err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)

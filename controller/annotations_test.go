@@ -1,0 +1,116 @@
+package controller
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// TestParseGroupRef: every malformed value is an error naming the problem,
+// never a panic (the original's issue 132).
+func TestParseGroupRef(t *testing.T) {
+	for _, s := range []string{"", "nogroup", "/", "ns/", "/name", "a/b/c", "NS/name", "ns/Name_x", strings.Repeat("n", 64) + "/x"} {
+		if ref, err := parseGroupRef(s); err == nil {
+			t.Errorf("%q parsed as %v", s, ref)
+		} else if !strings.Contains(err.Error(), v1alpha1.AnnotationGroup) {
+			t.Errorf("%q: error %q does not name the annotation", s, err)
+		}
+	}
+	ref, err := parseGroupRef("keepalived-operator/keepalivedgroup-router")
+	if err != nil || ref.Namespace != "keepalived-operator" || ref.Name != "keepalivedgroup-router" {
+		t.Fatalf("good value: %v %v", ref, err)
+	}
+}
+
+func TestParseVerbatim(t *testing.T) {
+	cases := []struct {
+		in       string
+		want     map[string]string
+		problems []string
+	}{
+		{`{ "track_src_ip": "" }`, map[string]string{"track_src_ip": ""}, nil},
+		{`{"garp_master_delay": "5", "bogus_key": "1"}`, map[string]string{"garp_master_delay": "5"}, []string{`key "bogus_key" is not a keepalived vrrp_instance keyword`}},
+		{`{"priority": "200"}`, nil, []string{`key "priority" is set by the operator`}},
+		{`{not json`, nil, []string{"is not a JSON object of strings"}},
+		{`{"track_src_ip": 1}`, nil, []string{"is not a JSON object of strings"}},
+		{``, nil, nil},
+	}
+	for _, tc := range cases {
+		got, problems := parseVerbatim(tc.in)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.in, got, tc.want)
+		}
+		if len(problems) != len(tc.problems) {
+			t.Errorf("%s: problems %q, want %q", tc.in, problems, tc.problems)
+			continue
+		}
+		for i, p := range tc.problems {
+			if !strings.Contains(problems[i], p) {
+				t.Errorf("%s: problem %q does not contain %q", tc.in, problems[i], p)
+			}
+		}
+	}
+}
+
+// TestBadAnnotationsAreEventsOnly: a malformed group annotation, bad
+// verbatimconfig JSON, an unknown verbatim key and a missing group each give
+// an Event naming the problem; the operator keeps serving everything else
+// (a good Service in the same group gets its instance, and the Service with
+// bad verbatim keys still gets its instance without them).
+func TestBadAnnotationsAreEventsOnly(t *testing.T) {
+	ns := newNamespace(t, "annot")
+	newGroup(t, ns, "g", nil)
+	ann := func(k, v string) func(*corev1.Service) {
+		return func(s *corev1.Service) { s.Annotations[k] = v; s.Spec.ExternalIPs = []string{"10.99.0.50"} }
+	}
+	newService(t, ns, "no-slash", "nogroup", withExternalIPs("10.99.0.51"))
+	newService(t, ns, "three-parts", "a/b/c", withExternalIPs("10.99.0.52"))
+	newService(t, ns, "bad-json", ns+"/g", ann(v1alpha1.AnnotationVerbatimConfig, "{not json"))
+	newService(t, ns, "bad-key", ns+"/g", func(s *corev1.Service) {
+		s.Annotations[v1alpha1.AnnotationVerbatimConfig] = `{"bogus_key": "1", "track_src_ip": ""}`
+		s.Spec.ExternalIPs = []string{"10.99.0.53"}
+	})
+	newService(t, ns, "missing", ns+"/nope", withExternalIPs("10.99.0.54"))
+	newService(t, ns, "good", ns+"/g", withExternalIPs("10.99.0.55"))
+	startManager(t, ns)
+
+	eventually(t, 20*time.Second, func() error {
+		want := map[string]string{
+			"no-slash":    `"nogroup": want <namespace>/<name>`,
+			"three-parts": `name "b/c"`,
+			"bad-json":    "is not a JSON object of strings",
+			"bad-key":     `key "bogus_key" is not a keepalived vrrp_instance keyword`,
+		}
+		invalid := serviceEvents(t, ns, ReasonInvalidAnnotation)
+		for name, text := range want {
+			if len(invalid[name]) != 1 || !strings.Contains(invalid[name][0].Note, text) {
+				return fmt.Errorf("%s: InvalidAnnotation events %v, want one containing %q", name, invalid[name], text)
+			}
+		}
+		if len(invalid) != len(want) {
+			return fmt.Errorf("InvalidAnnotation on %d Services, want %d", len(invalid), len(want))
+		}
+		nf := serviceEvents(t, ns, ReasonGroupNotFound)["missing"]
+		if len(nf) != 1 || !strings.Contains(nf[0].Note, "KeepalivedGroup "+ns+"/nope named by") {
+			return fmt.Errorf("missing: GroupNotFound events %v", nf)
+		}
+		return nil
+	})
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, ns, "g")
+		want := map[string]int{ns + "/bad-json": 1, ns + "/bad-key": 2, ns + "/good": 3}
+		if !reflect.DeepEqual(g.Status.RouterIDs, want) {
+			return fmt.Errorf("routerIDs %v, want %v", g.Status.RouterIDs, want)
+		}
+		if v := g.Status.Instances[1].Settings.Verbatim; !reflect.DeepEqual(v, map[string]string{"track_src_ip": ""}) {
+			return fmt.Errorf("bad-key verbatim %v", v)
+		}
+		return nil
+	})
+}
