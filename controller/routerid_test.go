@@ -135,14 +135,53 @@ func TestGroupsOnOneSegmentDoNotCollide(t *testing.T) {
 		}
 	}
 	startManager(t, ns)
-	a := waitRouterIDs(t, ns, "a", map[string]int{ns + "/a0": 1, ns + "/a1": 2})
-	waitRouterIDs(t, ns, "b", map[string]int{ns + "/b0": 3, ns + "/b1": 4})
+	// Which of a and b reconciles first (and takes 1 and 2) is up to the
+	// work queue; what matters is that they never share an ID.
+	disjoint := func(wantA int) error {
+		a, b := getGroup(t, ns, "a").Status.RouterIDs, getGroup(t, ns, "b").Status.RouterIDs
+		if len(a) != wantA || len(b) != 2 {
+			return fmt.Errorf("a %v, b %v", a, b)
+		}
+		used := map[int]string{}
+		for k, id := range a {
+			used[id] = k
+		}
+		for k, id := range b {
+			if other, ok := used[id]; ok {
+				return fmt.Errorf("router ID %d used by %s and %s on one segment", id, other, k)
+			}
+		}
+		return nil
+	}
+	eventually(t, 30*time.Second, func() error { return disjoint(2) })
 	waitRouterIDs(t, ns, "c", map[string]int{ns + "/c0": 1, ns + "/c1": 2})
 
-	// A new Service in a takes the lowest ID free on the segment: 5.
+	// A new Service in a takes an ID free on the whole segment.
 	newService(t, ns, "a2", ns+"/a", withExternalIPs("10.99.0.12"))
-	waitRouterIDs(t, ns, "a", map[string]int{ns + "/a0": 1, ns + "/a1": 2, ns + "/a2": 5})
-	_ = a
+	eventually(t, 30*time.Second, func() error { return disjoint(3) })
+}
+
+// TestLaterGroupYieldsOnCollision: two groups on one segment whose status
+// already share IDs (carried over from the original operator, which
+// numbered every group from 1): the later group renumbers, the earlier one
+// keeps its IDs.
+func TestLaterGroupYieldsOnCollision(t *testing.T) {
+	ns := newNamespace(t, "coll")
+	ctx := context.Background()
+	for i, name := range []string{"early", "late"} {
+		if i == 1 {
+			time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
+		}
+		g := newGroup(t, ns, name, nil)
+		g.Status.RouterIDs = map[string]int{ns + "/" + name: 1}
+		if err := k8s.Status().Update(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		newService(t, ns, name, ns+"/"+name, withExternalIPs(fmt.Sprintf("10.99.0.%d", 60+i)))
+	}
+	startManager(t, ns)
+	waitRouterIDs(t, ns, "early", map[string]int{ns + "/early": 1})
+	waitRouterIDs(t, ns, "late", map[string]int{ns + "/late": 2})
 }
 
 // TestRouterIDExhaustion: 300 single-VIP Services in one group: 255 get IDs
