@@ -192,3 +192,28 @@ func (c *Config) Instance(name string) (Instance, bool) {
 	}
 	return Instance{}, false
 }
+
+// StateMachineConfig returns the vrrp state machine's configuration of the instance.
+// primary is the router's own address that the daemon chose as the advertisements'
+// source (UnicastSrc when set, else the interface's primary IPv4 or link-local IPv6
+// address).
+func (a Instance) StateMachineConfig(primary netip.Addr) vrrp.Config {
+	vips := make([]netip.Prefix, len(a.VIPs))
+	for i, v := range a.VIPs {
+		vips[i] = v.Prefix
+	}
+	return vrrp.Config{
+		Name:           a.Name,
+		VRID:           a.VRID,
+		Version:        a.Version,
+		Priority:       a.Priority,
+		AdvertInterval: a.AdvertInterval,
+		Preempt:        a.Preempt,
+		PreemptDelay:   a.PreemptDelay,
+		AcceptMode:     a.AcceptMode,
+		VIPs:           vips,
+		Primary:        primary,
+		AuthType:       a.AuthType,
+		AuthPass:       a.AuthPass,
+	}
+}

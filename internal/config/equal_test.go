@@ -73,3 +73,34 @@ func TestConfigInstanceLookup(t *testing.T) {
 		t.Error("Instance(nope) found")
 	}
 }
+
+// Every instance the loader accepts is one the state machine accepts.
+func TestStateMachineConfigValid(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*"))
+	files = append(files, filepath.Join("..", "..", "deploy", "vrrpd", "vrrpd.yaml"))
+	n := 0
+	for _, f := range files {
+		cfg, _, err := Load(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, in := range cfg.Instances {
+			primary := netip.MustParseAddr("10.99.0.11")
+			if in.Family == IPv6 {
+				primary = netip.MustParseAddr("fe80::11")
+			}
+			sm := in.StateMachineConfig(primary)
+			if err := sm.Validate(); err != nil {
+				t.Errorf("%s %s: %v", f, in.Name, err)
+			}
+			if sm.Name != in.Name || sm.VRID != in.VRID || len(sm.VIPs) != len(in.VIPs) || sm.VIPs[0] != in.VIPs[0].Prefix ||
+				sm.AuthPass != in.AuthPass || sm.AdvertInterval != in.AdvertInterval || sm.Primary != primary {
+				t.Errorf("%s %s: %+v from %+v", f, in.Name, sm, in)
+			}
+			n++
+		}
+	}
+	if n < 14 {
+		t.Errorf("only %d instances checked", n)
+	}
+}

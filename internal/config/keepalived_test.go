@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,7 +105,6 @@ func TestKeepalivedKeywords(t *testing.T) {
 		}},
 		{"vrrp_mcast_group4", "vrrp_mcast_group4 224.0.0.77", "", func(in Instance) bool { return in.MulticastGroup == addr("224.0.0.77") }},
 		{"vrrp_mcast_group6", "vrrp_mcast_group6 ff02::77", "virtual_ipaddress {\nfd00:99::1/64\n}", func(in Instance) bool { return in.MulticastGroup == addr("ff02::77") }},
-		{"family from unicast when no VIPs", "", "virtual_ipaddress {\n}\nunicast_src_ip 10.99.0.11", func(in Instance) bool { return in.Family == IPv4 && len(in.VIPs) == 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -283,6 +283,7 @@ func TestKeepalivedErrors(t *testing.T) {
 		{"no interface", "vrrp_instance A {\nvirtual_router_id 1\n}\n", `e.conf:1: (A) no interface given`},
 		{"no vrid", "vrrp_instance A {\ninterface eth0\n}\n", `e.conf:1: (A) no virtual router ID given (virtual_router_id, 1..255)`},
 		{"v3 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nversion 3\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
+		{"v2 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nvirtual_ipaddress {\n}\nvirtual_ipaddress_excluded {\n10.0.0.1\n}\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
 		{"mixed families", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"), `e.conf:6: (T) VIP fd00:99::1/64 is IPv6 but the instance is IPv4: one instance carries one family (use virtual_ipaddress_excluded or a second instance)`},
 		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:5: (T) unicast peer fd00:99::2 is not IPv4 like the instance`},
 		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:4: (T) source address fd00:99::2 is not IPv4 like the instance`},
@@ -440,6 +441,17 @@ func TestKeepalivedIncludeErrors(t *testing.T) {
 		_, ws, err := Load(filepath.Join(dir, "a.conf"))
 		if err != nil || len(ws) != 0 {
 			t.Errorf("a directory named by include is skipped: err %v ws %v", err, ws)
+		}
+	})
+	t.Run("not a regular file", func(t *testing.T) {
+		dir := writeFiles(t, map[string]string{"a.conf": "\ninclude pipe\n"})
+		if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o600); err != nil {
+			t.Skip("mkfifo:", err)
+		}
+		_, _, err := Load(filepath.Join(dir, "a.conf"))
+		want := filepath.Join(dir, "a.conf") + ":2: include: " + filepath.Join(dir, "pipe") + " is not a regular file"
+		if err == nil || err.Error() != want {
+			t.Errorf("error %v, want %s", err, want)
 		}
 	})
 	t.Run("main file missing", func(t *testing.T) {

@@ -67,18 +67,19 @@ const maxFileSize = 16 << 20
 // readConfigFile reads a regular file of at most maxFileSize bytes. An include glob can
 // match anything, and reading /dev/zero or a FIFO would never end.
 func readConfigFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	// Stat before opening: opening a FIFO blocks until someone writes to it.
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", path)
 	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, err

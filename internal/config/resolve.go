@@ -135,7 +135,9 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 		}
 		in.Version = vrrp.Version3
 	}
-	if len(d.vips) == 0 && (in.Version == vrrp.Version3 || in.Family == IPv6) {
+	// keepalived tolerates a VRRPv2 IPv4 instance without VIPs; an advertisement with no
+	// address has nothing to fail over, and the state machine refuses it, so vrrpd does too.
+	if len(d.vips) == 0 {
 		return fail(d.pos, "no VIP specified; at least one is required")
 	}
 
