@@ -436,7 +436,7 @@ func TestKeepalivedIncludeErrors(t *testing.T) {
 			t.Errorf("error %v, want %s", err, want)
 		}
 	})
-	t.Run("unreadable", func(t *testing.T) {
+	t.Run("directory matched by include is skipped", func(t *testing.T) {
 		dir := writeFiles(t, map[string]string{"a.conf": "include sub\n", "sub/x": ""})
 		_, ws, err := Load(filepath.Join(dir, "a.conf"))
 		if err != nil || len(ws) != 0 {
