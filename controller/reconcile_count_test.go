@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// settle waits until neither group has been reconciled for quiet, and
+// returns their counts.
+func settle(t testing.TB, m *testManager, quiet time.Duration, groups ...types.NamespacedName) []int {
+	t.Helper()
+	counts := func() []int {
+		out := make([]int, len(groups))
+		for i, g := range groups {
+			out[i] = m.r.Groups.Reconciles(g)
+		}
+		return out
+	}
+	prev := counts()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		time.Sleep(quiet)
+		now := counts()
+		if fmt.Sprint(now) == fmt.Sprint(prev) {
+			return now
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reconciles never stop (hot loop?): %v then %v", prev, now)
+		}
+		prev = now
+	}
+}
+
+// TestServiceChangeReconcilesOnlyItsGroup: changing a Service's VIPs
+// reconciles its own group a bounded number of times and the other group not
+// at all; a change the status does not depend on (a port) reconciles
+// nothing; and everything comes to rest (no hot loop from our own writes).
+func TestServiceChangeReconcilesOnlyItsGroup(t *testing.T) {
+	ns := newNamespace(t, "count")
+	newGroup(t, ns, "a", nil)
+	newGroup(t, ns, "b", nil)
+	for i := range 5 {
+		newService(t, ns, fmt.Sprintf("a%d", i), ns+"/a", withExternalIPs(fmt.Sprintf("10.99.0.%d", 10+i)))
+		newService(t, ns, fmt.Sprintf("b%d", i), ns+"/b", withExternalIPs(fmt.Sprintf("10.99.0.%d", 20+i)))
+	}
+	m := startManager(t, ns)
+	a, b := types.NamespacedName{Namespace: ns, Name: "a"}, types.NamespacedName{Namespace: ns, Name: "b"}
+	eventually(t, 20*time.Second, func() error {
+		if len(getGroup(t, ns, "a").Status.Instances) != 5 || len(getGroup(t, ns, "b").Status.Instances) != 5 {
+			return fmt.Errorf("not converged")
+		}
+		return nil
+	})
+	base := settle(t, m, 500*time.Millisecond, a, b)
+	t.Logf("reconciles to converge from scratch: a=%d b=%d", base[0], base[1])
+
+	ctx := context.Background()
+	svc := getService(t, ns, "a3")
+	svc.Spec.ExternalIPs = append(svc.Spec.ExternalIPs, "10.99.0.99")
+	if err := k8s.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		for _, in := range getGroup(t, ns, "a").Status.Instances {
+			if in.Key == ns+"/a3" && len(in.VIPs) == 2 {
+				return nil
+			}
+		}
+		return fmt.Errorf("a3's new VIP not in the status")
+	})
+	after := settle(t, m, 500*time.Millisecond, a, b)
+	if d := after[0] - base[0]; d < 1 || d > 2 {
+		t.Errorf("group a reconciled %d times for one Service change, want 1 (2 if a resync raced)", d)
+	}
+	if after[1] != base[1] {
+		t.Errorf("group b reconciled %d times for a Service of group a", after[1]-base[1])
+	}
+
+	svc = getService(t, ns, "a3")
+	svc.Spec.Ports[0].Port = 8080
+	if err := k8s.Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	final := settle(t, m, 500*time.Millisecond, a, b)
+	if final[0] != after[0] || final[1] != after[1] {
+		t.Errorf("a port change reconciled groups: %v -> %v", after, final)
+	}
+}
