@@ -54,15 +54,16 @@ cross:
 	  done; \
 	done
 
-## manifests: regenerate the CRDs under deploy/crds from api/
+## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) rbac:roleName=vrrp-operator paths=./controller/... output:rbac:artifacts:config=deploy/operator/rbac
 
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale
 check-manifests: manifests
-	@git diff --exit-code -- deploy/crds api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
-	@new=$$(git ls-files --others --exclude-standard -- deploy/crds api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
+	@git diff --exit-code -- deploy/crds deploy/operator/rbac api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard -- deploy/crds deploy/operator/rbac api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
 
 ## envtest: kube-apiserver, kubectl and etcd for envtest into bin/envtest
 envtest:

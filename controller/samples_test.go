@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// applyFile creates every document of a multi-document YAML file as it is
+// readObjects reads every document of a multi-document YAML file, as it is
 // (unstructured, so nothing is normalised by Go types on the way).
-func applyFile(t testing.TB, path string) []*unstructured.Unstructured {
+func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -41,14 +41,24 @@ func applyFile(t testing.TB, path string) []*unstructured.Unstructured {
 		if len(m) == 0 {
 			continue
 		}
-		u := &unstructured.Unstructured{Object: m}
-		if err := k8s.Create(context.Background(), u); err != nil {
-			t.Fatalf("%s: create %s %s/%s: %v", path, u.GetKind(), u.GetNamespace(), u.GetName(), err)
-		}
-		objs = append(objs, u)
+		objs = append(objs, &unstructured.Unstructured{Object: m})
 	}
 	return objs
 }
+
+// applyFile creates every object of a file.
+func applyFile(t testing.TB, path string) []*unstructured.Unstructured {
+	t.Helper()
+	objs := readObjects(t, path)
+	for _, u := range objs {
+		if err := k8s.Create(context.Background(), u); err != nil {
+			t.Fatalf("%s: create %s %s/%s: %v", path, u.GetKind(), u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return objs
+}
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
 
 func ensureNamespace(t testing.TB, name string) {
 	t.Helper()

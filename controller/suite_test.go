@@ -130,11 +130,17 @@ const testImage = "example.com/vrrpd:test"
 
 func startManager(t testing.TB, namespaces ...string) *testManager {
 	t.Helper()
+	return startManagerAs(t, testConfig, namespaces...)
+}
+
+// startManagerAs runs the operator with the given credentials.
+func startManagerAs(t testing.TB, cfg *rest.Config, namespaces ...string) *testManager {
+	t.Helper()
 	defaults := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		defaults[ns] = cache.Config{}
 	}
-	mgr, err := ctrl.NewManager(testConfig, ctrl.Options{
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 testScheme,
 		Cache:                  cache.Options{DefaultNamespaces: defaults},
 		Metrics:                metricsserver.Options{BindAddress: "0"},

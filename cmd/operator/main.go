@@ -1,0 +1,109 @@
+// Command operator is the vrrp-operator's Kubernetes controller manager: it
+// turns KeepalivedGroups, annotated Services and Nodes into group status and
+// vrrpd DaemonSets, and allocates LoadBalancer addresses (see package
+// controller).
+//
+//	operator --vrrpd-image IMAGE [--leader-elect] [--metrics-bind-address :8080]
+//	         [--health-probe-bind-address :8081] [--service-workers 4] [--log-format json|text] [-v N]
+//
+// Logs are structured (log/slog through logr). /healthz and /readyz answer on
+// the probe address; controller-runtime's metrics on the metrics address.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/controller"
+)
+
+// defaultVrrpdImage is the image DaemonSets run when neither the flag nor the
+// group names one.
+const defaultVrrpdImage = "ghcr.io/vrrp-operator/vrrpd:latest"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	var (
+		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the metrics endpoint (0 disables it)")
+		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		leaderElect   = fs.Bool("leader-elect", false, "elect a leader, so only one replica reconciles")
+		leaderNS      = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
+		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
+		serviceWorker = fs.Int("service-workers", 4, "Services reconciled concurrently")
+		logFormat     = fs.String("log-format", "json", "log format: json or text")
+		verbosity     = fs.Int("v", 0, "log verbosity (0 info, 1 and up debug)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	log, err := newLogger(*logFormat, *verbosity)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(log)
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "vrrp-operator.redhatcop.redhat.io",
+		LeaderElectionNamespace: *leaderNS,
+		// A new leader may start only after the old one has stopped
+		// writing: allocations depend on it.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker}); err != nil {
+		return fmt.Errorf("controllers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	log.Info("starting", "vrrpdImage", *vrrpdImage, "leaderElection", *leaderElect)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+func newLogger(format string, verbosity int) (logr.Logger, error) {
+	opts := &slog.HandlerOptions{Level: slog.Level(-verbosity)}
+	switch format {
+	case "json":
+		return logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, opts)), nil
+	case "text":
+		return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, opts)), nil
+	}
+	return logr.Logger{}, fmt.Errorf("--log-format %q: want json or text", format)
+}
