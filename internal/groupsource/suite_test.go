@@ -93,14 +93,14 @@ func assetsPresent(dir string) bool {
 
 // needAPI skips a test that needs the API server when envtest is not
 // available (TestMain already failed the run under CI=true).
-func needAPI(t *testing.T) {
+func needAPI(t testing.TB) {
 	t.Helper()
 	if testConfig == nil {
 		t.Skip("envtest: " + envtestErr)
 	}
 }
 
-func newNamespace(t *testing.T, prefix string) string {
+func newNamespace(t testing.TB, prefix string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), nsCounter.Add(1))
 	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
@@ -111,7 +111,7 @@ func newNamespace(t *testing.T, prefix string) string {
 
 // createGroup creates the group ns/name with g's spec, then writes g's
 // status as the operator would.
-func createGroup(t *testing.T, ns, name string, g *v1alpha1.KeepalivedGroup) *v1alpha1.KeepalivedGroup {
+func createGroup(t testing.TB, ns, name string, g *v1alpha1.KeepalivedGroup) *v1alpha1.KeepalivedGroup {
 	t.Helper()
 	obj := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: g.Spec}
 	if err := k8s.Create(context.Background(), obj); err != nil {
@@ -125,7 +125,7 @@ func createGroup(t *testing.T, ns, name string, g *v1alpha1.KeepalivedGroup) *v1
 }
 
 // updateStatus changes the stored group's status.
-func updateStatus(t *testing.T, ns, name string, mutate func(*v1alpha1.KeepalivedGroupStatus)) {
+func updateStatus(t testing.TB, ns, name string, mutate func(*v1alpha1.KeepalivedGroupStatus)) {
 	t.Helper()
 	ctx := context.Background()
 	var g v1alpha1.KeepalivedGroup
@@ -145,11 +145,15 @@ type running struct {
 	stop    func() error
 }
 
-func startWatch(t *testing.T, rc *rest.Config, opts Options) *running {
+func startWatch(t testing.TB, rc *rest.Config, opts Options) *running {
 	t.Helper()
 	r := &running{updates: make(chan Update, 16), logs: &logBuffer{}}
 	opts.OnChange = func(u Update) { r.updates <- u }
-	opts.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(r.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var out io.Writer = r.logs
+	if _, bench := t.(*testing.B); !bench {
+		out = io.MultiWriter(r.logs, testWriter{t})
+	}
+	opts.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff, opts.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
 	}
@@ -178,7 +182,7 @@ func startWatch(t *testing.T, rc *rest.Config, opts Options) *running {
 }
 
 // next waits for the next update.
-func (r *running) next(t *testing.T) Update {
+func (r *running) next(t testing.TB) Update {
 	t.Helper()
 	select {
 	case u := <-r.updates:
@@ -208,7 +212,7 @@ func (l *logBuffer) String() string {
 
 // testWriter sends the watcher's log to the test's log (shown with -v or on
 // failure).
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))

@@ -69,6 +69,7 @@ type translator struct {
 
 	warnings []config.Warning
 	iface    string
+	byAddr   map[config.Family][]int // member indexes by address, per family
 }
 
 // memberAddrs are one member node's addresses, at most one per family.
@@ -149,6 +150,18 @@ func (t *translator) members() ([]memberAddrs, error) {
 				out[i].v6 = a
 			}
 		}
+	}
+	// The members that have an address of each family, in address order.
+	t.byAddr = map[config.Family][]int{}
+	for _, f := range []config.Family{config.IPv4, config.IPv6} {
+		var idx []int
+		for i, m := range out {
+			if m.of(f).IsValid() {
+				idx = append(idx, i)
+			}
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return out[a].of(f).Compare(out[b].of(f)) })
+		t.byAddr[f] = idx
 	}
 	return out, nil
 }
@@ -347,15 +360,21 @@ func (t *translator) unicast(c *config.Instance, prios []uint8, self int, member
 	if !c.UnicastSrc.IsValid() {
 		t.warn(c.Name, "unicast: node %s has no %s address in the status; peers will not accept its advertisements", t.node, c.Family)
 	}
-	for i, m := range members {
-		if i == self || prios[i] == 0 {
+	// Members in address order, so the peers come out sorted.
+	peers := make([]netip.Addr, 0, len(t.byAddr[c.Family]))
+	for _, i := range t.byAddr[c.Family] {
+		a := members[i].of(c.Family)
+		if i == self || prios[i] == 0 || a == c.UnicastSrc {
 			continue
 		}
-		if a := m.of(c.Family); a.IsValid() && a != c.UnicastSrc && !slices.Contains(c.UnicastPeers, a) {
-			c.UnicastPeers = append(c.UnicastPeers, a)
+		if n := len(peers); n > 0 && peers[n-1] == a {
+			continue // two nodes reporting one address
 		}
+		peers = append(peers, a)
 	}
-	slices.SortFunc(c.UnicastPeers, netip.Addr.Compare)
+	if len(peers) > 0 {
+		c.UnicastPeers = peers
+	}
 	if len(c.UnicastPeers) == 0 {
 		// The model has no "unicast to nobody": no peers means multicast.
 		// Alone, this node is master anyway; say so rather than go quiet.

@@ -360,3 +360,26 @@ func eventually(t *testing.T, cond func() error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWatchExpiredResourceVersion: a watch from a resourceVersion the API
+// server no longer has ends in errRelist, which run answers with a new
+// list at once rather than a backoff.
+func TestWatchExpiredResourceVersion(t *testing.T) {
+	needAPI(t)
+	ns := newNamespace(t, "expired")
+	createGroup(t, ns, "edge", testGroup())
+	w, err := newWatcher(testConfig, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: "a", OnChange: func(Update) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wi, err := w.watchFrom(ctx, "1")
+	if err == nil {
+		_, _, err = w.consume(ctx, wi, "1")
+		wi.Stop()
+	}
+	if !errors.Is(err, errRelist) {
+		t.Fatalf("watch from resourceVersion 1: %v, want errRelist", err)
+	}
+}
