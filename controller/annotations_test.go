@@ -114,3 +114,24 @@ func TestBadAnnotationsAreEventsOnly(t *testing.T) {
 		return nil
 	})
 }
+
+// TestVRRPv2LeavesIPv6Out: VRRPv2 carries IPv4 only; a version 2 group's
+// instance keeps the Service's IPv4 VIP, and an Event names the IPv6 one
+// left out.
+func TestVRRPv2LeavesIPv6Out(t *testing.T) {
+	ns := newNamespace(t, "v2")
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) { g.Spec.VRRPVersion = 2 })
+	newService(t, ns, "mixed", ns+"/g", withExternalIPs("10.99.0.70", "fd00:99::70"))
+	startManager(t, ns)
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, ns, "g")
+		if len(g.Status.Instances) != 1 || !reflect.DeepEqual(g.Status.Instances[0].VIPs, []string{"10.99.0.70"}) || g.Status.Instances[0].Settings.Version != 2 {
+			return fmt.Errorf("instances %+v", g.Status.Instances)
+		}
+		ev := serviceEvents(t, ns, ReasonInvalidAnnotation)["mixed"]
+		if len(ev) != 1 || !strings.Contains(ev[0].Note, "VRRPv2, which carries IPv4 only: fd00:99::70 not served") {
+			return fmt.Errorf("events %v", ev)
+		}
+		return nil
+	})
+}

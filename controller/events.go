@@ -36,6 +36,7 @@ const (
 	actionRelease         = "ReleaseAddress"
 	actionValidate        = "ValidateAnnotations"
 	actionAssignRouterID  = "AssignRouterID"
+	actionReconcile       = "Reconcile"
 	reportingController   = "vrrp-operator"
 	fieldOwner            = "vrrp-operator"
 	serviceFinalizer      = "redhatcop.redhat.io/loadbalancer-address"

@@ -116,6 +116,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 	applyErr := r.applyOwned(ctx, &g, image)
 
 	status := buildStatus(&g, p, image, substituted, applyErr)
+	r.reportConditions(&g, g.Status.Conditions, status.Conditions)
 
 	if !equality.Semantic.DeepEqual(g.Status, status) {
 		g.Status = status
@@ -235,6 +236,31 @@ func (r *GroupReconciler) reportLeftOut(g *v1alpha1.KeepalivedGroup, services []
 		if now[ref] && !prev[ref] {
 			r.Recorder.Eventf(serviceRef(svc), groupRef(g), corev1.EventTypeWarning, ReasonRouterIDsExhausted, actionAssignRouterID,
 				"group %s has no free router ID for this Service: all 255 are in use or reserved", key)
+		}
+	}
+}
+
+// reportConditions sends an Event on the group when Degraded or
+// ImageSubstituted becomes true or changes its message, and when Degraded
+// clears, so the group's Events tell its history without repeating.
+func (r *GroupReconciler) reportConditions(g *v1alpha1.KeepalivedGroup, old, now []metav1.Condition) {
+	if r.Recorder == nil {
+		return
+	}
+	for _, typ := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionImageSubstituted} {
+		was, is := meta.FindStatusCondition(old, typ), meta.FindStatusCondition(now, typ)
+		if is == nil {
+			continue
+		}
+		changed := was == nil || was.Status != is.Status || was.Message != is.Message
+		switch {
+		case !changed:
+		case is.Status == metav1.ConditionTrue && typ == v1alpha1.ConditionDegraded:
+			r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeWarning, is.Reason, actionReconcile, "%s", is.Message)
+		case is.Status == metav1.ConditionTrue:
+			r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeNormal, is.Reason, actionReconcile, "%s", is.Message)
+		case typ == v1alpha1.ConditionDegraded && was != nil && was.Status == metav1.ConditionTrue:
+			r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeNormal, "Recovered", actionReconcile, "no longer degraded: %s", is.Message)
 		}
 	}
 }

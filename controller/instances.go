@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
@@ -51,7 +50,7 @@ func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes [
 		names[i] = n.Name
 	}
 
-	drafts := instanceDrafts(services)
+	drafts := instanceDrafts(services, groupSettings(g).Version)
 	keys := make([]string, len(drafts))
 	for i, d := range drafts {
 		keys[i] = d.key
@@ -116,7 +115,9 @@ func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes [
 
 // instanceDrafts lists the instances of the given Services, sorted by key.
 // A Service without VIPs yet has no instance (and takes no router ID).
-func instanceDrafts(services []corev1.Service) []instanceDraft {
+// VRRPv2 carries IPv4 only, so a version 2 group leaves IPv6 VIPs out (the
+// Service reconciler says so in an Event).
+func instanceDrafts(services []corev1.Service, version int32) []instanceDraft {
 	var out []instanceDraft
 	for i := range services {
 		svc := &services[i]
@@ -124,6 +125,9 @@ func instanceDrafts(services []corev1.Service) []instanceDraft {
 			continue
 		}
 		vips, _ := serviceVIPs(svc)
+		if version == 2 {
+			vips = slices.DeleteFunc(vips, netip.Addr.Is6)
+		}
 		if len(vips) == 0 {
 			continue
 		}
@@ -163,48 +167,6 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 		s.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: pa.SecretRef, SecretKey: cmp.Or(pa.SecretKey, "password")}
 	}
 	return s
-}
-
-// memberNodes are the Nodes matching the group's nodeSelector, sorted by
-// name, with the addresses unicast peers use.
-func memberNodes(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) []v1alpha1.GroupNode {
-	sel := labels.SelectorFromSet(g.Spec.NodeSelector)
-	var out []v1alpha1.GroupNode
-	for i := range nodes {
-		n := &nodes[i]
-		if !sel.Matches(labels.Set(n.Labels)) {
-			continue
-		}
-		out = append(out, v1alpha1.GroupNode{Name: n.Name, Addresses: nodeAddresses(n)})
-	}
-	slices.SortFunc(out, func(a, b v1alpha1.GroupNode) int { return cmp.Compare(a.Name, b.Name) })
-	return out
-}
-
-// nodeAddresses: the first InternalIP of each family, IPv4 first; a family
-// without an InternalIP falls back to its first ExternalIP.
-func nodeAddresses(n *corev1.Node) []string {
-	pick := func(want func(netip.Addr) bool) string {
-		for _, typ := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
-			for _, a := range n.Status.Addresses {
-				if a.Type != typ {
-					continue
-				}
-				if ip, err := netip.ParseAddr(a.Address); err == nil && want(ip) {
-					return ip.String()
-				}
-			}
-		}
-		return ""
-	}
-	var out []string
-	if v4 := pick(netip.Addr.Is4); v4 != "" {
-		out = append(out, v4)
-	}
-	if v6 := pick(func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }); v6 != "" {
-		out = append(out, v6)
-	}
-	return out
 }
 
 // describeLeftOut is the Degraded message for keys without a router ID.

@@ -222,6 +222,9 @@ func TestRouterIDExhaustion(t *testing.T) {
 				return fmt.Errorf("s%03d: %d events", i, len(ev[fmt.Sprintf("s%03d", i)]))
 			}
 		}
+		if ev := groupEvents(t, ns, "g", v1alpha1.ReasonRouterIDsExhausted); len(ev) != 1 || !strings.HasPrefix(ev[0].Note, "45 instance(s)") {
+			return fmt.Errorf("group events %v", ev)
+		}
 		return nil
 	})
 }

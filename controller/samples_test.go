@@ -123,6 +123,9 @@ func TestSampleManifestsBehave(t *testing.T) {
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, testImage) {
 			return fmt.Errorf("ImageSubstituted condition %+v", c)
 		}
+		if ev := groupEvents(t, "keepalived-operator", "keepalivedgroup-router", v1alpha1.ReasonKeepalivedImage); len(ev) != 1 {
+			return fmt.Errorf("%d KeepalivedImage events on the group, want 1", len(ev))
+		}
 		return nil
 	})
 	eventually(t, 20*time.Second, func() error {

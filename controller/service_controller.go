@@ -83,6 +83,19 @@ func (r *ServiceReconciler) checkAnnotations(ctx context.Context, svc *corev1.Se
 		}
 		return nil
 	}
+	if g.Spec.VRRPVersion == 2 {
+		vips, _ := serviceVIPs(svc)
+		var v6 []string
+		for _, a := range vips {
+			if a.Is6() {
+				v6 = append(v6, a.String())
+			}
+		}
+		if len(v6) > 0 {
+			r.event(svc, &g, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionValidate,
+				"group %s runs VRRPv2, which carries IPv4 only: %s not served", ref, strings.Join(v6, ", "))
+		}
+	}
 	return &g
 }
 

@@ -8,7 +8,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -177,51 +176,4 @@ func instanceInputsChanged(o, n *corev1.Service) bool {
 		!reflect.DeepEqual(o.Spec.LoadBalancerClass, n.Spec.LoadBalancerClass) ||
 		!reflect.DeepEqual(o.Status.LoadBalancer.Ingress, n.Status.LoadBalancer.Ingress) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
-}
-
-// nodeToGroups enqueues the groups whose nodeSelector matches a Node (before
-// or after the change), and only when its labels or addresses changed:
-// kubelets update Node status every few seconds, which must not reconcile
-// every group.
-type nodeToGroups struct{ c client.Client }
-
-func (h nodeToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...*corev1.Node) {
-	var groups v1alpha1.KeepalivedGroupList
-	if err := h.c.List(ctx, &groups); err != nil {
-		return
-	}
-	for i := range groups.Items {
-		g := &groups.Items[i]
-		sel := labels.SelectorFromSet(g.Spec.NodeSelector)
-		for _, n := range nodes {
-			if sel.Matches(labels.Set(n.Labels)) {
-				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
-				break
-			}
-		}
-	}
-}
-
-func (h nodeToGroups) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.enqueue(ctx, q, e.Object.(*corev1.Node))
-}
-
-func (h nodeToGroups) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-	if reflect.DeepEqual(o.Labels, n.Labels) && reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n)) {
-		return
-	}
-	h.enqueue(ctx, q, o, n)
-}
-
-func (h nodeToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if n, ok := e.Object.(*corev1.Node); ok {
-		h.enqueue(ctx, q, n)
-	}
-}
-
-func (h nodeToGroups) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if n, ok := e.Object.(*corev1.Node); ok {
-		h.enqueue(ctx, q, n)
-	}
 }

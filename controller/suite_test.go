@@ -293,3 +293,19 @@ func serviceEvents(t testing.TB, ns, reason string) map[string][]eventsv1.Event 
 	}
 	return out
 }
+
+// groupEvents lists the Events regarding a KeepalivedGroup with a reason.
+func groupEvents(t testing.TB, ns, name, reason string) []eventsv1.Event {
+	t.Helper()
+	var list eventsv1.EventList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Reason == reason && e.Regarding.Kind == "KeepalivedGroup" && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -214,7 +214,9 @@ type Instance struct {
 	Settings InstanceSettings `json:"settings"`
 	// Priorities holds each member node's VRRP priority for this instance,
 	// one byte per entry of status.nodes in that order, base64-encoded
-	// (standard alphabet, padded). 0 means the node does not take part.
+	// (standard alphabet, padded). Values are distinct within an instance,
+	// from 254 for the node ranked first (the master while it is up) down
+	// to 1; 255 (address owner) is never used.
 	Priorities string `json:"priorities"`
 }
 

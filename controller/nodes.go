@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"net/netip"
+	"reflect"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// memberNodes are the Nodes matching the group's nodeSelector, sorted by
+// name, with the addresses unicast peers use.
+func memberNodes(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) []v1alpha1.GroupNode {
+	sel := labels.SelectorFromSet(g.Spec.NodeSelector)
+	var out []v1alpha1.GroupNode
+	for i := range nodes {
+		n := &nodes[i]
+		if !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		out = append(out, v1alpha1.GroupNode{Name: n.Name, Addresses: nodeAddresses(n)})
+	}
+	slices.SortFunc(out, func(a, b v1alpha1.GroupNode) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// nodeAddresses: the first InternalIP of each family, IPv4 first; a family
+// without an InternalIP falls back to its first ExternalIP.
+func nodeAddresses(n *corev1.Node) []string {
+	pick := func(want func(netip.Addr) bool) string {
+		for _, typ := range []corev1.NodeAddressType{corev1.NodeInternalIP, corev1.NodeExternalIP} {
+			for _, a := range n.Status.Addresses {
+				if a.Type != typ {
+					continue
+				}
+				if ip, err := netip.ParseAddr(a.Address); err == nil && want(ip) {
+					return ip.String()
+				}
+			}
+		}
+		return ""
+	}
+	var out []string
+	if v4 := pick(netip.Addr.Is4); v4 != "" {
+		out = append(out, v4)
+	}
+	if v6 := pick(func(a netip.Addr) bool { return a.Is6() && !a.Is4In6() }); v6 != "" {
+		out = append(out, v6)
+	}
+	return out
+}
+
+// nodeToGroups enqueues the groups whose nodeSelector matches a Node (before
+// or after the change), and only when its labels or addresses changed:
+// kubelets update Node status every few seconds, which must not reconcile
+// every group.
+type nodeToGroups struct{ c client.Client }
+
+func (h nodeToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], nodes ...*corev1.Node) {
+	var groups v1alpha1.KeepalivedGroupList
+	if err := h.c.List(ctx, &groups); err != nil {
+		return
+	}
+	for i := range groups.Items {
+		g := &groups.Items[i]
+		sel := labels.SelectorFromSet(g.Spec.NodeSelector)
+		for _, n := range nodes {
+			if sel.Matches(labels.Set(n.Labels)) {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
+				break
+			}
+		}
+	}
+}
+
+func (h nodeToGroups) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, q, e.Object.(*corev1.Node))
+}
+
+func (h nodeToGroups) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+	if reflect.DeepEqual(o.Labels, n.Labels) && reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n)) {
+		return
+	}
+	h.enqueue(ctx, q, o, n)
+}
+
+func (h nodeToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if n, ok := e.Object.(*corev1.Node); ok {
+		h.enqueue(ctx, q, n)
+	}
+}
+
+func (h nodeToGroups) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if n, ok := e.Object.(*corev1.Node); ok {
+		h.enqueue(ctx, q, n)
+	}
+}
