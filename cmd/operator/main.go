@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -32,13 +33,15 @@ import (
 const defaultVrrpdImage = "ghcr.io/vrrp-operator/vrrpd:latest"
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "operator:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run parses flags and runs the manager until ctx ends. The cluster comes
+// from $KUBECONFIG, ~/.kube/config or the in-cluster service account.
+func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
 	var (
 		metricsAddr   = fs.String("metrics-bind-address", ":8080", "address of the metrics endpoint (0 disables it)")
@@ -94,7 +97,7 @@ func run(args []string) error {
 		return err
 	}
 	log.Info("starting", "vrrpdImage", *vrrpdImage, "leaderElection", *leaderElect)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 func newLogger(format string, verbosity int) (logr.Logger, error) {

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+func TestBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--log-format", "xml"}, {"--no-such-flag"}} {
+		if err := run(context.Background(), args); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+// TestOperatorBinary runs the real command against an envtest API server:
+// it elects itself leader, answers /healthz and /readyz, and reconciles a
+// group into a DaemonSet running the --vrrpd-image.
+func TestOperatorBinary(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); assets == "" || err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no kube-apiserver in KUBEBUILDER_ASSETS=%q", assets)
+		}
+		t.Skip("no envtest binaries (KUBEBUILDER_ASSETS)")
+	}
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "deploy", "crds")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	user, err := env.AddUser(envtest.User{Name: "operator", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", path)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := ln.Addr().String()
+	ln.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--vrrpd-image", "example.com/vrrpd:smoke", "--metrics-bind-address", "0",
+			"--health-probe-bind-address", probe, "--leader-elect", "--leader-election-namespace", "default", "--log-format", "text"})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "smoke"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	if err := c.Create(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, func() error {
+		for _, p := range []string{"/healthz", "/readyz"} {
+			resp, err := http.Get("http://" + probe + p)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s", p, resp.Status)
+			}
+		}
+		var lease coordinationv1.Lease
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "vrrp-operator.redhatcop.redhat.io"}, &lease); err != nil {
+			return fmt.Errorf("leader lease: %w", err)
+		}
+		var ds appsv1.DaemonSet
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "default", Name: "smoke-vrrpd"}, &ds); err != nil {
+			return err
+		}
+		if img := ds.Spec.Template.Spec.Containers[0].Image; img != "example.com/vrrpd:smoke" {
+			return fmt.Errorf("image %q", img)
+		}
+		return nil
+	})
+}
+
+func wait(t *testing.T, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
