@@ -6,7 +6,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 )
 
 // settle waits until neither group has been reconciled for quiet, and
@@ -88,5 +93,62 @@ func TestServiceChangeReconcilesOnlyItsGroup(t *testing.T) {
 	final := settle(t, m, 500*time.Millisecond, a, b)
 	if final[0] != after[0] || final[1] != after[1] {
 		t.Errorf("a port change reconciled groups: %v -> %v", after, final)
+	}
+}
+
+// TestNodeChanges: nodes joining and leaving the selector change the
+// group's member list and priorities; a kubelet-style status heartbeat
+// (conditions only) reconciles nothing.
+func TestNodeChanges(t *testing.T) {
+	ns := newNamespace(t, "nodes")
+	sel := map[string]string{"nodes-test": ns}
+	names := newNodes(t, ns, 3, sel)
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) { g.Spec.NodeSelector = sel })
+	newService(t, ns, "s", ns+"/g", withExternalIPs("10.99.0.80"))
+	m := startManager(t, ns)
+	ref := types.NamespacedName{Namespace: ns, Name: "g"}
+	waitNodes := func(want ...string) {
+		t.Helper()
+		eventually(t, 20*time.Second, func() error {
+			g := getGroup(t, ns, "g")
+			var got []string
+			for _, n := range g.Status.Nodes {
+				got = append(got, n.Name)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("nodes %v, want %v", got, want)
+			}
+			if len(g.Status.Instances) != 1 {
+				return fmt.Errorf("instances %v", g.Status.Instances)
+			}
+			if _, err := placement.Decode(g.Status.Instances[0].Priorities, len(want)); err != nil {
+				return err
+			}
+			return nil
+		})
+	}
+	waitNodes(names...)
+
+	ctx := context.Background()
+	var n corev1.Node
+	if err := k8s.Get(ctx, types.NamespacedName{Name: names[1]}, &n); err != nil {
+		t.Fatal(err)
+	}
+	delete(n.Labels, "nodes-test")
+	if err := k8s.Update(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	waitNodes(names[0], names[2])
+
+	before := settle(t, m, 500*time.Millisecond, ref)
+	if err := k8s.Get(ctx, types.NamespacedName{Name: names[0]}, &n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+	if err := k8s.Status().Update(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	if after := settle(t, m, 500*time.Millisecond, ref); after[0] != before[0] {
+		t.Errorf("a Node heartbeat reconciled the group %d times", after[0]-before[0])
 	}
 }
