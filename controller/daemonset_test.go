@@ -12,6 +12,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,13 +143,28 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		}
 		return nil
 	})
-	if _, err := k8s.RESTMapper().RESTMapping(podMonitorGVK.GroupKind(), "v1"); !meta.IsNoMatchError(err) {
-		t.Fatalf("PodMonitor kind unexpectedly served (%v): this test must install it itself", err)
+	crdKey := types.NamespacedName{Name: "podmonitors.monitoring.coreos.com"}
+	if err := k8s.Get(context.Background(), crdKey, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("PodMonitor CRD unexpectedly present (%v): this test installs and removes it itself", err)
 	}
 
-	if _, err := envtest.InstallCRDs(testConfig, envtest.CRDInstallOptions{Paths: []string{filepath.Join("testdata", "podmonitor-crd.yaml")}}); err != nil {
+	crdOpts := envtest.CRDInstallOptions{Paths: []string{filepath.Join("testdata", "podmonitor-crd.yaml")}}
+	crds, err := envtest.InstallCRDs(testConfig, crdOpts)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		// Leave the API server as other tests (and -count=N reruns) expect it.
+		if err := envtest.UninstallCRDs(testConfig, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
+			t.Error(err)
+		}
+		eventually(t, 30*time.Second, func() error {
+			if err := k8s.Get(context.Background(), crdKey, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("PodMonitor CRD still there: %v", err)
+			}
+			return nil
+		})
+	})
 	// Any change to the group reconciles it; a label is the least intrusive.
 	g := getGroup(t, ns, "g")
 	g.Labels = map[string]string{"touched": "yes"}

@@ -74,6 +74,14 @@ func ensureNamespace(t testing.TB, name string) {
 func TestSampleManifestsApply(t *testing.T) {
 	ensureNamespace(t, "keepalived-operator")
 	ensureNamespace(t, "demo")
+	// Start from nothing, so the test can run more than once per API server.
+	for _, f := range []string{"testdata/groups.yaml", "testdata/services.yaml"} {
+		for _, u := range readObjects(t, f) {
+			if err := k8s.Delete(context.Background(), u); err != nil && !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+	}
 	groups := applyFile(t, "testdata/groups.yaml")
 	services := applyFile(t, "testdata/services.yaml")
 	if len(groups) != 3 || len(services) != 2 {

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +59,9 @@ func runSuite(m *testing.M) int {
 		panic(err)
 	}
 	if err := v1alpha1.AddToScheme(testScheme); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(testScheme); err != nil {
 		panic(err)
 	}
 	ctrl.SetLogger(logr.Discard())
@@ -294,16 +298,18 @@ func serviceEvents(t testing.TB, ns, reason string) map[string][]eventsv1.Event 
 	return out
 }
 
-// groupEvents lists the Events regarding a KeepalivedGroup with a reason.
+// groupEvents lists the Events regarding a KeepalivedGroup (this
+// incarnation of it: same UID) with a reason.
 func groupEvents(t testing.TB, ns, name, reason string) []eventsv1.Event {
 	t.Helper()
+	uid := getGroup(t, ns, name).UID
 	var list eventsv1.EventList
 	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Reason == reason && e.Regarding.Kind == "KeepalivedGroup" && e.Regarding.Name == name {
+		if e.Reason == reason && e.Regarding.Kind == "KeepalivedGroup" && e.Regarding.Name == name && e.Regarding.UID == uid {
 			out = append(out, e)
 		}
 	}
