@@ -212,6 +212,9 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 			return nil, fmt.Errorf("bad VIP %q", s)
 		}
 		a = a.Unmap()
+		if a.IsUnspecified() || a.IsMulticast() {
+			return nil, fmt.Errorf("VIP %s is not a unicast address", a)
+		}
 		f := familyOf(a)
 		if slices.Contains(byFamily[f], a) {
 			return nil, fmt.Errorf("VIP %s is listed twice", a)

@@ -452,6 +452,10 @@ func TestTranslateErrors(t *testing.T) {
 		}, "instance default/spread/10.99.0.102: priorities \"Af8C\": value 255 for node 1"},
 		{"bad VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"10.99.0.300"} },
 			`instance default/web: bad VIP "10.99.0.300"`},
+		{"multicast VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"224.0.0.18"} },
+			`instance default/web: VIP 224.0.0.18 is not a unicast address`},
+		{"unspecified VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"::"} },
+			`instance default/web: VIP :: is not a unicast address`},
 		{"no VIPs", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = nil },
 			`instance default/web: no VIPs`},
 		{"VRID 0", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VRID = 0 },
@@ -506,4 +510,51 @@ func TestTranslateDeterministic(t *testing.T) {
 			t.Fatalf("output differs:\n%+v\n%+v", got, want)
 		}
 	}
+}
+
+// FuzzTranslate: whatever the status holds, Translate does not panic, and
+// every configuration it accepts is one the VRRP state machine accepts.
+func FuzzTranslate(f *testing.F) {
+	f.Add("/v0B", "10.99.0.100", "fd00:99::100", "10.99.0.1", int32(3), int64(time.Second), true, "garp_master_delay", "5", []byte("s3cret"), 7)
+	f.Add("AAAA", "::ffff:10.99.0.1", "", "", int32(2), int64(1500*time.Millisecond), false, "advert_int", "0.05", []byte(""), 0)
+	f.Add("////", "10.99.0.100", "10.99.0.100", "fd00:99::1", int32(0), int64(0), true, "nopreempt", "x", []byte("0123456789"), 255)
+	f.Fuzz(func(t *testing.T, prios, vip1, vip2, addr string, version int32, interval int64, unicast bool, vk, vv string, password []byte, vrid int) {
+		g := testGroup()
+		g.Status.Nodes[0].Addresses = []string{addr, "fd00:99::1"}
+		in := &g.Status.Instances[0]
+		in.Priorities = prios
+		in.VIPs = []string{vip1, vip2}
+		in.VRID = vrid
+		in.Settings = v1alpha1.InstanceSettings{
+			Version:        version,
+			AdvertInterval: metav1.Duration{Duration: time.Duration(interval)},
+			Unicast:        unicast,
+			Verbatim:       map[string]string{vk: vv},
+			PasswordAuth:   &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "p"}},
+		}
+		g.Spec.VerbatimConfig = map[string]string{"vrrp_" + vk: vv}
+		cfg, _, err := Translate(g, "a", password, nil)
+		if err != nil {
+			return
+		}
+		for _, c := range cfg.Instances {
+			primary := netip.MustParseAddr("10.99.0.1")
+			if c.Family == config.IPv6 {
+				primary = netip.MustParseAddr("fe80::1")
+			}
+			if err := c.StateMachineConfig(primary).Validate(); err != nil {
+				t.Fatalf("%s: translated config rejected by the state machine: %v\n%+v", c.Name, err, c)
+			}
+			for _, v := range append(c.VIPs, c.ExcludedVIPs...) {
+				if v.Dev != c.Interface || v.Prefix.Bits() != v.Prefix.Addr().BitLen() || familyOf(v.Prefix.Addr()) != c.Family {
+					t.Fatalf("%s: VIP %+v", c.Name, v)
+				}
+			}
+			for _, p := range c.UnicastPeers {
+				if familyOf(p) != c.Family {
+					t.Fatalf("%s: peer %v of the wrong family", c.Name, p)
+				}
+			}
+		}
+	})
 }

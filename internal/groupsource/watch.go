@@ -223,14 +223,14 @@ func (w *watcher) startFromCache() {
 }
 
 // session lists the group and watches it until an error. listed says the
-// list succeeded, which resets the retry backoff.
+// list and the Secret's get succeeded, which resets the retry backoff.
 func (w *watcher) session(ctx context.Context) (listed bool, err error) {
 	g, rv, err := w.list(ctx)
 	if err != nil {
 		return false, err
 	}
 	if err := w.setGroup(ctx, g); err != nil {
-		return true, err
+		return false, err
 	}
 	for {
 		start := time.Now()
