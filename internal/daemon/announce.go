@@ -62,22 +62,22 @@ func (d *Daemon) announceDue(in *instance, now time.Time) {
 	}
 }
 
-// stopAnnounce drops whatever is pending (on leaving Master).
+// stopAnnounce drops whatever is pending (on leaving Master), queued frames included.
 func (d *Daemon) stopAnnounce(in *instance) {
 	if in.announce.sched != nil && in.announce.sched.Master() {
 		in.announce.sched.LeaveMaster()
+		d.cancelAnnouncements(in.cfg.Interface, in.announce.addrs)
 	}
 	d.timers.Stop(in.announceKey)
 }
 
-// sendRounds sends n rounds of announcements for the instance's addresses.
-func (d *Daemon) sendRounds(in *instance, n int, now time.Time) {
+// sendRounds queues n rounds of announcements for the instance's addresses; the
+// interface's announcer sends them from its own goroutine, paced, so the loop never waits.
+func (d *Daemon) sendRounds(in *instance, n int, _ time.Time) {
 	ann, err := d.announcerFor(in.cfg.Interface, in.cfg.GARP)
 	if err != nil {
 		d.log.Warn(fmt.Sprintf("(%s) cannot announce VIPs", in.cfg.Name), "interface", in.cfg.Interface, "err", err)
 		return
 	}
-	if err := ann.send(in.announce.addrs, n, now); err != nil {
-		d.log.Warn(fmt.Sprintf("(%s) announcing VIPs failed", in.cfg.Name), "interface", in.cfg.Interface, "err", err)
-	}
+	ann.Announce(in.announce.addrs, n)
 }

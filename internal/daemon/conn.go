@@ -53,6 +53,7 @@ type conn struct {
 type batch struct {
 	conn *conn
 	tc   *transport.Conn // the socket it was read from; stale after a reopen
+	free chan *batch     // where it goes back: its reader's free list, even after a reopen
 	pkts []transport.Packet
 	n    int
 }
@@ -95,7 +96,7 @@ func (d *Daemon) open(c *conn) {
 	c.source = tc.Source()
 	c.free = make(chan *batch, 1)
 	c.stop = make(chan struct{})
-	c.free <- &batch{conn: c, tc: tc, pkts: make([]transport.Packet, d.opts.BatchSize)}
+	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.BatchSize)}
 	go d.reader(c, tc, c.free, c.stop)
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String())
 }

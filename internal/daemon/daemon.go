@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/garp"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -41,7 +42,7 @@ type Daemon struct {
 	log  *slog.Logger
 
 	vips       *vip.Manager
-	announcers map[string]*announcer // by interface, opened on first use
+	announcers map[string]*garp.Announcer // by interface, opened on first use
 
 	// Everything below is owned by the loop goroutine once Run has started.
 	instances []*instance
@@ -58,6 +59,7 @@ type Daemon struct {
 	buf  []byte             // reused encode buffer
 	ann  []netip.Addr       // reused announce address list
 	due  []*instance        // reused list of masters sending in one wake-up
+	vipl []vip.VIP          // reused VIP list
 
 	batches  chan *batch
 	reloads  chan reloadRequest
@@ -144,7 +146,7 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	select {
 	case d.reloads <- req:
 	case <-d.done:
-		return errors.New("daemon: not running")
+		return errNotRunning
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -189,13 +191,16 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 
 // loop is the daemon's only goroutine that touches instance state.
 func (d *Daemon) loop(ctx context.Context) error {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	timer, err := newPreciseTimer()
+	if err != nil {
+		return fmt.Errorf("daemon: timerfd: %w", err)
+	}
+	defer timer.Close()
 	var armed time.Time
 	poll := time.NewTicker(d.opts.PollInterval)
 	defer poll.Stop()
 	for {
-		// One time.Timer for every instance: armed at the heap's earliest deadline.
+		// One timer for every instance: armed at the heap's earliest deadline.
 		if it, ok := d.timers.Peek(); ok {
 			if !it.at.Equal(armed) {
 				armed = it.at
@@ -212,7 +217,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		case b := <-d.batches:
 			now := time.Now()
 			d.handleBatch(b, now)
-			b.conn.free <- b
+			b.free <- b // never blocks: the reader waits for this one batch
 			d.maybePublish(now)
 		case <-timer.C:
 			armed = time.Time{}

@@ -247,37 +247,41 @@ func toVIP(v config.VIP, dev string) vip.VIP {
 }
 
 func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
+	d.vipl = d.vipl[:0]
 	for _, p := range ps {
-		v := in.vipFor(p)
-		if err := d.vips.Add(v); err != nil {
-			d.log.Error(fmt.Sprintf("(%s) cannot add VIP", in.cfg.Name), "vip", v.String(), "err", err)
-		}
+		d.vipl = append(d.vipl, in.vipFor(p))
+	}
+	// One call, so the crash record is written once for all of them.
+	if err := d.vips.Add(d.vipl...); err != nil {
+		d.log.Error(fmt.Sprintf("(%s) cannot add VIPs", in.cfg.Name), "err", err)
 	}
 }
 
 func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
+	d.vipl = d.vipl[:0]
 	for _, p := range ps {
-		v := in.vipFor(p)
-		if err := d.vips.Remove(v); err != nil {
-			d.log.Error(fmt.Sprintf("(%s) cannot remove VIP", in.cfg.Name), "vip", v.String(), "err", err)
-		}
+		d.vipl = append(d.vipl, in.vipFor(p))
+	}
+	if err := d.vips.Remove(d.vipl...); err != nil {
+		d.log.Error(fmt.Sprintf("(%s) cannot remove VIPs", in.cfg.Name), "err", err)
 	}
 }
 
 // excluded adds or removes the virtual_ipaddress_excluded with the VIPs.
 func (d *Daemon) excluded(in *instance, add bool) {
 	in.holdsExcluded = add
+	d.vipl = d.vipl[:0]
 	for _, e := range in.cfg.ExcludedVIPs {
-		v := toVIP(e, in.cfg.Interface)
-		var err error
-		if add {
-			err = d.vips.Add(v)
-		} else {
-			err = d.vips.Remove(v)
-		}
-		if err != nil {
-			d.log.Error(fmt.Sprintf("(%s) excluded VIP", in.cfg.Name), "vip", v.String(), "add", add, "err", err)
-		}
+		d.vipl = append(d.vipl, toVIP(e, in.cfg.Interface))
+	}
+	var err error
+	if add {
+		err = d.vips.Add(d.vipl...)
+	} else {
+		err = d.vips.Remove(d.vipl...)
+	}
+	if err != nil {
+		d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", add, "err", err)
 	}
 }
 
@@ -319,6 +323,7 @@ func (d *Daemon) shutdown() {
 	for _, c := range d.conns {
 		d.closeConn(c)
 	}
+	d.closeAnnouncers()
 	d.publish(now)
 	d.log.Info("stopped")
 }
@@ -403,4 +408,5 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	return nil
 }
 
+// errNotRunning is Reload's answer once Run has returned.
 var errNotRunning = errors.New("daemon: not running")

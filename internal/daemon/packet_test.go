@@ -122,7 +122,7 @@ func BenchmarkHandlePacket(b *testing.B) {
 func BenchmarkBatchHandoff(b *testing.B) {
 	batches := make(chan *batch, 16)
 	c := &conn{free: make(chan *batch, 1)}
-	c.free <- &batch{conn: c}
+	c.free <- &batch{conn: c, free: c.free}
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -137,7 +137,7 @@ func BenchmarkBatchHandoff(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		bt := <-batches
-		bt.conn.free <- bt
+		bt.free <- bt
 	}
 	close(done)
 }

@@ -1,11 +1,11 @@
 package vrrpd_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -253,22 +253,26 @@ func nsPIDs(t testing.TB, h *netlab.Host) []int {
 	return pids
 }
 
-// nsCPU sums user and system CPU seconds of the processes in h's namespace (keepalived
-// runs a parent and a VRRP child; vrrpd one process).
+// nsCPU sums the CPU time of every thread of every process in h's namespace (keepalived
+// runs a parent and a VRRP child; vrrpd one process with a few threads), from
+// /proc/PID/task/TID/schedstat, which counts nanoseconds, not 10 ms ticks. Threads that
+// exited take their time with them, which in a steady state is nothing.
 func nsCPU(t testing.TB, h *netlab.Host) float64 {
-	var ticks float64
+	var ns float64
 	for _, pid := range nsPIDs(t, h) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if fs := strings.Fields(string(b)); len(fs) > 0 {
+				v, _ := strconv.ParseFloat(fs[0], 64)
+				ns += v
+			}
 		}
-		// Fields after the parenthesised command name; utime and stime are fields 14, 15.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-		u, _ := strconv.ParseFloat(f[11], 64)
-		s, _ := strconv.ParseFloat(f[12], 64)
-		ticks += u + s
 	}
-	return ticks / 100 // USER_HZ
+	return ns / 1e9
 }
 
 // nsPeakRSS sums VmHWM (peak resident set) of the processes in h's namespace, in MiB.

@@ -108,7 +108,7 @@ func startProc(t testing.TB, name string, h *netlab.Host, bin string, args ...st
 	}()
 	t.Cleanup(func() {
 		p.kill()
-		if t.Failed() || testing.Verbose() {
+		if t.Failed() {
 			t.Logf("---- %s output ----\n%s", p.name, p.out.String())
 		}
 	})
