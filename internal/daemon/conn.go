@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -268,7 +269,7 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 		} else {
 			err = c.tc.Refresh()
 			if err == nil {
-				err = linkRunning(c.key.ifname)
+				err = d.linkRunning(c.key.ifname)
 			}
 			if err != nil && errors.Is(err, transport.ErrNoInterface) {
 				// Deleted (and maybe re-created): start over with a fresh socket.
@@ -292,8 +293,17 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 
 // linkRunning reports an error when the interface has no carrier (IFF_RUNNING clear), as
 // keepalived treats a link without carrier as down.
-func linkRunning(ifname string) error {
-	l, err := netlink.LinkByName(ifname)
+func (d *Daemon) linkRunning(ifname string) error {
+	if d.nl == nil {
+		// One handle for the daemon's life: the package-level calls open and close a
+		// netlink socket each time, and this runs on every interface check.
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return fmt.Errorf("netlink: %w", err)
+		}
+		d.nl = h
+	}
+	l, err := d.nl.LinkByName(ifname)
 	if err != nil {
 		return transport.ErrNoInterface
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/vrrp-operator/vrrp-operator/garp"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
@@ -43,6 +45,7 @@ type Daemon struct {
 
 	vips       *vip.Manager
 	announcers map[string]*garp.Announcer // by interface, opened on first use
+	nl         *netlink.Handle            // for link state checks, opened on first use
 
 	// Everything below is owned by the loop goroutine once Run has started.
 	instances []*instance

@@ -61,7 +61,7 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		return
 	}
 	in.sm = sm
-	err = linkRunning(c.key.ifname)
+	err = d.linkRunning(c.key.ifname)
 	if err != nil {
 		d.acts = sm.SetFault(now, true, vrrp.ReasonInterfaceDown, d.acts[:0])
 		d.execute(in, now)
@@ -324,6 +324,10 @@ func (d *Daemon) shutdown() {
 		d.closeConn(c)
 	}
 	d.closeAnnouncers()
+	if d.nl != nil {
+		d.nl.Close()
+		d.nl = nil
+	}
 	d.publish(now)
 	d.log.Info("stopped")
 }

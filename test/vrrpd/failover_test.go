@@ -3,6 +3,7 @@ package vrrpd_test
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,17 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 	}
 	if st := d2.instance(t, "VI_4"); st.State != "BACKUP" || st.Master != h1.Addr4.String() {
 		t.Fatalf("h2 VI_4 is %s following %q, want BACKUP following %s", st.State, st.Master, h1.Addr4)
+	}
+
+	// `vrrpd status` shows the running daemon's view.
+	out, err := h1.Command(t.Context(), vrrpdBinary(t), "status", "--metrics-address", "127.0.0.1:9650").CombinedOutput()
+	if err != nil {
+		t.Fatalf("vrrpd status: %v\n%s", err, out)
+	}
+	for _, want := range []string{"VI_4", "VI_6", "MASTER", "10.99.0.100/24", "fd00:99::100/64"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("vrrpd status output lacks %q:\n%s", want, out)
+		}
 	}
 
 	// The client talks to the VIPs, so it has neighbour entries pointing at h1.
