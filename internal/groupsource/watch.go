@@ -177,15 +177,19 @@ func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
 func (w *watcher) run(ctx context.Context) error {
 	w.startFromCache()
 	bo := backoff{min: w.opts.MinBackoff, max: w.opts.MaxBackoff}
+	var lastRelist time.Time
 	for {
-		listed, err := w.session(ctx)
+		healthy, err := w.session(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if listed {
+		if healthy {
 			bo.reset()
 		}
-		if errors.Is(err, errRelist) {
+		// An expired watch is relisted at once, but not twice in a second:
+		// a server that keeps answering 410 must not be hammered.
+		if errors.Is(err, errRelist) && time.Since(lastRelist) > time.Second {
+			lastRelist = time.Now()
 			w.log.Debug("watch expired; listing again")
 			continue
 		}
@@ -222,9 +226,11 @@ func (w *watcher) startFromCache() {
 	w.apply(true)
 }
 
-// session lists the group and watches it until an error. listed says the
-// list and the Secret's get succeeded, which resets the retry backoff.
-func (w *watcher) session(ctx context.Context) (listed bool, err error) {
+// session lists the group and watches it until an error. healthy says a
+// watch worked (delivered events or lasted a second), which resets the
+// retry backoff; a list that works followed by a watch that does not (a
+// Role without the watch verb, a proxy that cuts streams) backs off.
+func (w *watcher) session(ctx context.Context) (healthy bool, err error) {
 	g, rv, err := w.list(ctx)
 	if err != nil {
 		return false, err
@@ -237,21 +243,23 @@ func (w *watcher) session(ctx context.Context) (listed bool, err error) {
 		wi, err := w.watchFrom(ctx, rv)
 		if err != nil {
 			if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-				return true, errRelist
+				return healthy, errRelist
 			}
-			return true, err
+			return healthy, fmt.Errorf("watch: %w", err)
 		}
 		var events int
 		rv, events, err = w.consume(ctx, wi, rv)
 		wi.Stop()
+		worked := events > 0 || time.Since(start) >= time.Second
+		healthy = healthy || worked
 		if err != nil {
-			return true, err
+			return healthy, err
 		}
 		// A watch the server ends normally (its timeout) is resumed from
 		// the last resourceVersion; one that ends at once, with nothing in
 		// it, goes through the backoff instead of spinning.
-		if events == 0 && time.Since(start) < time.Second {
-			return true, fmt.Errorf("watch closed at once")
+		if !worked {
+			return healthy, fmt.Errorf("watch closed at once")
 		}
 	}
 }

@@ -3,9 +3,11 @@ package groupsource
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +383,64 @@ func TestWatchExpiredResourceVersion(t *testing.T) {
 	}
 	if !errors.Is(err, errRelist) {
 		t.Fatalf("watch from resourceVersion 1: %v, want errRelist", err)
+	}
+}
+
+// TestWatchBacksOff: with a Role that lets vrrpd list its group but not
+// watch it, the listed configuration is served once and the retries slow
+// down exponentially instead of hammering the API server.
+func TestWatchBacksOff(t *testing.T) {
+	needAPI(t)
+	ctx := context.Background()
+	ns := newNamespace(t, "backoff")
+	createGroup(t, ns, "edge", testGroup())
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vrrpd"}},
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vrrpd"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"keepalivedgroups"}, ResourceNames: []string{"edge"}, Verbs: []string{"get", "list"}}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vrrpd"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "vrrpd"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "vrrpd"}},
+		},
+	} {
+		if err := k8s.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sa := rest.CopyConfig(testConfig)
+	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":vrrpd"}
+	w := startWatch(t, sa, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: "a", MinBackoff: 20 * time.Millisecond, MaxBackoff: 400 * time.Millisecond})
+	wantTranslation(t, w.next(t), ns, "edge", "a", nil)
+
+	retry := regexp.MustCompile(`msg="kubernetes API" .*forbidden.* retry_in=(\S+)`)
+	var delays []time.Duration
+	eventually(t, func() error {
+		delays = delays[:0]
+		for _, m := range retry.FindAllStringSubmatch(w.logs.String(), -1) {
+			d, err := time.ParseDuration(m[1])
+			if err != nil {
+				return err
+			}
+			delays = append(delays, d)
+		}
+		if len(delays) < 5 {
+			return fmt.Errorf("%d forbidden watches retried so far", len(delays))
+		}
+		return nil
+	})
+	// 20ms doubling, less up to 20% jitter: 16-20, 32-40, 64-80, 128-160, 256-320.
+	for i, d := range delays[:5] {
+		lo, hi := time.Duration(16<<i)*time.Millisecond, time.Duration(20<<i)*time.Millisecond
+		if d < lo || d > hi {
+			t.Errorf("retry %d after %v, want %v..%v (all: %v)", i+1, d, lo, hi, delays)
+		}
+	}
+	select {
+	case u := <-w.updates:
+		t.Fatalf("a relist of an unchanged group gave an update: %+v", u)
+	default:
 	}
 }
