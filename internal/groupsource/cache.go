@@ -73,6 +73,11 @@ func encodeCache(e *cacheEntry) ([]byte, error) {
 // writeCache replaces the cache with data atomically: a crash leaves the
 // old file or the new one, never a torn one.
 func writeCache(dir string, data []byte) error {
+	// The daemon creates the state directory too, but the watcher may get
+	// there first.
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	tmp, err := os.CreateTemp(dir, "."+CacheFile+".*")
 	if err != nil {
 		return err

@@ -39,6 +39,12 @@ const (
 // resolve finds the interface for spec.interfaceFromIP and may be nil when
 // the group names its interface.
 //
+// Each virtual router is named by its instance key ("ns/svc", or
+// "ns/svc/ip" with spreadvips); an instance whose VIPs span both families
+// runs as key+SuffixIPv4 and key+SuffixIPv6 with one VRID. VIPs are host
+// prefixes (/32, /128) on the interface, in address order; RouterID is the
+// node name.
+//
 // A node that is not a member, or takes part in no instance, gets a Config
 // with no instances: the daemon then resigns whatever it ran. Warnings name
 // what was ignored or adjusted (unsupported verbatim keywords, VRRPv3 with a

@@ -432,13 +432,7 @@ func (w *watcher) readSecret(ctx context.Context) error {
 }
 
 func secretValue(s *corev1.Secret, key string) []byte {
-	if v, ok := s.Data[key]; ok {
-		return v
-	}
-	if v, ok := s.StringData[key]; ok { // only in objects not yet stored; harmless
-		return []byte(v)
-	}
-	return nil
+	return s.Data[key] // the API server turns stringData into data
 }
 
 // secretRef is the Secret the group's instances authenticate with: the
