@@ -43,7 +43,8 @@ const (
 // "ns/svc/ip" with spreadvips); an instance whose VIPs span both families
 // runs as key+SuffixIPv4 and key+SuffixIPv6 with one VRID. VIPs are host
 // prefixes (/32, /128) on the interface, in address order; RouterID is the
-// node name.
+// node name. Instances come in key order, IPv4 before IPv6, whatever the
+// order of the status' lists and maps.
 //
 // A node that is not a member, or takes part in no instance, gets a Config
 // with no instances: the daemon then resigns whatever it ran. Warnings name
