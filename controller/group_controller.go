@@ -54,8 +54,11 @@ type GroupReconciler struct {
 	// applied remembers the hash of the last applied form of each owned
 	// object, so an unchanged group costs no API writes.
 	applied map[string][32]byte
-	// reconciles counts reconciles per group (tests assert no hot loops).
+	// reconciles counts reconciles per group (tests assert no hot loops),
+	// and retries those that ended in an error (a write conflict after a
+	// stale cache read, an API error), which the work queue retries.
 	reconciles map[types.NamespacedName]int
+	retries    map[types.NamespacedName]int
 }
 
 func (r *GroupReconciler) init() {
@@ -66,6 +69,7 @@ func (r *GroupReconciler) init() {
 		r.leftOut = map[types.NamespacedName]map[types.NamespacedName]bool{}
 		r.applied = map[string][32]byte{}
 		r.reconciles = map[types.NamespacedName]int{}
+		r.retries = map[types.NamespacedName]int{}
 	}
 }
 
@@ -77,12 +81,27 @@ func (r *GroupReconciler) Reconciles(group types.NamespacedName) int {
 	return r.reconciles[group]
 }
 
+// Retries returns how many of the group's reconciles ended in an error
+// and were retried.
+func (r *GroupReconciler) Retries(group types.NamespacedName) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.retries[group]
+}
+
 // Reconcile brings one group's status and owned objects up to date.
-func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	r.init()
 	r.mu.Lock()
 	r.reconciles[req.NamespacedName]++
 	r.mu.Unlock()
+	defer func() {
+		if err != nil {
+			r.mu.Lock()
+			r.retries[req.NamespacedName]++
+			r.mu.Unlock()
+		}
+	}()
 
 	var g v1alpha1.KeepalivedGroup
 	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
