@@ -23,10 +23,18 @@ var (
 func open(t testing.TB, h *netlab.Host, fam transport.Family, opt transport.Options) *transport.Conn {
 	t.Helper()
 	var c *transport.Conn
-	err := h.Do(func() (err error) {
-		c, err = transport.Open(h.Link, fam, opt)
-		return err
-	})
+	// An address is tentative for a moment after its link (re)gains carrier, even with DAD
+	// off, so a test that just brought the link back waits for a usable source.
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err = h.Do(func() (err error) {
+			c, err = transport.Open(h.Link, fam, opt)
+			return err
+		})
+		if !errors.Is(err, transport.ErrNoAddress) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil {
 		t.Fatalf("%s: Open(%s, %v): %v", h.Name, h.Link, fam, err)
 	}
