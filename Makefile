@@ -65,6 +65,13 @@ check-manifests: manifests
 	@git diff --exit-code -- deploy/crds deploy/operator/rbac api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
 	@new=$$(git ls-files --others --exclude-standard -- deploy/crds deploy/operator/rbac api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
 
+## demo: a bridge and three hosts in network namespaces; two vrrpd elect a master, the master's link
+## is cut and the VIP moves, then a graceful stop (needs root; DEMO_FLAGS=--keep leaves the lab up)
+demo:
+	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root for its network namespaces: sudo make demo"; exit 1; fi
+	$(GO) build -o $(BIN)/vrrpd ./cmd/vrrpd
+	$(GO) run ./cmd/demo --vrrpd $(BIN)/vrrpd $(DEMO_FLAGS)
+
 ## envtest: kube-apiserver, kubectl and etcd for envtest into bin/envtest
 envtest:
 	hack/envtest-assets.sh $(ENVTEST_ASSETS)
