@@ -231,3 +231,30 @@ func TestRequestedAddressesAndRelease(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAutoAssignOff: with autoAssign false only Services that ask for an
+// address get one.
+func TestAutoAssignOff(t *testing.T) {
+	ns := newNamespace(t, "noauto")
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.32/30"}, AutoAssign: ptr.To(false)}
+	})
+	startManager(t, ns)
+	newService(t, ns, "plain", ns+"/g", asLoadBalancer)
+	newService(t, ns, "asks", ns+"/g", func(s *corev1.Service) {
+		asLoadBalancer(s)
+		s.Annotations[v1alpha1.AnnotationLoadBalancerIPs] = "10.99.0.34"
+	})
+	eventually(t, 20*time.Second, func() error {
+		got := allocated(t, ns)
+		if fmt.Sprint(got) != "map[asks:[10.99.0.34]]" {
+			return fmt.Errorf("allocated %v", got)
+		}
+		return nil
+	})
+	// Still nothing for "plain" once everything has settled.
+	time.Sleep(500 * time.Millisecond)
+	if s := getService(t, ns, "plain"); len(s.Status.LoadBalancer.Ingress) != 0 || controllerutil.ContainsFinalizer(s, serviceFinalizer) {
+		t.Fatalf("plain: %v %v", s.Status.LoadBalancer.Ingress, s.Finalizers)
+	}
+}

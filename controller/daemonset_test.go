@@ -111,6 +111,24 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		}
 	}
 
+	// A spec change reaches the DaemonSet.
+	g = getGroup(t, ns, "g")
+	g.Spec.NodeSelector = map[string]string{"role": "edge"}
+	g.Spec.Image = "example.com/vrrpd:custom"
+	if err := k8s.Update(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if err := k8s.Get(ctx, key, &ds); err != nil {
+			return err
+		}
+		p := ds.Spec.Template.Spec
+		if p.NodeSelector["role"] != "edge" || p.Containers[0].Image != "example.com/vrrpd:custom" {
+			return fmt.Errorf("DaemonSet not updated: %v %s", p.NodeSelector, p.Containers[0].Image)
+		}
+		return nil
+	})
+
 	// Drift: a deleted DaemonSet comes back.
 	if err := k8s.Delete(ctx, &ds); err != nil {
 		t.Fatal(err)
