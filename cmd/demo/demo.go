@@ -62,7 +62,8 @@ type LabReport struct {
 type Election struct {
 	// Checks holds `vrrpd check`'s output for each host's config.
 	Checks map[string]string
-	// Took runs from h1's start to h1 holding both VIPs as MASTER with h2 as BACKUP.
+	// Took runs from h1's start to its last instance becoming MASTER (by h1's clock,
+	// which is this machine's).
 	Took time.Duration
 	// States is each host's instance states (host -> instance -> state).
 	States map[string]map[string]string
@@ -270,14 +271,25 @@ func (d *Demo) StartRouters(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	d.report.Election.Took = time.Since(start)
+	st, err := d.r1.status(ctx)
+	if err != nil {
+		return err
+	}
+	var last time.Time
+	for _, in := range st.Instances {
+		if in.LastTransition.After(last) {
+			last = in.LastTransition
+		}
+	}
+	d.report.Election.Took = last.Sub(start)
 	states, err := d.states(ctx)
 	if err != nil {
 		return err
 	}
 	d.report.Election.States = states
-	d.say("   elected: h1 is MASTER of %s and %s and holds both VIPs, h2 is BACKUP (%s after h1 started;",
-		instance4, instance6, ms(d.report.Election.Took))
+	d.say("   elected: h1 is MASTER of %s and %s and holds both VIPs, h2 is BACKUP following it",
+		instance4, instance6)
+	d.say("   (h1 became MASTER %s after it started:", ms(d.report.Election.Took))
 	d.say("   a new router waits Master_Down_Interval = 3 x %v + Skew_Time = %s before claiming mastership)",
 		d.opts.Adverts, ms(vrrp.MasterDownInterval(priorityH1, d.opts.Adverts)))
 	return nil
@@ -485,7 +497,7 @@ func (d *Demo) leaveUp() {
 		d.say("   router status:   ip netns exec %s %s status", d.h1.Netns, d.bin)
 	}
 	d.say("   cut h1's cable:  ip -n %s link set %s down   (up to plug it back)", d.lab.SwitchNetns, d.h1.SwitchEnd)
-	d.say("   tear down:       for ns in %s; do ip netns pids $ns | xargs -r kill; ip netns del $ns; done; rm -rf %s",
+	d.say(`   tear down:       for ns in %s; do ip netns pids $ns | xargs -r kill; while [ -n "$(ip netns pids $ns)" ]; do sleep 0.1; done; ip netns del $ns; done; rm -rf %s`,
 		strings.Join(d.report.Lab.Namespaces, " "), d.dir)
 }
 
@@ -518,7 +530,7 @@ func (d *Demo) routers() []*router {
 }
 
 // settled reports whether master holds both VIPs as MASTER of both instances while the
-// other router is BACKUP of both and holds none.
+// other router holds none and is BACKUP of both, following master's advertisements.
 func (d *Demo) settled(ctx context.Context, master *netlab.Host) (bool, error) {
 	mr, br := d.r1, d.r2
 	if master != d.h1 {
@@ -536,12 +548,23 @@ func (d *Demo) settled(ctx context.Context, master *netlab.Host) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	bst, err := br.instanceStates(ctx)
+	if mst[instance4] != "MASTER" || mst[instance6] != "MASTER" {
+		return false, nil
+	}
+	bst, err := br.status(ctx)
 	if err != nil {
 		return false, err
 	}
-	return mst[instance4] == "MASTER" && mst[instance6] == "MASTER" &&
-		bst[instance4] == "BACKUP" && bst[instance6] == "BACKUP", nil
+	// The master as the backup saw it: the source of its advertisements, the IPv4
+	// address for VI_4 and the link-local one for VI_6.
+	follows := map[string]string{instance4: master.Addr4.String(), instance6: master.LinkLocal.String()}
+	n := 0
+	for _, in := range bst.Instances {
+		if want, ok := follows[in.Name]; ok && in.State == "BACKUP" && in.Master == want {
+			n++
+		}
+	}
+	return n == len(follows), nil
 }
 
 // states reads every running router's instance states.

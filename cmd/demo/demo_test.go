@@ -111,6 +111,11 @@ func TestDemo(t *testing.T) {
 		}
 	}
 	wantStates(t, "election", rep.Election.States, "MASTER", "BACKUP")
+	// A router that is not the address owner starts as backup and claims mastership only
+	// when its Master_Down timer runs out.
+	if mdi := vrrp.MasterDownInterval(priorityH1, opts.Adverts); rep.Election.Took < mdi || rep.Election.Took > mdi+2*time.Second {
+		t.Errorf("h1 became master %v after starting, want just over Master_Down_Interval %v", rep.Election.Took, mdi)
+	}
 
 	// 3: the client reached the VIPs at h1's MAC.
 	wantNeighbors(t, "after pinging the VIPs", rep.Reach.Neighbors, h1MAC)
@@ -311,4 +316,70 @@ func TestDemoFailsCleanly(t *testing.T) {
 		t.Errorf("no FAILED line or no teardown (torn down: %v)", rep.TornDown)
 	}
 	assertGone(t, rep.Lab.Namespaces, rep.Lab.WorkDir)
+}
+
+// TestDemoKeep runs the demo with --keep: the lab must stay up with both routers running
+// (h1 restarted, master again), and the commands it prints must work, the teardown
+// command last.
+func TestDemoKeep(t *testing.T) {
+	if testing.Short() && os.Getenv("CI") != "true" {
+		t.Skip("runs the whole demo")
+	}
+	netlab.Require(t)
+	var out bytes.Buffer
+	rep, err := Run(t.Context(), Options{Adverts: 100 * time.Millisecond, Keep: true}, &out)
+	t.Logf("demo output:\n%s", out.String())
+	command := func(label string) string {
+		m := regexp.MustCompile(`(?m)^   ` + regexp.QuoteMeta(label) + `\s+(.*)$`).FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("output prints no %q command", label)
+		}
+		return strings.TrimSuffix(strings.TrimSpace(m[1]), "   (up to plug it back)")
+	}
+	teardown := command("tear down:")
+	// Whatever happens below, the lab goes.
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", "-c", teardown).CombinedOutput(); err != nil {
+			t.Errorf("printed teardown command: %v\n%s", err, out)
+		}
+		assertGone(t, rep.Lab.Namespaces, rep.Lab.WorkDir)
+	})
+	if err != nil {
+		t.Fatalf("demo failed: %v", err)
+	}
+	if rep.TornDown {
+		t.Error("report says torn down under --keep")
+	}
+	for _, ns := range rep.Lab.Namespaces {
+		if _, err := os.Stat("/run/netns/" + ns); err != nil {
+			t.Errorf("namespace %s is gone under --keep", ns)
+		}
+	}
+	status := command("router status:")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := exec.Command("bash", "-c", status).CombinedOutput()
+		if err == nil && strings.Count(string(b), "MASTER") >= 2 && strings.Contains(string(b), "VI_6") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("h1 not master again after the restart: %v\n%s", err, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The router in h2 outlived the demo too.
+	h2 := "nlab-" + rep.Lab.Suffix + "-h2"
+	b, err := exec.Command("ip", "netns", "pids", h2).Output()
+	if err != nil || len(strings.Fields(string(b))) == 0 {
+		t.Errorf("no process left in %s: %v", h2, err)
+	}
+	enter := command("enter a host:")
+	if b, err := exec.Command("bash", "-c", strings.Replace(enter, " bash", " ip -br addr show dev eth0", 1)).CombinedOutput(); err != nil ||
+		!strings.Contains(string(b), "10.99.0.10/24") {
+		t.Errorf("printed enter command does not reach the client: %v\n%s", err, b)
+	}
+	cut := command("cut h1's cable:")
+	if !strings.HasPrefix(cut, "ip -n nlab-"+rep.Lab.Suffix+"-sw link set ") {
+		t.Errorf("cut command %q", cut)
+	}
 }

@@ -29,7 +29,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var opts Options
 	fs.StringVar(&opts.Vrrpd, "vrrpd", "", "vrrpd binary to run (default: build cmd/vrrpd with the go command)")
 	fs.DurationVar(&opts.Adverts, "adverts", 100*time.Millisecond, "advertisement interval of the routers (10ms steps)")
-	fs.DurationVar(&opts.Pause, "pause", 2*time.Second, "pause after each step, to read it")
+	fs.DurationVar(&opts.Pause, "pause", 3*time.Second, "pause after each step, to read it")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the lab up at the end and print how to enter it")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
