@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,47 +22,74 @@ import (
 // at the same time can never pick the same address.
 type allocator struct {
 	reader client.Reader
+	now    func() time.Time
 
 	mu sync.Mutex
 	// held: addresses this process wrote to a Service's status.
-	held map[netip.Addr]types.NamespacedName
+	held map[netip.Addr]memo
 	// released: addresses this process removed from a Service's status;
 	// the cache may still show that Service holding them.
-	released map[netip.Addr]types.NamespacedName
+	released map[netip.Addr]memo
 	// waiting: per group, Services that found the pool exhausted, to be
 	// retried when an address of the group is released.
 	waiting map[types.NamespacedName]map[types.NamespacedName]bool
 }
 
+// memo is one of our own writes the cache may not show yet.
+type memo struct {
+	svc types.NamespacedName
+	at  time.Time
+}
+
+// cacheGrace is how long our own writes outrank the cache. The informer
+// normally shows a write within milliseconds; after this long, a cache that
+// still disagrees is right (someone else changed the Service, or removed
+// our finalizer by hand and deleted it), so a stale memo cannot hold an
+// address forever.
+const cacheGrace = 30 * time.Second
+
 func newAllocator(reader client.Reader) *allocator {
 	return &allocator{
 		reader:   reader,
-		held:     map[netip.Addr]types.NamespacedName{},
-		released: map[netip.Addr]types.NamespacedName{},
+		now:      time.Now,
+		held:     map[netip.Addr]memo{},
+		released: map[netip.Addr]memo{},
 		waiting:  map[types.NamespacedName]map[types.NamespacedName]bool{},
 	}
 }
 
-// inUseBy returns the other Service using a, if any. Call with mu held.
+// inUseBy returns the other Service using addr, if any. Call with mu held.
 func (a *allocator) inUseBy(ctx context.Context, addr netip.Addr, self types.NamespacedName) (types.NamespacedName, bool, error) {
-	if h, ok := a.held[addr]; ok && h != self {
-		return h, true, nil
-	}
 	var list corev1.ServiceList
 	if err := a.reader.List(ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}); err != nil {
 		return types.NamespacedName{}, false, err
 	}
+	var cached []types.NamespacedName
 	for i := range list.Items {
-		s := types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}
-		if s == self {
-			continue
+		if s := (types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}); s != self {
+			cached = append(cached, s)
 		}
-		if r, ok := a.released[addr]; ok && r == s {
-			continue
+	}
+	now := a.now()
+	h, isHeld := a.held[addr]
+	if isHeld && now.Sub(h.at) >= cacheGrace && !slices.Contains(cached, h.svc) {
+		delete(a.held, addr) // the cache has had time to show our write; it does not
+		isHeld = false
+	}
+	if isHeld && h.svc != self {
+		return h.svc, true, nil
+	}
+	r, isReleased := a.released[addr]
+	if isReleased && now.Sub(r.at) >= cacheGrace {
+		delete(a.released, addr)
+		isReleased = false
+	}
+	for _, s := range cached {
+		if isReleased && r.svc == s {
+			continue // released by us; the cache has not caught up
 		}
-		if h, ok := a.held[addr]; ok && h == self {
-			// We gave it to self after the cached holder released it.
-			continue
+		if isHeld && h.svc == self && now.Sub(h.at) < cacheGrace {
+			continue // we gave it to self after s released it
 		}
 		return s, true, nil
 	}
@@ -71,14 +99,15 @@ func (a *allocator) inUseBy(ctx context.Context, addr netip.Addr, self types.Nam
 // record notes that svc now holds exactly addrs (after a successful write).
 // Call with mu held.
 func (a *allocator) record(svc types.NamespacedName, before, addrs []netip.Addr) {
+	now := a.now()
 	for _, b := range before {
-		if h, ok := a.held[b]; !ok || h == svc {
+		if h, ok := a.held[b]; !ok || h.svc == svc {
 			delete(a.held, b)
 		}
-		a.released[b] = svc
+		a.released[b] = memo{svc: svc, at: now}
 	}
 	for _, x := range addrs {
-		a.held[x] = svc
+		a.held[x] = memo{svc: svc, at: now}
 		delete(a.released, x)
 	}
 }
@@ -88,7 +117,7 @@ func (a *allocator) record(svc types.NamespacedName, before, addrs []netip.Addr)
 func (a *allocator) heldBy(svc types.NamespacedName) []netip.Addr {
 	var out []netip.Addr
 	for addr, h := range a.held {
-		if h == svc {
+		if h.svc == svc {
 			out = append(out, addr)
 		}
 	}
