@@ -129,6 +129,7 @@ type Demo struct {
 	client, h1, h2 *netlab.Host
 	r1, r2         *router
 	report         Report
+	where          string // the step running, or the pause after it, for messages
 }
 
 // Run runs the whole demo, printing to out, and always tears the lab down (unless
@@ -141,7 +142,7 @@ func Run(ctx context.Context, opts Options, out io.Writer) (Report, error) {
 	err := d.run(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			d.say("\ninterrupted (%v)", err)
+			d.say("\ninterrupted %s", d.where)
 		} else {
 			d.say("\nFAILED: %v", err)
 		}
@@ -172,10 +173,12 @@ func (d *Demo) run(ctx context.Context) error {
 	}
 	for i, s := range steps {
 		if i > 0 {
+			d.where = fmt.Sprintf("after step %d", i)
 			if err := sleep(ctx, d.opts.Pause); err != nil {
 				return err
 			}
 		}
+		d.where = fmt.Sprintf("in step %d", i+1)
 		d.title(i+1, s.title)
 		if err := s.fn(ctx); err != nil {
 			return fmt.Errorf("step %d (%s): %w", i+1, s.title, err)
