@@ -96,6 +96,40 @@ func (a *allocator) inUseBy(ctx context.Context, addr netip.Addr, self types.Nam
 	return types.NamespacedName{}, false, nil
 }
 
+// reserve marks addrs as held by svc before the write that gives them to
+// it, so no other Service can pick them while the write is in flight, and
+// returns a function that undoes exactly that if the write fails. The
+// addresses svc gives up are released only by record, after the write:
+// until then svc still holds them in the API. Call both with mu held.
+func (a *allocator) reserve(svc types.NamespacedName, addrs []netip.Addr) (undo func()) {
+	type prev struct {
+		held, released       memo
+		wasHeld, wasReleased bool
+	}
+	saved := make(map[netip.Addr]prev, len(addrs))
+	now := a.now()
+	for _, x := range addrs {
+		h, hok := a.held[x]
+		r, rok := a.released[x]
+		saved[x] = prev{held: h, released: r, wasHeld: hok, wasReleased: rok}
+		a.held[x] = memo{svc: svc, at: now}
+	}
+	return func() {
+		for x, p := range saved {
+			if p.wasHeld {
+				a.held[x] = p.held
+			} else {
+				delete(a.held, x)
+			}
+			if p.wasReleased {
+				a.released[x] = p.released
+			} else {
+				delete(a.released, x)
+			}
+		}
+	}
+}
+
 // record notes that svc now holds exactly addrs (after a successful write).
 // Call with mu held.
 func (a *allocator) record(svc types.NamespacedName, before, addrs []netip.Addr) {

@@ -172,9 +172,17 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g
 			return err
 		}
 	}
+	// Decide under the allocator's lock, reserve the choice in memory,
+	// then write without the lock (so writes for different Services
+	// overlap), and confirm or undo the reservation.
 	a := r.alloc
 	a.mu.Lock()
-	defer a.mu.Unlock()
+	locked := true
+	defer func() {
+		if locked {
+			a.mu.Unlock()
+		}
+	}()
 
 	current := ingressAddrs(svc)
 	var chosen []netip.Addr
@@ -241,15 +249,24 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g
 	if sameIngress(svc, chosen) {
 		return nil
 	}
+	undo := a.reserve(self, chosen)
+	a.mu.Unlock()
+	locked = false
+
 	svc.Status.LoadBalancer.Ingress = nil
 	vip := corev1.LoadBalancerIPModeVIP
 	for _, x := range chosen {
 		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: x.String(), IPMode: &vip})
 	}
-	if err := r.Client.Status().Update(ctx, svc); err != nil {
+	err = r.Client.Status().Update(ctx, svc)
+	a.mu.Lock()
+	if err != nil {
+		undo()
+		a.mu.Unlock()
 		return err
 	}
 	a.record(self, current, chosen)
+	a.mu.Unlock()
 	strs := make([]string, len(chosen))
 	for i, x := range chosen {
 		strs[i] = x.String()
