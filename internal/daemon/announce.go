@@ -14,6 +14,7 @@ import (
 // loop then, and the interface's sender puts the frames on the wire.
 type announceState struct {
 	sched *garp.Schedule
+	knobs config.GARP  // the settings sched was made with
 	addrs []netip.Addr // every address a round announces: VIPs and excluded VIPs
 }
 
@@ -32,8 +33,10 @@ func garpSettings(g config.GARP) garp.Settings {
 // first round goes out at once, the rest when the schedule says.
 func (d *Daemon) startAnnounce(in *instance, _ []netip.Prefix, now time.Time) {
 	a := &in.announce
-	if a.sched == nil {
-		a.sched = garp.NewSchedule(garpSettings(in.cfg.GARP))
+	if a.sched == nil || a.knobs != in.cfg.GARP {
+		// First announcement, or the knobs changed by a reload: a schedule still
+		// running on the old ones is replaced, as this burst restarts it anyway.
+		a.sched, a.knobs = garp.NewSchedule(garpSettings(in.cfg.GARP)), in.cfg.GARP
 	}
 	a.addrs = a.addrs[:0]
 	for _, v := range in.cfg.VIPs {

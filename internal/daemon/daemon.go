@@ -200,6 +200,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 	}
 	defer timer.Close()
 	var armed time.Time
+	d.heartbeat.Beat(time.Now())
 	poll := time.NewTicker(d.opts.PollInterval)
 	defer poll.Stop()
 	for {
@@ -249,9 +250,17 @@ func (d *Daemon) fireTimers(now time.Time) {
 		o := d.owners[key]
 		switch o.kind {
 		case timerVRRP:
-			if o.in.sm != nil {
-				d.acts = o.in.sm.HandleTimer(now, d.acts[:0])
+			if sm := o.in.sm; sm != nil {
+				takeover := sm.Timer() == vrrp.TimerMasterDown
+				late := now.Sub(sm.Deadline())
+				d.acts = sm.HandleTimer(now, d.acts[:0])
 				d.execute(o.in, now)
+				if takeover {
+					// The failover time beyond Master_Down_Interval is this lateness plus
+					// adding the VIPs; both are worth seeing when tuning.
+					d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", o.in.cfg.Name),
+						"late", late.String(), "took", time.Since(now).String())
+				}
 			}
 		case timerAnnounce:
 			d.announceDue(o.in, now)

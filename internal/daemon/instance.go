@@ -361,7 +361,12 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 			kept++
 		case sameRoute(in.cfg, ic) && in.sm != nil:
 			if err := d.reconfigure(in, ic, now); err != nil {
-				return fmt.Errorf("daemon: reload %s: %w", ic.Name, err)
+				// Not applicable in place: start it afresh, where the error shows
+				// as FAULT with its reason.
+				d.log.Warn(fmt.Sprintf("(%s) restarted by reload", ic.Name), "err", err)
+				d.removeInstance(in, now)
+				restart = append(restart, ic)
+				continue
 			}
 			reconfigured++
 		default:
@@ -394,8 +399,26 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
 		d.excluded(in, false)
 	}
-	var err error
-	acts, err := in.sm.Reconfigure(now, d.vrrpConfig(ic, in.conn.source), d.acts[:0])
+	vc := d.vrrpConfig(ic, in.conn.source)
+	if err := vc.Validate(); err != nil {
+		return err
+	}
+	// A VIP that stays but moves to another device or label: the state machine sees the
+	// same prefix and asks for nothing, so the daemon moves it itself.
+	var moved []vip.VIP
+	if in.sm.State() == vrrp.StateMaster {
+		for _, nv := range ic.VIPs {
+			for _, ov := range old.VIPs {
+				if o, n := toVIP(ov, old.Interface), toVIP(nv, ic.Interface); ov.Prefix == nv.Prefix && o != n {
+					if err := d.vips.Remove(o); err != nil {
+						d.log.Error(fmt.Sprintf("(%s) cannot move VIP", in.cfg.Name), "vip", o.String(), "err", err)
+					}
+					moved = append(moved, n)
+				}
+			}
+		}
+	}
+	acts, err := in.sm.Reconfigure(now, vc, d.acts[:0])
 	if err != nil {
 		return err
 	}
@@ -409,6 +432,11 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	}
 	in.cfg = ic
 	d.execute(in, now)
+	if len(moved) > 0 {
+		if err := d.vips.Add(moved...); err != nil {
+			d.log.Error(fmt.Sprintf("(%s) cannot move VIPs", in.cfg.Name), "err", err)
+		}
+	}
 	return nil
 }
 

@@ -3,11 +3,11 @@ package vrrpd_test
 import (
 	"net/netip"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -23,6 +23,7 @@ type observer struct {
 	adverts []seenAdvert
 	added   []seenAddr
 	conns   []*transport.Conn
+	nlfd    int
 	done    chan struct{}
 }
 
@@ -53,52 +54,65 @@ func observe(t testing.TB, h *netlab.Host) *observer {
 		o.conns = append(o.conns, c)
 		go o.read(c)
 	}
-	ns, err := netns.GetFromName(h.Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Close() })
-	// A netlink subscription ends on its first receive error (seen here as EAGAIN on a
-	// loaded machine); subscribe again at once so that no later VIP add goes unseen.
-	subscribe := func() (chan netlink.AddrUpdate, error) {
-		updates := make(chan netlink.AddrUpdate, 1024)
-		return updates, netlink.AddrSubscribeWithOptions(updates, o.done, netlink.AddrSubscribeOptions{
-			Namespace:         &ns,
-			ReceiveBufferSize: 1 << 20,
-		})
-	}
-	updates, err := subscribe()
-	if err != nil {
+	// Address events come from a plain rtnetlink socket opened in the host's namespace and
+	// read in a blocking loop: nothing between the kernel and the timestamp.
+	var fd int
+	if err := h.Do(func() error {
+		var err error
+		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
+		return unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR})
+	}); err != nil {
 		t.Fatalf("address events of %s: %v", h.Name, err)
 	}
-	go func() {
-		for {
-			for u := range updates {
-				if !u.NewAddr {
-					continue
-				}
-				a, ok := netip.AddrFromSlice(u.LinkAddress.IP)
-				if !ok {
-					continue
-				}
-				now := time.Now()
-				o.mu.Lock()
-				o.added = append(o.added, seenAddr{at: now, addr: a.Unmap()})
-				o.mu.Unlock()
-			}
-			select {
-			case <-o.done:
-				return
-			default:
-			}
-			var err error
-			if updates, err = subscribe(); err != nil {
-				return
-			}
-		}
-	}()
+	o.nlfd = fd
+	go o.readAddrs(fd)
 	t.Cleanup(o.close)
 	return o
+}
+
+// readAddrs records every RTM_NEWADDR with the time it was read.
+func (o *observer) readAddrs(fd int) {
+	buf := make([]byte, 1<<16)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			if err == unix.EINTR || err == unix.ENOBUFS {
+				continue
+			}
+			return
+		}
+		if n == 0 {
+			return
+		}
+		now := time.Now()
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			continue
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.RTM_NEWADDR {
+				continue
+			}
+			attrs, err := syscall.ParseNetlinkRouteAttr(&m)
+			if err != nil {
+				continue
+			}
+			for _, a := range attrs {
+				if a.Attr.Type != unix.IFA_ADDRESS && a.Attr.Type != unix.IFA_LOCAL {
+					continue
+				}
+				if ip, ok := netip.AddrFromSlice(a.Value); ok {
+					o.mu.Lock()
+					o.added = append(o.added, seenAddr{at: now, addr: ip.Unmap()})
+					o.mu.Unlock()
+				}
+			}
+		}
+	}
 }
 
 func (o *observer) read(c *transport.Conn) {
@@ -131,6 +145,9 @@ func (o *observer) close() {
 	for _, c := range o.conns {
 		c.Close()
 	}
+	// Shutting the socket down ends the blocking recvfrom of readAddrs.
+	_ = unix.Shutdown(o.nlfd, unix.SHUT_RDWR)
+	_ = unix.Close(o.nlfd)
 }
 
 // dump lists the address events, for failure messages.
