@@ -26,6 +26,9 @@ import (
 // .10 in creation order), as in the keepalived captures and configs under testdata/.
 func newLab(t testing.TB) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("namespace test: skipped with -short (make unit)")
+	}
 	lab = netlab.New(t, "client", "h1", "h2")
 	return lab, lab.Host("client"), lab.Host("h1"), lab.Host("h2")
 }
