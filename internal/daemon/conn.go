@@ -87,7 +87,7 @@ func (d *Daemon) open(c *conn) {
 		BatchSize: d.opts.BatchSize,
 	})
 	if err != nil {
-		if !errors.Is(err, c.err) && (c.err == nil || c.err.Error() != err.Error()) {
+		if c.err == nil || c.err.Error() != err.Error() { // once per distinct cause
 			d.log.Warn("cannot open VRRP socket yet", "interface", c.key.ifname, "family", c.key.fam.String(), "err", err)
 		}
 		c.err = err
