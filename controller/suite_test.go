@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,11 +12,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,12 +25,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
 )
 
 // One API server (kube-apiserver + etcd) for the whole package; each test
 // works in namespaces of its own.
 var (
-	testEnv    *envtest.Environment
+	testEnv    *testenv.Env
 	testConfig *rest.Config
 	testScheme *runtime.Scheme
 	k8s        client.Client // direct client, no cache: what a user's kubectl sees
@@ -41,73 +39,26 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if !assetsPresent(assets) {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "envtest binaries missing in KUBEBUILDER_ASSETS=%q (run make envtest)\n", assets)
-			return 1
+	os.Exit(testenv.Main(m, func(env *envtest.Environment) {
+		// Room for the thousands of Services the tests and the benchmark make
+		// (envtest's default range is small). The API server only hands these
+		// out as data; nothing routes them.
+		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+	}, func(e *testenv.Env) {
+		e.Config.QPS, e.Config.Burst = 500, 1000
+		testEnv, testConfig, testScheme = e, e.Config, e.Scheme
+		var err error
+		if k8s, err = client.New(e.Config, client.Options{Scheme: e.Scheme}); err != nil {
+			panic(err)
 		}
-		fmt.Fprintf(os.Stderr, "skipping envtest tests: no kube-apiserver/etcd in KUBEBUILDER_ASSETS=%q\n", assets)
-		return m.Run() // the pure tests still run; needAPIServer skips the rest
-	}
-	testScheme = runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(testScheme); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(testScheme); err != nil {
-		panic(err)
-	}
-	if err := apiextensionsv1.AddToScheme(testScheme); err != nil {
-		panic(err)
-	}
-	ctrl.SetLogger(logr.Discard())
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	// Room for the thousands of Services the tests and the benchmark make
-	// (envtest's default range is small). The API server only hands these
-	// out as data; nothing routes them.
-	testEnv.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
-	cfg, err := testEnv.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
-		return 1
-	}
-	defer func() { _ = testEnv.Stop() }()
-	cfg.QPS, cfg.Burst = 500, 1000
-	testConfig = cfg
-	k8s, err = client.New(cfg, client.Options{Scheme: testScheme})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "client: %v\n", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func assetsPresent(dir string) bool {
-	if dir == "" {
-		return false
-	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return false
-		}
-	}
-	return true
+	}))
 }
 
 // needAPIServer skips a test that needs envtest when it is not available
 // (TestMain has already failed the run if CI=true).
 func needAPIServer(t testing.TB) {
 	t.Helper()
-	if k8s == nil {
-		t.Skip("no envtest API server (KUBEBUILDER_ASSETS)")
-	}
+	testenv.Require(t, testEnv)
 }
 
 // newNamespace creates a namespace unique to this test.

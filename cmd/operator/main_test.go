@@ -13,13 +13,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
 )
 
 func TestBadFlags(t *testing.T) {
@@ -34,19 +32,18 @@ func TestBadFlags(t *testing.T) {
 // it elects itself leader, answers /healthz and /readyz, and reconciles a
 // group into a DaemonSet running the --vrrpd-image.
 func TestOperatorBinary(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if _, err := os.Stat(filepath.Join(assets, "kube-apiserver")); assets == "" || err != nil {
+	if why := testenv.Missing(); why != "" {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("no kube-apiserver in KUBEBUILDER_ASSETS=%q", assets)
+			t.Fatal("envtest: " + why)
 		}
-		t.Skip("no envtest binaries (KUBEBUILDER_ASSETS)")
+		t.Skip("envtest: " + why)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "deploy", "crds")}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	e, err := testenv.Start(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
+	defer func() { _ = e.Stop() }()
+	env := e.Environment()
 	user, err := env.AddUser(envtest.User{Name: "operator", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -81,13 +78,7 @@ func TestOperatorBinary(t *testing.T) {
 		}
 	}()
 
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.Client
 	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "smoke"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
 	if err := c.Create(context.Background(), g); err != nil {
 		t.Fatal(err)

@@ -7,25 +7,20 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
 )
 
 // One API server (kube-apiserver + etcd) for the package, started by
@@ -34,70 +29,21 @@ import (
 var (
 	testConfig *rest.Config
 	k8s        client.Client
-	envtestErr string // why testConfig is nil
+	testEnv    *testenv.Env
 	nsCounter  atomic.Int64
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(runSuite(m))
-}
-
-func runSuite(m *testing.M) int {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if !assetsPresent(assets) {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintf(os.Stderr, "envtest binaries missing in KUBEBUILDER_ASSETS=%q (run make envtest)\n", assets)
-			return 1
-		}
-		envtestErr = fmt.Sprintf("no kube-apiserver/etcd in KUBEBUILDER_ASSETS=%q", assets)
-		return m.Run()
-	}
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	ctrl.SetLogger(logr.Discard())
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "deploy", "crds")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	testConfig = cfg
-	k8s, err = client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "client: %v\n", err)
-		return 1
-	}
-	return m.Run()
-}
-
-func assetsPresent(dir string) bool {
-	if dir == "" {
-		return false
-	}
-	for _, b := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return false
-		}
-	}
-	return true
+	os.Exit(testenv.Main(m, nil, func(e *testenv.Env) {
+		testEnv, testConfig, k8s = e, e.Config, e.Client
+	}))
 }
 
 // needAPI skips a test that needs the API server when envtest is not
 // available (TestMain already failed the run under CI=true).
 func needAPI(t testing.TB) {
 	t.Helper()
-	if testConfig == nil {
-		t.Skip("envtest: " + envtestErr)
-	}
+	testenv.Require(t, testEnv)
 }
 
 func newNamespace(t testing.TB, prefix string) string {
