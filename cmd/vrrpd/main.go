@@ -29,6 +29,8 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/vip"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 )
 
 // Exit codes.
@@ -137,21 +139,13 @@ func serve(args []string, stderr io.Writer) int {
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	group := fs.String("group", "", "Kubernetes mode: the KeepalivedGroup namespace/name to serve (not yet implemented)")
-	node := fs.String("node", "", "Kubernetes mode: this node's name (not yet implemented)")
+	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
+	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status)\n", fs.Arg(0))
-		return exitConfig
-	}
-	if *group != "" || *node != "" {
-		fmt.Fprintln(stderr, "vrrpd: Kubernetes mode (--group, --node) is not implemented yet; run with --config")
-		return exitConfig
-	}
-	if *path == "" {
-		fmt.Fprintln(stderr, "vrrpd: --config is required")
 		return exitConfig
 	}
 	var level slog.Level
@@ -161,13 +155,43 @@ func serve(args []string, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	cfg, ws, err := config.Load(*path)
-	for _, w := range ws {
-		log.Warn(w.Message, "at", w.Pos.String())
-	}
-	if err != nil {
-		log.Error("configuration rejected", "err", err)
+	// The configuration comes from a file, or in Kubernetes mode from the node's group.
+	var (
+		cfg      *config.Config
+		groupKey types.NamespacedName
+		api      *rest.Config
+	)
+	switch {
+	case *group != "" || *node != "":
+		if *group == "" || *node == "" || *path != "" {
+			fmt.Fprintln(stderr, "vrrpd: Kubernetes mode needs both --group and --node, and no --config")
+			return exitConfig
+		}
+		var err error
+		if groupKey, err = parseGroup(*group); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitConfig
+		}
+		if api, err = apiConfig(); err != nil {
+			fmt.Fprintln(stderr, "vrrpd: Kubernetes API:", err)
+			return exitConfig
+		}
+		// Nothing to serve until the group (or its cache) says what.
+		cfg = &config.Config{RouterID: *node}
+	case *path == "":
+		fmt.Fprintln(stderr, "vrrpd: --config (or --group and --node) is required")
 		return exitConfig
+	default:
+		var ws []config.Warning
+		var err error
+		cfg, ws, err = config.Load(*path)
+		for _, w := range ws {
+			log.Warn(w.Message, "at", w.Pos.String())
+		}
+		if err != nil {
+			log.Error("configuration rejected", "err", err)
+			return exitConfig
+		}
 	}
 
 	d, err := daemon.New(daemon.Options{StateDir: *stateDir, Logger: log})
@@ -198,15 +222,19 @@ func serve(args []string, stderr io.Writer) int {
 		defer srv.Close()
 	}
 
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			reload(ctx, d, *path, log)
-		}
-	}()
-
-	log.Info("starting", "config", *path, "instances", len(cfg.Instances), "state_dir", *stateDir)
+	if api != nil {
+		go followGroup(ctx, d, api, groupKey, *node, *stateDir, log)
+		log.Info("starting", "group", groupKey.String(), "node", *node, "state_dir", *stateDir)
+	} else {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		go func() {
+			for range hup {
+				reload(ctx, d, *path, log)
+			}
+		}()
+		log.Info("starting", "config", *path, "instances", len(cfg.Instances), "state_dir", *stateDir)
+	}
 	if err := d.Run(ctx, cfg); err != nil {
 		log.Error("stopped", "err", err)
 		return exitFail

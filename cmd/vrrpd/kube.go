@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
+	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
+)
+
+// parseGroup reads --group namespace/name.
+func parseGroup(s string) (types.NamespacedName, error) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, fmt.Errorf("--group %q: want namespace/name", s)
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, nil
+}
+
+// apiConfig finds the API server as kubectl does: in-cluster, or KUBECONFIG.
+func apiConfig() (*rest.Config, error) { return ctrlconfig.GetConfig() }
+
+// followGroup is Kubernetes mode's configuration source: it follows the node's
+// KeepalivedGroup (the operator computes everything into its status) and reloads the
+// daemon whenever this node's share of it changes. While the API server is away it serves
+// the group last seen, cached in the state directory. It returns when ctx ends.
+func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, group types.NamespacedName, node, stateDir string, log *slog.Logger) {
+	err := groupsource.Watch(ctx, rc, groupsource.Options{
+		Group:    group,
+		Node:     node,
+		StateDir: stateDir,
+		Logger:   log,
+		OnChange: func(u groupsource.Update) {
+			for _, w := range u.Warnings {
+				log.Warn(w.Message, "at", w.Pos.String())
+			}
+			log.Info("group changed", "group", group.String(), "instances", len(u.Config.Instances),
+				"from_cache", u.FromCache, "resource_version", u.ResourceVersion)
+			if err := d.Reload(ctx, u.Config); err != nil && ctx.Err() == nil {
+				log.Error("group configuration refused, keeping the running one", "err", err)
+			}
+		},
+	})
+	if err != nil && ctx.Err() == nil {
+		log.Error("following the group stopped", "group", group.String(), "err", err)
+	}
+}
