@@ -1,0 +1,15 @@
+// Package e2e holds the end-to-end test of the whole product in Kubernetes mode: a real API
+// server (envtest), the operator running in the test process, and the real vrrpd binary in
+// network namespaces (internal/netlab) started with the arguments of the DaemonSet the
+// operator wrote, authenticated with a token of the ServiceAccount the operator made, so
+// that the operator's Role is what lets vrrpd read its group.
+//
+// The API server listens on 127.0.0.1 in the root namespace, where no lab host can reach
+// it. The test opens a listener inside the client host's namespace (10.99.0.10:6443) and
+// forwards each connection to the API server from the root namespace; vrrpd's kubeconfig
+// points there, with the serving certificate's name as tls-server-name. Stopping that
+// proxy is how the test takes the API server away.
+//
+// The test needs root (namespaces) and the envtest binaries; it skips without them unless
+// CI=true, where it fails.
+package e2e
