@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ const (
 	groupName   = "edge"
 	nodeLabel   = "e2e.vrrp-operator.io/lb"
 )
+
+var nsCounter atomic.Int64
 
 var (
 	vipWeb     = netip.MustParseAddr("10.99.0.100")
@@ -277,7 +280,9 @@ func otherNode(n string) string {
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	name := fmt.Sprintf("e2e-%s-%d", strings.ToLower(filepath.Base(t.Name())), os.Getpid())
+	// envtest runs no namespace controller, so a namespace is never really deleted: each
+	// run of the test (-count) needs names of its own.
+	name := fmt.Sprintf("e2e-%s-%d-%d", strings.ToLower(filepath.Base(t.Name())), os.Getpid(), nsCounter.Add(1))
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
