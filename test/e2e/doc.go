@@ -10,6 +10,9 @@
 // points there, with the serving certificate's name as tls-server-name. Stopping that
 // proxy is how the test takes the API server away.
 //
+// Each vrrpd's log goes to the test log when the test fails (E2E_LOGS=1: always), with
+// the group's status.
+//
 // The test needs root (namespaces) and the envtest binaries; it skips without them unless
 // CI=true, where it fails.
 package e2e

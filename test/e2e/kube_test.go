@@ -117,7 +117,8 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	web := newService(t, ns, "web", map[string]string{v1alpha1.AnnotationGroup: groupRef}, vipWeb)
 	newService(t, ns, "spread", map[string]string{v1alpha1.AnnotationGroup: groupRef, v1alpha1.AnnotationSpreadVIPs: "true"}, vipSpread1, vipSpread2)
 
-	masters := waitPlacement(t, ns, unicast, vipWeb, vipSpread1, vipSpread2)
+	prios := waitPlacement(t, ns, unicast, vipWeb, vipSpread1, vipSpread2)
+	masters := prios.masters()
 	if masters[vipSpread1] == masters[vipSpread2] {
 		t.Fatalf("the spread Service's VIPs are both placed on %s: %v", masters[vipSpread1], masters)
 	}
@@ -150,6 +151,16 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		for _, in := range st.Instances {
 			if in.Version != 3 {
 				t.Errorf("%s: instance %s runs VRRPv%d, want 3", node, in.Name, in.Version)
+			}
+			if len(in.VIPs) != 1 {
+				t.Fatalf("%s: instance %s has VIPs %v, want one", node, in.Name, in.VIPs)
+			}
+			v, err := parseVIP(in.VIPs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := prios[v][node]; in.BasePriority != want {
+				t.Errorf("%s: instance %s (%v) runs at priority %d, the group's status says %d", node, in.Name, v, in.BasePriority, want)
 			}
 		}
 	}
@@ -333,36 +344,52 @@ func startOperator(t *testing.T, ns string) {
 	})
 }
 
+// priorities is, for each VIP, each node's VRRP priority for the instance carrying it, as
+// the group's status says.
+type priorities map[netip.Addr]map[string]uint8
+
+// masters is, for each VIP, the node its instance ranks first (the highest priority).
+func (p priorities) masters() map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for v, byNode := range p {
+		var best uint8
+		for node, prio := range byNode {
+			if prio > best {
+				best, out[v] = prio, node
+			}
+		}
+	}
+	return out
+}
+
 // waitPlacement waits until the operator has written the group's status with both nodes
-// and an instance for every VIP, and returns the node each VIP's instance ranks first.
-func waitPlacement(t *testing.T, ns string, unicast bool, vips ...netip.Addr) map[netip.Addr]string {
+// and an instance for every VIP, and returns the priorities it assigned.
+func waitPlacement(t *testing.T, ns string, unicast bool, vips ...netip.Addr) priorities {
 	t.Helper()
-	var masters map[netip.Addr]string
-	var last string
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var g v1alpha1.KeepalivedGroup
+		var prios priorities
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName}, &g)
 		if err == nil {
-			masters, err = placementOf(&g, unicast)
+			prios, err = placementOf(&g, unicast)
 		}
 		if err == nil {
-			missing := slices.DeleteFunc(slices.Clone(vips), func(v netip.Addr) bool { _, ok := masters[v]; return ok })
-			if len(missing) == 0 && len(masters) == len(vips) {
-				return masters
+			missing := slices.DeleteFunc(slices.Clone(vips), func(v netip.Addr) bool { _, ok := prios[v]; return ok })
+			if len(missing) == 0 && len(prios) == len(vips) {
+				return prios
 			}
-			err = fmt.Errorf("instances for %v, want %v", masters, vips)
+			err = fmt.Errorf("instances for %v, want %v", prios, vips)
 		}
-		last = err.Error()
 		if time.Now().After(deadline) {
-			t.Fatalf("the operator did not place the group's VIPs in 20s: %s", last)
+			t.Fatalf("the operator did not place the group's VIPs in 20s: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
-// placementOf decodes the group's status: for each VIP, the node with the highest priority.
-func placementOf(g *v1alpha1.KeepalivedGroup, unicast bool) (map[netip.Addr]string, error) {
+// placementOf decodes the group's status with internal/placement.
+func placementOf(g *v1alpha1.KeepalivedGroup, unicast bool) (priorities, error) {
 	st := g.Status
 	var names []string
 	for _, n := range st.Nodes {
@@ -371,7 +398,7 @@ func placementOf(g *v1alpha1.KeepalivedGroup, unicast bool) (map[netip.Addr]stri
 	if !slices.Equal(names, []string{"h1", "h2"}) {
 		return nil, fmt.Errorf("status nodes %v, want [h1 h2]", names)
 	}
-	out := map[netip.Addr]string{}
+	out := priorities{}
 	for _, in := range st.Instances {
 		if in.Settings.Unicast != unicast || in.Settings.Version != 3 || in.Settings.AdvertInterval.Duration != 100*time.Millisecond {
 			return nil, fmt.Errorf("instance %s settings %+v, want VRRPv3, 100ms, unicast %v", in.Key, in.Settings, unicast)
@@ -380,21 +407,29 @@ func placementOf(g *v1alpha1.KeepalivedGroup, unicast bool) (map[netip.Addr]stri
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 		}
-		first := 0
-		for i, p := range prios {
-			if p > prios[first] {
-				first = i
-			}
-		}
 		for _, s := range in.VIPs {
-			v, err := netip.ParseAddr(strings.Split(s, "/")[0])
+			v, err := parseVIP(s)
 			if err != nil {
-				return nil, fmt.Errorf("instance %s: VIP %q: %w", in.Key, s, err)
+				return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 			}
-			out[v] = st.Nodes[first].Name
+			out[v] = map[string]uint8{}
+			for i, p := range prios {
+				out[v][st.Nodes[i].Name] = p
+			}
 		}
 	}
 	return out, nil
+}
+
+// parseVIP reads a VIP as the status and vrrpd's /status write it: an address, with or
+// without a prefix length.
+func parseVIP(s string) (netip.Addr, error) {
+	a, _, _ := strings.Cut(s, "/")
+	v, err := netip.ParseAddr(a)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("VIP %q: %w", s, err)
+	}
+	return v, nil
 }
 
 // daemonSetArgs are the vrrpd arguments of the DaemonSet the operator made for the group.

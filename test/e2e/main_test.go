@@ -122,7 +122,7 @@ func startVrrpd(t testing.TB, h *netlab.Host, environ []string, args ...string) 
 	t.Cleanup(func() {
 		_ = v.cmd.Process.Kill()
 		<-v.done
-		if t.Failed() {
+		if t.Failed() || os.Getenv("E2E_LOGS") != "" {
 			t.Logf("---- %s (pid %d) output ----\n%s", v.name, v.cmd.Process.Pid, v.out.String())
 		}
 	})
