@@ -60,7 +60,8 @@ var (
 // TestKubernetesMode runs the product as it runs in a cluster: the operator computes the
 // group from Nodes and annotated Services, and vrrpd on each node (started as the operator's
 // DaemonSet says, with its ServiceAccount's token) follows it and serves the VIPs over VRRP,
-// through a failover, a Service change and an API server outage. Once with multicast
+// through a failover, a Service change, an API server outage (with a restart from the cache)
+// and the API server's return with a change made meanwhile. Once with multicast
 // advertisements and once with unicast.
 func TestKubernetesMode(t *testing.T) {
 	need(t)
@@ -245,6 +246,36 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	}
 	if strings.Contains(logs, "from_cache=false") {
 		t.Errorf("the restarted vrrpd reached the API server though the proxy was closed:\n%s", logs)
+	}
+	daemons[mr] = restarted
+
+	// 7. While the API server is away the web Service gets its VIP back: the operator
+	// places it, but no node can know. When the API server comes back, both vrrpd
+	// reconnect (after their backoff) and the VIP appears on its master.
+	if deleteService {
+		web = newService(t, ns, "web", map[string]string{v1alpha1.AnnotationGroup: groupRef}, vipWeb)
+	} else {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
+			t.Fatal(err)
+		}
+		web.Spec.ExternalIPs = []string{vipWeb.String()}
+		if err := k8s.Update(ctx, web); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want[vipWeb] = waitPlacement(t, ns, unicast, vipWeb, vipSpread1, vipSpread2).masters()[vipWeb]
+	waitHoldersSettle(t, time.Second, 500*time.Millisecond, "the new VIP unknown to the nodes while the API server is away",
+		map[netip.Addr]string{vipWeb: "", vipSpread1: want[vipSpread1], vipSpread2: want[vipSpread2]}, h1, h2, cl)
+	for node, d := range daemons {
+		logged[node] = len(d.out.String())
+	}
+	startProxy(t, cl, proxyAddr, apiAddress(t))
+	// groupsource's backoff is at most a few seconds after an outage this short.
+	waitHolders(t, 15*time.Second, "the API server back, the new VIP served", want, h1, h2, cl)
+	for node, d := range daemons {
+		waitFor(t, 15*time.Second, "vrrpd on "+node+" taking its configuration from the API server again", func() bool {
+			return strings.Contains(d.out.String()[logged[node]:], "from_cache=false")
+		})
 	}
 }
 
