@@ -196,8 +196,12 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 		}
 		return
 	}
+	master := in.sm.Master()
 	d.acts = in.sm.HandleAdvert(now, &d.adv, p.Src, d.acts[:0])
 	d.execute(in, now)
+	if in.sm.Master() != master {
+		d.publish(now) // a new master is news for `vrrpd status` at once, like a transition
+	}
 }
 
 // watchInterfaces subscribes to link and address changes; each one wakes the loop to
