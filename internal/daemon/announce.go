@@ -14,8 +14,26 @@ import (
 // loop then, and the interface's sender puts the frames on the wire.
 type announceState struct {
 	sched *garp.Schedule
-	knobs config.GARP  // the settings sched was made with
-	addrs []netip.Addr // every address a round announces: VIPs and excluded VIPs
+	knobs config.GARP // the settings sched was made with
+	// groups are the addresses a round announces (VIPs and excluded VIPs) by the device
+	// they are on, since each is announced from its own interface as keepalived does.
+	groups []announceGroup
+}
+
+type announceGroup struct {
+	dev   string
+	addrs []netip.Addr
+}
+
+// add puts addr in dev's group, reusing the groups' memory.
+func (a *announceState) add(dev string, addr netip.Addr) {
+	for i := range a.groups {
+		if a.groups[i].dev == dev {
+			a.groups[i].addrs = append(a.groups[i].addrs, addr)
+			return
+		}
+	}
+	a.groups = append(a.groups, announceGroup{dev: dev, addrs: []netip.Addr{addr}})
 }
 
 func garpSettings(g config.GARP) garp.Settings {
@@ -38,12 +56,12 @@ func (d *Daemon) startAnnounce(in *instance, _ []netip.Prefix, now time.Time) {
 		// running on the old ones is replaced, as this burst restarts it anyway.
 		a.sched, a.knobs = garp.NewSchedule(garpSettings(in.cfg.GARP)), in.cfg.GARP
 	}
-	a.addrs = a.addrs[:0]
+	a.groups = a.groups[:0]
 	for _, v := range in.cfg.VIPs {
-		a.addrs = append(a.addrs, v.Prefix.Addr())
+		a.add(toVIP(v, in.cfg.Interface).Dev, v.Prefix.Addr())
 	}
 	for _, v := range in.cfg.ExcludedVIPs {
-		a.addrs = append(a.addrs, v.Prefix.Addr())
+		a.add(toVIP(v, in.cfg.Interface).Dev, v.Prefix.Addr())
 	}
 	a.sched.BecomeMaster(now)
 	d.announceDue(in, now)
@@ -69,18 +87,22 @@ func (d *Daemon) announceDue(in *instance, now time.Time) {
 func (d *Daemon) stopAnnounce(in *instance) {
 	if in.announce.sched != nil && in.announce.sched.Master() {
 		in.announce.sched.LeaveMaster()
-		d.cancelAnnouncements(in.cfg.Interface, in.announce.addrs)
+		for _, g := range in.announce.groups {
+			d.cancelAnnouncements(g.dev, g.addrs)
+		}
 	}
 	d.timers.Stop(in.announceKey)
 }
 
-// sendRounds queues n rounds of announcements for the instance's addresses; the
+// sendRounds queues n rounds of announcements for the instance's addresses; each
 // interface's announcer sends them from its own goroutine, paced, so the loop never waits.
 func (d *Daemon) sendRounds(in *instance, n int, _ time.Time) {
-	ann, err := d.announcerFor(in.cfg.Interface, in.cfg.GARP)
-	if err != nil {
-		d.log.Warn(fmt.Sprintf("(%s) cannot announce VIPs", in.cfg.Name), "interface", in.cfg.Interface, "err", err)
-		return
+	for _, g := range in.announce.groups {
+		ann, err := d.announcerFor(g.dev, in.cfg.GARP)
+		if err != nil {
+			d.log.Warn(fmt.Sprintf("(%s) cannot announce VIPs", in.cfg.Name), "interface", g.dev, "err", err)
+			continue
+		}
+		ann.Announce(g.addrs, n)
 	}
-	ann.Announce(in.announce.addrs, n)
 }
