@@ -214,6 +214,25 @@ vrrp_instance VI_2 {
 			}
 		})
 	}
+
+	// Packets no instance can own (a VRID nobody runs, or too short to name one) are
+	// counted per interface, in vrrpd_malformed_dropped_total.
+	t.Run("unknown_vrid_and_runt", func(t *testing.T) {
+		key := []string{"vrrpd_malformed_dropped_total", `intf="eth0"`, `family="inet"`}
+		before := metric(d2.scrape(t), key[0], key[1:]...)
+		other := v3()
+		other[1] = 99 // an advert for VRID 99, which nobody here runs
+		for _, payload := range [][]byte{other, v3()[:5]} {
+			if err := client.Do(func() error {
+				return rawinject.SendIPv4(client.Link, rawinject.IPv4{Src: src, Dst: group, Payload: payload})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, 2*time.Second, "two packets counted on eth0", func() bool {
+			return metric(d2.scrape(t), key[0], key[1:]...) == before+2
+		})
+	})
 }
 
 // errorCounters returns every per-instance error counter of a scrape as
