@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
@@ -23,8 +23,12 @@ func parseGroup(s string) (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: ns, Name: name}, nil
 }
 
-// apiConfig finds the API server as kubectl does: in-cluster, or KUBECONFIG.
-func apiConfig() (*rest.Config, error) { return ctrlconfig.GetConfig() }
+// apiConfig finds the API server as kubectl does: KUBECONFIG (or ~/.kube/config), else
+// the in-cluster service account.
+func apiConfig() (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+}
 
 // followGroup is Kubernetes mode's configuration source: it follows the node's
 // KeepalivedGroup (the operator computes everything into its status) and reloads the

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
@@ -92,12 +91,14 @@ func Watch(ctx context.Context, rc *rest.Config, opts Options) error {
 	return w.run(ctx)
 }
 
-// scheme decodes our group's objects and the API's Status errors.
+// scheme decodes our group's objects, Secrets and the API's Status errors. It holds only
+// these: client-go's full scheme (every API group) would cost vrrpd megabytes of memory.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err) // registration of static types; cannot fail at run time
 	}
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Secret{})
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }()
@@ -105,10 +106,10 @@ var scheme = func() *runtime.Scheme {
 var parameterCodec = runtime.NewParameterCodec(scheme)
 
 type watcher struct {
-	opts    Options
-	log     *slog.Logger
-	groups  rest.Interface
-	secrets corev1client.SecretInterface
+	opts   Options
+	log    *slog.Logger
+	groups rest.Interface
+	core   rest.Interface // for the password Secret
 
 	// Inputs of the translation.
 	group    *v1alpha1.KeepalivedGroup // nil: does not exist
@@ -161,16 +162,19 @@ func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: %w", err)
 	}
-	core, err := corev1client.NewForConfig(rc)
+	cc := rest.CopyConfig(gc)
+	cc.GroupVersion = &corev1.SchemeGroupVersion
+	cc.APIPath = "/api"
+	core, err := rest.RESTClientFor(cc)
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: %w", err)
 	}
 	return &watcher{
-		opts:    opts,
-		log:     opts.Logger.With("group", opts.Group.String()),
-		groups:  groups,
-		secrets: core.Secrets(opts.Group.Namespace),
-		retry:   backoff{min: opts.MinBackoff, max: opts.MaxBackoff},
+		opts:   opts,
+		log:    opts.Logger.With("group", opts.Group.String()),
+		groups: groups,
+		core:   core,
+		retry:  backoff{min: opts.MinBackoff, max: opts.MaxBackoff},
 	}, nil
 }
 
@@ -415,7 +419,9 @@ func (w *watcher) readSecret(ctx context.Context) error {
 	w.refreshAt = time.Now().Add(w.opts.SecretRefresh)
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	s, err := w.secrets.Get(ctx, pa.SecretRef.Name, metav1.GetOptions{})
+	s := &corev1.Secret{}
+	err := w.core.Get().Namespace(w.opts.Group.Namespace).Resource("secrets").Name(pa.SecretRef.Name).
+		Do(ctx).Into(s)
 	switch {
 	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
 		w.log.Warn("cannot read the password Secret", "secret", pa.SecretRef.Name, "err", err)
