@@ -82,25 +82,14 @@ const (
 	StateMaster = "MASTER"
 )
 
-// Family is an address family.
-type Family uint8
+// Family is an address family (the protocol core's).
+type Family = vrrp.Family
 
 // The address families of an instance.
 const (
-	IPv4 Family = 4
-	IPv6 Family = 6
+	IPv4 = vrrp.IPv4
+	IPv6 = vrrp.IPv6
 )
-
-// String returns "IPv4" or "IPv6".
-func (f Family) String() string {
-	switch f {
-	case IPv4:
-		return "IPv4"
-	case IPv6:
-		return "IPv6"
-	}
-	return "unknown family"
-}
 
 // VIP is one virtual address as keepalived writes it: addr/prefix [dev DEV] [label LABEL].
 type VIP struct {

@@ -466,7 +466,7 @@ func (p *kaParser) multicast(n node, f Family) (netip.Addr, error) {
 	if err != nil {
 		return a, err
 	}
-	if familyOf(a) != f || !a.IsMulticast() {
+	if vrrp.FamilyOf(a) != f || !a.IsMulticast() {
 		return a, errAt(n.pos, "%s %s is not an %s multicast address", n.key(), s, f)
 	}
 	return a, nil

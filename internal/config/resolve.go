@@ -104,22 +104,22 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 	in.Family = IPv4
 	switch {
 	case len(d.vips) > 0:
-		in.Family = familyOf(d.vips[0].Prefix.Addr())
+		in.Family = vrrp.FamilyOf(d.vips[0].Prefix.Addr())
 	case d.src.IsValid():
-		in.Family = familyOf(d.src)
+		in.Family = vrrp.FamilyOf(d.src)
 	case len(d.peers) > 0:
-		in.Family = familyOf(d.peers[0].Prefix.Addr())
+		in.Family = vrrp.FamilyOf(d.peers[0].Prefix.Addr())
 	}
 	for _, v := range d.vips {
-		if f := familyOf(v.Prefix.Addr()); f != in.Family {
+		if f := vrrp.FamilyOf(v.Prefix.Addr()); f != in.Family {
 			return fail(v.pos, "VIP %s is %s but the instance is %s: one instance carries one family (use virtual_ipaddress_excluded or a second instance)", v.Prefix, f, in.Family)
 		}
 	}
-	if d.src.IsValid() && familyOf(d.src) != in.Family {
+	if d.src.IsValid() && vrrp.FamilyOf(d.src) != in.Family {
 		return fail(d.srcPos, "source address %s is not %s like the instance", d.src, in.Family)
 	}
 	for _, p := range d.peers {
-		if familyOf(p.Prefix.Addr()) != in.Family {
+		if vrrp.FamilyOf(p.Prefix.Addr()) != in.Family {
 			return fail(p.pos, "unicast peer %s is not %s like the instance", p.Prefix.Addr(), in.Family)
 		}
 	}
@@ -255,7 +255,7 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 		in.MulticastGroup = g.mcast6
 	}
 	if d.mcast.IsValid() {
-		if familyOf(d.mcast) != in.Family {
+		if vrrp.FamilyOf(d.mcast) != in.Family {
 			return fail(d.mcastPos, "multicast group %s is not %s like the instance", d.mcast, in.Family)
 		}
 		in.MulticastGroup = d.mcast
@@ -307,13 +307,6 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 
 func hasPrefixColon(label, dev string) bool {
 	return len(label) > len(dev) && label[:len(dev)] == dev && label[len(dev)] == ':'
-}
-
-func familyOf(a netip.Addr) Family {
-	if a.Is4() || a.Is4In6() {
-		return IPv4
-	}
-	return IPv6
 }
 
 // checkUnique rejects two instances with one name, or two on one interface with one VRID

@@ -322,7 +322,7 @@ func (ix yamlIndex) defaults(raw json.RawMessage, g *globals, ws *[]Warning) err
 			continue
 		}
 		a, err := netip.ParseAddr(m.text)
-		if err != nil || familyOf(a) != m.fam || !a.IsMulticast() || a.Zone() != "" {
+		if err != nil || vrrp.FamilyOf(a) != m.fam || !a.IsMulticast() || a.Zone() != "" {
 			return errAt(at(m.key), "defaults: %s %q is not an %s multicast address", m.key, m.text, m.fam)
 		}
 		*m.dst = a.Unmap()

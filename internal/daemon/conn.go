@@ -76,11 +76,7 @@ func (d *Daemon) connFor(ic config.Instance) *conn {
 // open tries to open c's socket and starts its reader. A failure is not fatal: the
 // instances stay in FAULT and checkInterfaces tries again.
 func (d *Daemon) open(c *conn) {
-	fam := transport.IPv4
-	if c.key.fam == config.IPv6 {
-		fam = transport.IPv6
-	}
-	tc, err := transport.Open(c.key.ifname, fam, transport.Options{
+	tc, err := transport.Open(c.key.ifname, c.key.fam, transport.Options{
 		Group:     c.key.group,
 		NoJoin:    c.key.unicast,
 		Source:    c.key.source,

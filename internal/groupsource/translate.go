@@ -222,7 +222,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 		if a.IsUnspecified() || a.IsMulticast() {
 			return nil, fmt.Errorf("VIP %s is not a unicast address", a)
 		}
-		f := familyOf(a)
+		f := vrrp.FamilyOf(a)
 		if slices.Contains(byFamily[f], a) {
 			return nil, fmt.Errorf("VIP %s is listed twice", a)
 		}
@@ -418,13 +418,6 @@ func decodePriorities(s string, n int) ([]uint8, error) {
 		}
 	}
 	return b, nil
-}
-
-func familyOf(a netip.Addr) config.Family {
-	if a.Is4() {
-		return config.IPv4
-	}
-	return config.IPv6
 }
 
 // checkUnique rejects two virtual routers with one name, or with one

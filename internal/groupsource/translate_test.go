@@ -135,7 +135,7 @@ func TestTranslateSplitsFamilies(t *testing.T) {
 	// one family each, VIPs on the instance's interface.
 	for _, in := range cfg.Instances {
 		for _, v := range in.VIPs {
-			if v.Prefix.Bits() != v.Prefix.Addr().BitLen() || familyOf(v.Prefix.Addr()) != in.Family {
+			if v.Prefix.Bits() != v.Prefix.Addr().BitLen() || vrrp.FamilyOf(v.Prefix.Addr()) != in.Family {
 				t.Errorf("%s: VIP %s", in.Name, v.Prefix)
 			}
 		}
@@ -546,12 +546,12 @@ func FuzzTranslate(f *testing.F) {
 				t.Fatalf("%s: translated config rejected by the state machine: %v\n%+v", c.Name, err, c)
 			}
 			for _, v := range append(c.VIPs, c.ExcludedVIPs...) {
-				if v.Dev != c.Interface || v.Prefix.Bits() != v.Prefix.Addr().BitLen() || familyOf(v.Prefix.Addr()) != c.Family {
+				if v.Dev != c.Interface || v.Prefix.Bits() != v.Prefix.Addr().BitLen() || vrrp.FamilyOf(v.Prefix.Addr()) != c.Family {
 					t.Fatalf("%s: VIP %+v", c.Name, v)
 				}
 			}
 			for _, p := range c.UnicastPeers {
-				if familyOf(p) != c.Family {
+				if vrrp.FamilyOf(p) != c.Family {
 					t.Fatalf("%s: peer %v of the wrong family", c.Name, p)
 				}
 			}

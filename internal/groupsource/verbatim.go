@@ -125,8 +125,8 @@ func (t *translator) verbatim(key string, kv map[string]string, preempt bool, fa
 			switch {
 			case err != nil || a.Zone() != "" || !a.Unmap().IsMulticast():
 				bad(fmt.Errorf("not a multicast address"))
-			case !slices.Contains(families, familyOf(a.Unmap())):
-				t.warn(key, "verbatim mcast_dst_ip %s: the instance has no %s VIP; ignored", v, familyOf(a.Unmap()))
+			case !slices.Contains(families, vrrp.FamilyOf(a.Unmap())):
+				t.warn(key, "verbatim mcast_dst_ip %s: the instance has no %s VIP; ignored", v, vrrp.FamilyOf(a.Unmap()))
 			default:
 				iv.mcast = a.Unmap()
 			}
@@ -171,7 +171,7 @@ func (iv instanceVerbatim) apply(c *config.Instance) {
 	if iv.garpRefreshRep != nil {
 		c.GARP.MasterRefreshRepeat = *iv.garpRefreshRep
 	}
-	if iv.mcast.IsValid() && familyOf(iv.mcast) == c.Family {
+	if iv.mcast.IsValid() && vrrp.FamilyOf(iv.mcast) == c.Family {
 		c.MulticastGroup = iv.mcast
 	}
 }
@@ -254,7 +254,7 @@ func parseDecimal(s string, lo, hi time.Duration) result[time.Duration] {
 
 func parseMulticast(s string, f config.Family) result[netip.Addr] {
 	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" || familyOf(a.Unmap()) != f || !a.Unmap().IsMulticast() {
+	if err != nil || a.Zone() != "" || vrrp.FamilyOf(a.Unmap()) != f || !a.Unmap().IsMulticast() {
 		return result[netip.Addr]{err: fmt.Errorf("not an %s multicast address", f)}
 	}
 	return result[netip.Addr]{v: a.Unmap()}

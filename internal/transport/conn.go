@@ -2,28 +2,19 @@ package transport
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
-// Family is the address family of a Conn.
-type Family int
+// Family is the address family of a Conn (the protocol core's).
+type Family = vrrp.Family
 
 // The two families VRRP runs over.
 const (
-	IPv4 Family = 4
-	IPv6 Family = 6
+	IPv4 = vrrp.IPv4
+	IPv6 = vrrp.IPv6
 )
-
-func (f Family) String() string {
-	switch f {
-	case IPv4:
-		return "IPv4"
-	case IPv6:
-		return "IPv6"
-	}
-	return fmt.Sprintf("Family(%d)", int(f))
-}
 
 // Errors a Conn reports. Except ErrClosed they come wrapped with the interface name and the
 // failing step, so test them with errors.Is. The daemon turns ErrNoInterface, ErrInterfaceDown and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
@@ -60,12 +61,12 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 	opt.Group, opt.Source = opt.Group.Unmap(), opt.Source.Unmap()
 	group := opt.Group
 	if !group.IsValid() {
-		group = defaultGroup(fam)
+		group = fam.Multicast()
 	}
-	if familyOf(group) != fam || !group.IsMulticast() {
+	if vrrp.FamilyOf(group) != fam || !group.IsMulticast() {
 		return nil, fmt.Errorf("transport: open %s: group %v is not an %v multicast address: %w", ifname, group, fam, ErrFamily)
 	}
-	if opt.Source.IsValid() && familyOf(opt.Source) != fam {
+	if opt.Source.IsValid() && vrrp.FamilyOf(opt.Source) != fam {
 		return nil, fmt.Errorf("transport: open %s: source %v: %w", ifname, opt.Source, ErrFamily)
 	}
 	if opt.BatchSize <= 0 {
@@ -387,17 +388,3 @@ func (c *Conn) wrap(step string, err error) error {
 }
 
 var bgContext = context.Background()
-
-func defaultGroup(fam Family) netip.Addr {
-	if fam == IPv6 {
-		return netip.AddrFrom16([16]byte{0xff, 0x02, 15: 0x12})
-	}
-	return netip.AddrFrom4([4]byte{224, 0, 0, 18})
-}
-
-func familyOf(a netip.Addr) Family {
-	if a.Is4() {
-		return IPv4
-	}
-	return IPv6
-}

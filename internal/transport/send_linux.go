@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"unsafe"
 
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ func (s *sender) sendmsg(fd uintptr) bool {
 // with ErrInterfaceDown when the kernel reports the link down.
 func (c *Conn) Send(payload []byte, dst netip.Addr) error {
 	dst = dst.Unmap()
-	if !dst.IsValid() || familyOf(dst) != c.fam {
+	if !dst.IsValid() || vrrp.FamilyOf(dst) != c.fam {
 		return fmt.Errorf("transport: send on %s %v to %v: %w", c.ifname, c.fam, dst, ErrFamily)
 	}
 	if len(payload) == 0 || len(payload) > 65535-60 {
