@@ -100,6 +100,36 @@ func TestHandlePacketRouting(t *testing.T) {
 	}
 }
 
+// TestHandlePacketUnicastPeers checks keepalived's check_unicast_src: a unicast instance
+// takes adverts only from its configured peers (any TTL, since routers may sit between
+// them), and an advert from anyone else is dropped and counted on the socket.
+func TestHandlePacketUnicastPeers(t *testing.T) {
+	d, c := backupDaemon(t, 1)
+	in := c.byVRID[1]
+	in.cfg.UnicastSrc = netip.MustParseAddr("10.99.0.12")
+	in.cfg.UnicastPeers = []netip.Addr{netip.MustParseAddr("10.99.0.13")}
+	now := time.Now()
+
+	stranger := advertPacket(t, 1, 255) // from 10.99.0.11, not a peer
+	d.handlePacket(c, &stranger, now)
+	if got := in.sm.Counters().AdvertRcvd; got != 0 || c.unattributed != 1 || in.sm.Master().IsValid() {
+		t.Fatalf("advert from a non-peer: advert_rcvd %d, unattributed %d, master %v; want it dropped", got, c.unattributed, in.sm.Master())
+	}
+
+	peer := netip.MustParseAddr("10.99.0.13")
+	a := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: 1, Priority: 150,
+		MaxAdvertInterval: 10, Addresses: []netip.Addr{netip.AddrFrom4([4]byte{10, 99, 1, 1})}}
+	b, err := a.AppendMarshal(nil, peer, in.cfg.UnicastSrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed := transport.Packet{Payload: b, Src: peer, Dst: in.cfg.UnicastSrc, TTL: 62}
+	d.handlePacket(c, &routed, now)
+	if got := in.sm.Counters(); got.AdvertRcvd != 1 || got.IPTTLErr != 0 || in.sm.Master() != peer {
+		t.Fatalf("advert from the peer with TTL 62: advert_rcvd %d, ip_ttl_err %d, master %v; want accepted", got.AdvertRcvd, got.IPTTLErr, in.sm.Master())
+	}
+}
+
 // BenchmarkHandlePacket is the loop's per-packet cost with 255 backups: route by VRID,
 // decode and verify, state machine, re-arm the timer heap. It must not allocate.
 func BenchmarkHandlePacket(b *testing.B) {
