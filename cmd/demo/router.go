@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -153,23 +152,7 @@ func (r *router) kill() {
 
 // httpClient makes its connections from inside the host's namespace, where vrrpd's
 // metrics listener is.
-func (r *router) httpClient() *http.Client {
-	return &http.Client{
-		Timeout: 3 * time.Second,
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var c net.Conn
-				err := r.host.Do(func() error {
-					var err error
-					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-					return err
-				})
-				return c, err
-			},
-		},
-	}
-}
+func (r *router) httpClient() *http.Client { return r.host.HTTPClient(3 * time.Second) }
 
 const localEndpoint = "http://127.0.0.1:9650"
 

@@ -218,3 +218,41 @@ func BenchmarkCreate(b *testing.B) {
 		}
 	}
 }
+
+// A program started in a host runs in its namespace, its output is kept, SIGTERM stops it
+// cleanly, and a program that fails its exit is reported.
+func TestProc(t *testing.T) {
+	Require(t)
+	h := New(t, "a").Host("a")
+
+	p, err := h.Start("sh@a", []string{"GREETING=hello"}, "sh", "-c",
+		`trap 'kill $!; exit 0' TERM; echo "$GREETING from $(ip -br link show eth0 | cut -d@ -f1)"; sleep 30 & wait`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.Output(), "hello from eth0") {
+		if time.Now().After(deadline) {
+			t.Fatalf("output %q, want the greeting from the host's eth0", p.Output())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !p.Running() {
+		t.Fatal("not running")
+	}
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if p.Running() {
+		t.Fatal("still running after Stop")
+	}
+
+	failing, err := h.Start("false@a", nil, "sh", "-c", "trap 'kill $!; exit 3' TERM; sleep 30 & wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the shell set its trap
+	if err := failing.Stop(5 * time.Second); err == nil {
+		t.Fatal("Stop of a program exiting 3 returned no error")
+	}
+}

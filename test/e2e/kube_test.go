@@ -166,7 +166,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		}
 	}
 	for node, d := range daemons {
-		if !strings.Contains(d.out.String(), "from_cache=false") {
+		if !strings.Contains(d.Output(), "from_cache=false") {
 			t.Fatalf("vrrpd on %s did not get its configuration from the API server", node)
 		}
 	}
@@ -217,7 +217,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	// failed request, logged) while the VIPs stay where they were.
 	logged := map[string]int{}
 	for node, d := range daemons {
-		logged[node] = len(d.out.String())
+		logged[node] = len(d.Output())
 	}
 	proxy.Close()
 	if err := dialFrom(h1, proxyAddr); err == nil {
@@ -225,7 +225,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	}
 	for node, d := range daemons {
 		waitFor(t, 5*time.Second, "vrrpd on "+node+" noticing the API server is away", func() bool {
-			return strings.Contains(d.out.String()[logged[node]:], `msg="kubernetes API"`)
+			return strings.Contains(d.Output()[logged[node]:], `msg="kubernetes API"`)
 		})
 	}
 	waitHoldersSettle(t, time.Second, time.Second, "VIPs served with the API server away", want, h1, h2, cl)
@@ -240,7 +240,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		map[netip.Addr]string{vipWeb: "", vipSpread1: or, vipSpread2: or}, h1, h2, cl)
 	restarted := run(mr)
 	waitHolders(t, 5*time.Second, mr+" restarted without the API server takes its VIP back", want, h1, h2, cl)
-	logs := restarted.out.String()
+	logs := restarted.Output()
 	if !strings.Contains(logs, "starting from the cached group") || !strings.Contains(logs, "from_cache=true") {
 		t.Errorf("the restarted vrrpd did not load the group from its cache:\n%s", logs)
 	}
@@ -267,14 +267,14 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	waitHoldersSettle(t, time.Second, 500*time.Millisecond, "the new VIP unknown to the nodes while the API server is away",
 		map[netip.Addr]string{vipWeb: "", vipSpread1: want[vipSpread1], vipSpread2: want[vipSpread2]}, h1, h2, cl)
 	for node, d := range daemons {
-		logged[node] = len(d.out.String())
+		logged[node] = len(d.Output())
 	}
 	startProxy(t, cl, proxyAddr, apiAddress(t))
 	// groupsource's backoff is at most a few seconds after an outage this short.
 	waitHolders(t, 15*time.Second, "the API server back, the new VIP served", want, h1, h2, cl)
 	for node, d := range daemons {
 		waitFor(t, 15*time.Second, "vrrpd on "+node+" taking its configuration from the API server again", func() bool {
-			return strings.Contains(d.out.String()[logged[node]:], "from_cache=false")
+			return strings.Contains(d.Output()[logged[node]:], "from_cache=false")
 		})
 	}
 }

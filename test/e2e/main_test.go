@@ -1,17 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -75,58 +71,25 @@ func vrrpdBinary(t testing.TB) string {
 	return binPath
 }
 
-// syncBuffer collects a process's output.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // vrrpd is one vrrpd process in a lab host. Its output goes to the test log when the test
-// fails.
-type vrrpd struct {
-	name string
-	host *netlab.Host
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
+// fails (or always with E2E_LOGS set).
+type vrrpd struct{ *netlab.Proc }
 
 // startVrrpd runs the vrrpd binary in h with args and the extra environment variables.
 func startVrrpd(t testing.TB, h *netlab.Host, environ []string, args ...string) *vrrpd {
 	t.Helper()
-	v := &vrrpd{name: "vrrpd@" + h.Name, host: h, out: &syncBuffer{}, done: make(chan struct{})}
-	// `ip netns exec` execs vrrpd itself, so signals reach the daemon directly.
-	v.cmd = h.Command(context.Background(), vrrpdBinary(t), args...)
-	v.cmd.Env = append(os.Environ(), environ...)
-	v.cmd.Stdout, v.cmd.Stderr = v.out, v.out
-	if err := v.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", v.name, err)
+	p, err := h.Start("vrrpd@"+h.Name, environ, vrrpdBinary(t), args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		v.err = v.cmd.Wait()
-		close(v.done)
-	}()
+	v := &vrrpd{p}
 	t.Cleanup(func() {
-		_ = v.cmd.Process.Kill()
-		<-v.done
+		p.Kill()
 		if t.Failed() || os.Getenv("E2E_LOGS") != "" {
-			t.Logf("---- %s (pid %d) output ----\n%s", v.name, v.cmd.Process.Pid, v.out.String())
+			t.Logf("---- %s (pid %d) output ----\n%s", p.Name, p.Pid(), p.Output())
 		}
 	})
-	waitFor(t, 5*time.Second, v.name+" serving /status", func() bool {
+	waitFor(t, 5*time.Second, p.Name+" serving /status", func() bool {
 		_, err := v.status()
 		return err == nil
 	})
@@ -136,40 +99,15 @@ func startVrrpd(t testing.TB, h *netlab.Host, environ []string, args ...string) 
 // stop sends SIGTERM (vrrpd resigns its masterships) and waits for a clean exit.
 func (v *vrrpd) stop(t testing.TB) {
 	t.Helper()
-	_ = v.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-v.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not stop within 10s of SIGTERM", v.name)
-	}
-	if v.err != nil {
-		t.Fatalf("%s exited with %v", v.name, v.err)
+	if err := v.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
 func (v *vrrpd) status() (metrics.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	return metrics.GetStatus(ctx, nsClient(v.host), "http://127.0.0.1:9650")
-}
-
-// nsClient is an HTTP client whose connections are made inside h's namespace.
-func nsClient(h *netlab.Host) *http.Client {
-	return &http.Client{
-		Timeout: 3 * time.Second,
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var c net.Conn
-				err := h.Do(func() error {
-					var err error
-					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-					return err
-				})
-				return c, err
-			},
-		},
-	}
+	return metrics.GetStatus(ctx, v.Host.HTTPClient(3*time.Second), "http://127.0.0.1:9650")
 }
 
 // newStateDir is a state directory on tmpfs, as /run/vrrpd is on a node (an fsync on this

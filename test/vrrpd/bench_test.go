@@ -201,13 +201,13 @@ func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Durati
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // let the announcements after the election pass
-	mark1, mark2 := len(p1.out.String()), len(p2.out.String())
+	mark1, mark2 := len(p1.Output()), len(p2.Output())
 	cpu0 := nsCPU(t, h1) + nsCPU(t, h2)
 	time.Sleep(hold)
 	cpu := nsCPU(t, h1) + nsCPU(t, h2) - cpu0
-	flaps := countTransitions(p1.out.String()[mark1:]) + countTransitions(p2.out.String()[mark2:])
+	flaps := countTransitions(p1.Output()[mark1:]) + countTransitions(p2.Output()[mark2:])
 	rss := max(nsPeakRSS(t, h1), nsPeakRSS(t, h2))
-	if !p1.running() || !p2.running() {
+	if !p1.Running() || !p2.Running() {
 		t.Fatalf("%s died during the run", kind.name)
 	}
 	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss}

@@ -32,7 +32,7 @@ func TestInterfaceFault(t *testing.T) {
 		return d1.instance(t, "VI_4").State == "FAULT"
 	})
 	waitSoleHolder(t, 3*time.Second, 300*time.Millisecond, vip4, h2, hosts...)
-	if !d1.running() {
+	if !d1.Running() {
 		t.Fatal("vrrpd died on an interface without IPv4 address")
 	}
 

@@ -2,11 +2,8 @@ package vrrpd_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -68,89 +65,37 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// syncBuffer collects a process's output for the test log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is a daemon (vrrpd or keepalived) running in a lab host.
-type proc struct {
-	name string
-	host *netlab.Host
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	err  error
-}
+// proc is a daemon (vrrpd or keepalived) running in a lab host. It is killed when the test
+// ends, and its output goes to the test log if the test failed.
+type proc struct{ *netlab.Proc }
 
 func startProc(t testing.TB, name string, h *netlab.Host, bin string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, host: h, out: &syncBuffer{}, done: make(chan struct{})}
-	// `ip netns exec` execs the program itself, so signals reach the daemon directly.
-	p.cmd = h.Command(context.Background(), bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
+	p, err := h.Start(name, nil, bin, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("---- %s output ----\n%s", p.name, p.out.String())
+			t.Logf("---- %s output ----\n%s", p.Name, p.Output())
 		}
 	})
-	return p
+	return &proc{p}
 }
 
 // stop sends SIGTERM and waits for the exit; it fails the test unless the exit is clean.
 func (p *proc) stop(t testing.TB) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not stop within 10s of SIGTERM", p.name)
+	if err := p.Stop(10 * time.Second); err != nil {
+		t.Fatal(err)
 	}
-	if p.err != nil {
-		t.Fatalf("%s exited with %v", p.name, p.err)
-	}
-}
-
-// kill is kill -9.
-func (p *proc) kill() {
-	_ = p.cmd.Process.Kill()
-	<-p.done
 }
 
 func (p *proc) signal(t testing.TB, s syscall.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(s); err != nil {
-		t.Fatalf("signal %s: %v", p.name, err)
-	}
-}
-
-func (p *proc) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
+	if err := p.Signal(s); err != nil {
+		t.Fatalf("signal %s: %v", p.Name, err)
 	}
 }
 
@@ -178,7 +123,7 @@ func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string) *vrrpd {
 	p := startProc(t, "vrrpd@"+h.Name, h, vrrpdBinary(t),
 		"--config", conf, "--state-dir", stateDir, "--metrics-address", "127.0.0.1:9650", "--log-level", "debug")
 	v := &vrrpd{proc: p, conf: conf, stateDir: stateDir}
-	waitFor(t, 5*time.Second, p.name+" serving /status", func() bool {
+	waitFor(t, 5*time.Second, p.Name+" serving /status", func() bool {
 		_, err := v.status()
 		return err == nil
 	})
@@ -220,36 +165,17 @@ func startKeepalived(t testing.TB, h *netlab.Host, conf string) *proc {
 		"-c", filepath.Join(dir, "checkers.pid"))
 }
 
-// client returns an HTTP client whose connections are made inside h's namespace.
-func nsClient(h *netlab.Host) *http.Client {
-	return &http.Client{
-		Timeout: 3 * time.Second,
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var c net.Conn
-				err := h.Do(func() error {
-					var err error
-					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-					return err
-				})
-				return c, err
-			},
-		},
-	}
-}
-
 func (v *vrrpd) status() (metrics.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	return metrics.GetStatus(ctx, nsClient(v.host), "http://127.0.0.1:9650")
+	return metrics.GetStatus(ctx, v.Host.HTTPClient(3*time.Second), "http://127.0.0.1:9650")
 }
 
 func (v *vrrpd) mustStatus(t testing.TB) metrics.Status {
 	t.Helper()
 	st, err := v.status()
 	if err != nil {
-		t.Fatalf("%s: %v", v.name, err)
+		t.Fatalf("%s: %v", v.Name, err)
 	}
 	return st
 }
@@ -262,16 +188,16 @@ func (v *vrrpd) instance(t testing.TB, name string) metrics.InstanceStatus {
 			return in
 		}
 	}
-	t.Fatalf("%s has no instance %s", v.name, name)
+	t.Fatalf("%s has no instance %s", v.Name, name)
 	return metrics.InstanceStatus{}
 }
 
 // scrape reads /metrics and returns every sample as "name{labels}" -> value.
 func (v *vrrpd) scrape(t testing.TB) map[string]float64 {
 	t.Helper()
-	resp, err := nsClient(v.host).Get("http://127.0.0.1:9650/metrics")
+	resp, err := v.Host.HTTPClient(3 * time.Second).Get("http://127.0.0.1:9650/metrics")
 	if err != nil {
-		t.Fatalf("%s /metrics: %v", v.name, err)
+		t.Fatalf("%s /metrics: %v", v.Name, err)
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}

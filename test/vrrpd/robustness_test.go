@@ -29,7 +29,7 @@ func TestKill9AndRestart(t *testing.T) {
 	waitSoleHolder(t, 3*time.Second, 300*time.Millisecond, vip4, h1, hosts...)
 	waitSoleHolder(t, 3*time.Second, 0, vip6, h1, hosts...)
 
-	d1.kill()
+	d1.Kill()
 	waitFor(t, 3*time.Second, "h2 taking over from the killed master", func() bool {
 		return hasAddr(t, h2, vip4) && hasAddr(t, h2, vip6)
 	})
@@ -40,7 +40,7 @@ func TestKill9AndRestart(t *testing.T) {
 	d1 = startVrrpd(t, h1, conf1, d1.stateDir)
 	waitSoleHolder(t, 5*time.Second, time.Second, vip4, h1, hosts...)
 	waitSoleHolder(t, 5*time.Second, 0, vip6, h1, hosts...)
-	if out := d1.out.String(); !strings.Contains(out, "removed stale VIP left by a previous run") {
+	if out := d1.Output(); !strings.Contains(out, "removed stale VIP left by a previous run") {
 		t.Errorf("restarted daemon did not report removing the stale VIPs:\n%s", out)
 	}
 }
@@ -64,8 +64,8 @@ func TestReload(t *testing.T) {
 	d1.signal(t, syscall.SIGHUP)
 	d2.signal(t, syscall.SIGHUP)
 	waitFor(t, 2*time.Second, "both daemons reloading", func() bool {
-		return strings.Count(d1.out.String(), "configuration reloaded") == 1 &&
-			strings.Count(d2.out.String(), "configuration reloaded") == 1
+		return strings.Count(d1.Output(), "configuration reloaded") == 1 &&
+			strings.Count(d2.Output(), "configuration reloaded") == 1
 	})
 	time.Sleep(500 * time.Millisecond)
 	after1, after2 := d1.instance(t, "VI_4"), d2.instance(t, "VI_4")
@@ -78,7 +78,7 @@ func TestReload(t *testing.T) {
 		t.Fatalf("counters did not keep counting across the reload: sent %d -> %d, rcvd %d -> %d",
 			before1.Counters["advert_sent"], after1.Counters["advert_sent"], before2.Counters["advert_rcvd"], after2.Counters["advert_rcvd"])
 	}
-	if !strings.Contains(d1.out.String(), "kept=2") {
+	if !strings.Contains(d1.Output(), "kept=2") {
 		t.Error("reload log does not say both instances were kept")
 	}
 	// No blip: h1's adverts never paused long enough for a backup to presume it dead.
@@ -205,11 +205,11 @@ vrrp_instance VI_2 {
 				d      *vrrpd
 				before []string
 			}{{d1, states(st1)}, {d2, states(st2)}} {
-				if !p.d.running() {
-					t.Fatalf("%s died", p.d.name)
+				if !p.d.Running() {
+					t.Fatalf("%s died", p.d.Name)
 				}
 				if got := states(p.d.mustStatus(t)); strings.Join(got, ",") != strings.Join(p.before, ",") {
-					t.Errorf("%s states changed: %v -> %v", p.d.name, p.before, got)
+					t.Errorf("%s states changed: %v -> %v", p.d.Name, p.before, got)
 				}
 			}
 		})
