@@ -3,16 +3,13 @@ package e2e
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testbin"
 	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
 )
 
@@ -28,9 +25,7 @@ func TestMain(m *testing.M) {
 	} else {
 		code = testenv.Main(m, nil, func(e *testenv.Env) { env = e })
 	}
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
@@ -44,32 +39,8 @@ func need(t *testing.T) {
 	netlab.Require(t)
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// vrrpdBinary builds cmd/vrrpd once per test binary run.
-func vrrpdBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "e2e-vrrpd-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "vrrpd")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build vrrpd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// vrrpdBinary is cmd/vrrpd, built once per test binary run.
+func vrrpdBinary(t testing.TB) string { return testbin.Vrrpd(t) }
 
 // vrrpd is one vrrpd process in a lab host. Its output goes to the test log when the test
 // fails (or always with E2E_LOGS set).

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testbin"
 )
 
 // The lab: client is 10.99.0.10, h1 10.99.0.11, h2 10.99.0.12 (netlab numbers hosts from
@@ -30,38 +30,12 @@ func newLab(t testing.TB) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
 	return lab, lab.Host("client"), lab.Host("h1"), lab.Host("h2")
 }
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// vrrpdBinary builds cmd/vrrpd once per test binary run.
-func vrrpdBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "vrrpd-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "vrrpd")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build vrrpd: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+// vrrpdBinary is cmd/vrrpd, built once per test binary run.
+func vrrpdBinary(t testing.TB) string { return testbin.Vrrpd(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 

@@ -1,0 +1,73 @@
+// Package testbin builds the project's commands for tests that run them as real processes
+// (in network namespaces, against an API server), once per test binary.
+package testbin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+type build struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var (
+	mu     sync.Mutex
+	builds = map[string]*build{}
+	dir    string
+)
+
+// Path builds the command pkg (an import path such as
+// "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd") the first time it is asked for and
+// returns the binary's path; a build failure fails t.
+func Path(t testing.TB, pkg string) string {
+	t.Helper()
+	mu.Lock()
+	b := builds[pkg]
+	if b == nil {
+		b = &build{}
+		builds[pkg] = b
+	}
+	mu.Unlock()
+	b.once.Do(func() {
+		mu.Lock()
+		if dir == "" {
+			dir, b.err = os.MkdirTemp("", "testbin-")
+		}
+		d := dir
+		mu.Unlock()
+		if b.err != nil {
+			return
+		}
+		b.path = filepath.Join(d, path.Base(pkg))
+		if out, err := exec.Command("go", "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// Vrrpd is Path of cmd/vrrpd.
+func Vrrpd(t testing.TB) string {
+	t.Helper()
+	return Path(t, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd")
+}
+
+// Cleanup removes the built binaries; call it from TestMain after m.Run.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+}
