@@ -8,19 +8,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	crconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/controller"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/testoperator"
 )
 
 // TestWatchWithOperator closes the loop with the real operator: it computes
@@ -166,27 +160,5 @@ func memberAddr(k int, f config.Family) netip.Addr {
 // startOperator runs the operator's controllers, watching only ns.
 func startOperator(t *testing.T, ns string) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(testConfig, ctrl.Options{
-		Scheme:                 k8s.Scheme(),
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logr.Discard(),
-		Controller:             crconfig.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: "example.com/vrrpd:test"}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("operator: %v", err)
-		}
-	})
+	testoperator.Start(t, testConfig, k8s.Scheme(), ns, "example.com/vrrpd:test")
 }
