@@ -154,13 +154,14 @@ func (d *Daemon) sourceChanged(in *instance, now time.Time) {
 
 // execute carries out d.acts for in, in order.
 func (d *Daemon) execute(in *instance, now time.Time) {
-	changed := false
 	for i := range d.acts {
 		a := &d.acts[i]
 		switch a.Kind {
 		case vrrp.ActionStateChange:
-			changed = true
 			d.transition(in, a, now)
+			// Published before the VIPs are added or removed (the actions that follow), so
+			// whoever sees a VIP arrive on the host already reads the new state in /status.
+			d.publish(now)
 		case vrrp.ActionSendAdvert:
 			d.send(in, a.Priority)
 		case vrrp.ActionAddVIPs:
@@ -183,9 +184,6 @@ func (d *Daemon) execute(in *instance, now time.Time) {
 		if !master {
 			d.stopAnnounce(in)
 		}
-	}
-	if changed {
-		d.publish(now)
 	}
 }
 

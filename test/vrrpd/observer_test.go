@@ -165,14 +165,21 @@ func (o *observer) dump() string {
 
 // addedAt returns when addr was first added after since.
 func (o *observer) addedAt(addr netip.Addr, since time.Time) (time.Time, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for _, a := range o.added {
-		if a.addr == addr && !a.at.Before(since) {
-			return a.at, true
+	// The netlink event may trail the address itself by a moment: a caller that has just
+	// seen the VIP on the host waits up to a second for the observer to record it.
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
+		o.mu.Lock()
+		for _, a := range o.added {
+			if a.addr == addr && !a.at.Before(since) {
+				o.mu.Unlock()
+				return a.at, true
+			}
+		}
+		o.mu.Unlock()
+		if time.Now().After(deadline) {
+			return time.Time{}, false
 		}
 	}
-	return time.Time{}, false
 }
 
 // lastAdvert returns the last advertisement of vrid from src that arrived before t and
