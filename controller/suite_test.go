@@ -25,7 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
 // One API server (kube-apiserver + etcd) for the whole package; each test

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/pcapfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mdlayher/packet"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
 
 func ipCmd(t *testing.T, h *netlab.Host, args ...string) {
@@ -86,7 +87,7 @@ func (s *sniffer) collect(t *testing.T, src net.HardwareAddr, n int) (garps, nas
 // from the capture, and checks that what the client receives is byte for
 // byte what keepalived sent.
 func TestAnnouncerSendsKeepalivedFrames(t *testing.T) {
-	lab := netlab.New(t, "a", "client")
+	lab := netlabtest.New(t, "a", "client")
 	a, client := lab.Host("a"), lab.Host("client")
 	ipCmd(t, a, "link", "set", "eth0", "address", capturedMAC.String())
 	ipCmd(t, a, "addr", "add", "10.99.0.150/24", "dev", "eth0")
@@ -132,7 +133,7 @@ func TestAnnouncerSendsKeepalivedFrames(t *testing.T) {
 // TestClientNeighbourEntryMoves is what users care about: a client that
 // talked to the VIP on b follows it to a by itself, on IPv4 and IPv6.
 func TestClientNeighbourEntryMoves(t *testing.T) {
-	lab := netlab.New(t, "a", "b", "client")
+	lab := netlabtest.New(t, "a", "b", "client")
 	a, b, client := lab.Host("a"), lab.Host("b"), lab.Host("client")
 	vip4, vip6 := netip.MustParseAddr("10.99.0.150"), netip.MustParseAddr("fd00:99::150")
 	ipCmd(t, b, "addr", "add", "10.99.0.150/24", "dev", "eth0")
@@ -184,7 +185,7 @@ func TestClientNeighbourEntryMoves(t *testing.T) {
 }
 
 func TestAnnouncerPacingAndCancel(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	ipCmd(t, a, "addr", "add", "10.99.0.150/24", "dev", "eth0")
 	s := Defaults()
@@ -222,7 +223,7 @@ func TestAnnouncerPacingAndCancel(t *testing.T) {
 }
 
 func TestAnnouncerConcurrentUseAndClose(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	ipCmd(t, a, "addr", "add", "10.99.0.150/24", "dev", "eth0")
 	ipCmd(t, a, "addr", "add", "fd00:99::150/64", "dev", "eth0", "nodad")
@@ -253,7 +254,7 @@ func TestAnnouncerConcurrentUseAndClose(t *testing.T) {
 }
 
 func TestNewAnnouncerErrors(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	err := lab.Host("a").Do(func() error {
 		if _, err := NewAnnouncer("nosuch0", Defaults(), nil); err == nil {
 			t.Error("NewAnnouncer on a missing interface succeeded")
@@ -277,7 +278,7 @@ func TestNewAnnouncerErrors(t *testing.T) {
 // BenchmarkAnnounce measures queueing and sending one round for two VIPs
 // on a real interface in a lab namespace.
 func BenchmarkAnnounce(b *testing.B) {
-	lab := netlab.New(b, "a")
+	lab := netlabtest.New(b, "a")
 	a := lab.Host("a")
 	if out, err := a.Command(context.Background(), "ip", "addr", "add", "fd00:99::150/64", "dev", "eth0", "nodad").CombinedOutput(); err != nil {
 		b.Fatalf("%v: %s", err, out)

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/pcapfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 )
 
 // The capture of keepalived 2.2.7 becoming master (testdata/garp-na-h1.conf:

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/pcapfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

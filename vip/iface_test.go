@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
 
 // bindUDP binds a socket to ip (call it inside Host.Do).
@@ -15,7 +15,7 @@ func bindUDP(ip netip.Addr) (net.PacketConn, error) {
 }
 
 func TestInterfaceFor(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	// A second interface with a more specific route inside the lab range.
 	for _, args := range [][]string{
@@ -55,7 +55,7 @@ func TestInterfaceFor(t *testing.T) {
 }
 
 func TestSourceAddresses(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	m := newManager(t, a, t.TempDir())
 	// A /32 VIP in a subnet of its own is a primary address to the kernel;

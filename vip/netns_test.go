@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
 
 // ipAddr shows `ip addr show dev eth0` inside the host: the view an admin
@@ -59,7 +60,7 @@ var (
 )
 
 func TestAddRemoveIdempotent(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	m := newManager(t, a, t.TempDir())
 	all := []VIP{v4, v4h, v6, v6h}
@@ -127,7 +128,7 @@ func TestAddRemoveIdempotent(t *testing.T) {
 }
 
 func TestAddUnknownInterfaceRecordsNothing(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	m := newManager(t, lab.Host("a"), t.TempDir())
 	v := VIP{Prefix: netip.MustParsePrefix("10.99.0.100/24"), Dev: "nosuch0"}
 	if err := m.Add(v); err == nil || !strings.Contains(err.Error(), "nosuch0") {
@@ -143,7 +144,7 @@ func TestAddUnknownInterfaceRecordsNothing(t *testing.T) {
 }
 
 func TestStateDirIsExclusive(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	dir := t.TempDir()
 	m := newManager(t, lab.Host("a"), dir)
 	if _, err := New(dir); err == nil || !strings.Contains(err.Error(), "in use") {
@@ -158,7 +159,7 @@ func TestStateDirIsExclusive(t *testing.T) {
 }
 
 func TestRecordSurvivesAndRemoveStale(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	dir := t.TempDir()
 	m := newManager(t, a, dir)
@@ -204,7 +205,7 @@ func TestCorruptRecordIsAnError(t *testing.T) {
 // the namespace and is killed with SIGKILL; the next Manager must take the
 // addresses off.
 func TestRecoverAfterKill9(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -289,7 +290,7 @@ func helperAddAndWait(dir string) int {
 // BenchmarkAddRemove measures one VIP's add and remove, record writes
 // (with fsync) included: the state change cost of a failover per VIP.
 func BenchmarkAddRemove(b *testing.B) {
-	lab := netlab.New(b, "a")
+	lab := netlabtest.New(b, "a")
 	nh, err := lab.Host("a").Netlink()
 	if err != nil {
 		b.Fatal(err)
@@ -311,7 +312,7 @@ func BenchmarkAddRemove(b *testing.B) {
 }
 
 func TestBatchAddRemove(t *testing.T) {
-	lab := netlab.New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	m := newManager(t, a, t.TempDir())
 	// One bad VIP: nothing happens at all.
@@ -358,7 +359,7 @@ func TestBatchAddRemove(t *testing.T) {
 
 // BenchmarkAddRemoveBatch4 is a failover of an instance with four VIPs.
 func BenchmarkAddRemoveBatch4(b *testing.B) {
-	lab := netlab.New(b, "a")
+	lab := netlabtest.New(b, "a")
 	nh, err := lab.Host("a").Netlink()
 	if err != nil {
 		b.Fatal(err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/pcapfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 

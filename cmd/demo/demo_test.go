@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
-	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -80,7 +80,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("runs the whole demo")
 	}
-	netlab.Require(t)
+	netlabtest.Require(t)
 	var out bytes.Buffer
 	opts := Options{Adverts: 100 * time.Millisecond} // Vrrpd empty: the demo builds it
 	rep, err := Run(t.Context(), opts, &out)
@@ -185,7 +185,7 @@ func TestDemoInterrupted(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds and runs the demo")
 	}
-	netlab.Require(t)
+	netlabtest.Require(t)
 	dir := t.TempDir()
 	for _, c := range []string{"demo", "vrrpd"} {
 		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, c), "github.com/vrrp-operator/vrrp-operator/cmd/"+c).CombinedOutput()
@@ -293,7 +293,7 @@ func TestDemoFailsCleanly(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds a lab")
 	}
-	netlab.Require(t)
+	netlabtest.Require(t)
 	fake := filepath.Join(t.TempDir(), "vrrpd")
 	script := "#!/bin/sh\n" +
 		`if [ "$1" = check ]; then echo "$3: 2 instance(s), 0 warning(s): OK"; exit 0; fi` + "\n" +
@@ -325,7 +325,7 @@ func TestDemoKeep(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("runs the whole demo")
 	}
-	netlab.Require(t)
+	netlabtest.Require(t)
 	var out bytes.Buffer
 	rep, err := Run(t.Context(), Options{Adverts: 100 * time.Millisecond, Keep: true}, &out)
 	t.Logf("demo output:\n%s", out.String())

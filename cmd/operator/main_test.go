@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
 func TestBadFlags(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
-	"github.com/vrrp-operator/vrrp-operator/internal/testoperator"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testoperator"
 )
 
 // TestWatchWithOperator closes the loop with the real operator: it computes

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
 // One API server (kube-apiserver + etcd) for the package, started by

@@ -7,6 +7,8 @@
 // IPv6 duplicate address detection off so addresses work at once. Every name
 // carries a random suffix, so labs of concurrent test runs never collide.
 //
-// Tests call [New]; programs (the demo) call [Create] and [Lab.Close].
+// Programs (the demo) call [Create] and [Lab.Close]; tests call netlabtest.New,
+// which ties a lab to the test. The package never imports testing, so the demo
+// does not link it.
 // Everything needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN) and iproute2's ip.
 package netlab

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -34,20 +33,9 @@ type Lab struct {
 	closed bool
 }
 
-// Require skips the test when the machine cannot build a lab (not root, or
-// no ip command), except under CI=true, where a lab test must never be
-// skipped silently, so it fails instead.
-func Require(t testing.TB) {
-	t.Helper()
-	if err := usable(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("netlab: CI=true but cannot build a lab: %v", err)
-		}
-		t.Skipf("netlab: %v (set CI=true to make this a failure)", err)
-	}
-}
-
-func usable() error {
+// Usable reports why this machine cannot build a lab (not root, or no ip
+// command), or nil.
+func Usable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("network namespaces need root")
 	}
@@ -57,27 +45,10 @@ func usable() error {
 	return nil
 }
 
-// New builds a lab with the named hosts for a test (see [Require]) and
-// tears it down, processes included, when the test ends.
-func New(t testing.TB, hosts ...string) *Lab {
-	t.Helper()
-	Require(t)
-	lab, err := Create(hosts...)
-	if err != nil {
-		t.Fatalf("netlab: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := lab.Close(); err != nil {
-			t.Errorf("netlab: teardown: %v", err)
-		}
-	})
-	return lab
-}
-
 // Create builds a lab with one host per name, in that order. On error
 // nothing is left behind.
 func Create(names ...string) (*Lab, error) {
-	if err := usable(); err != nil {
+	if err := Usable(); err != nil {
 		return nil, err
 	}
 	if len(names) == 0 {

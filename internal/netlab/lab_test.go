@@ -1,4 +1,4 @@
-package netlab
+package netlab_test
 
 import (
 	"context"
@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
 
-func ping(t *testing.T, from *Host, to netip.Addr) error {
+func ping(t *testing.T, from *netlab.Host, to netip.Addr) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -31,7 +34,7 @@ type pingError struct {
 func (e *pingError) Error() string { return e.err.Error() + ": " + e.out }
 
 func TestHostsReachEachOther(t *testing.T) {
-	lab := New(t, "a", "b", "client")
+	lab := netlabtest.New(t, "a", "b", "client")
 	a, b, c := lab.Host("a"), lab.Host("b"), lab.Host("client")
 	if a == nil || b == nil || c == nil || lab.Host("nope") != nil {
 		t.Fatal("Host lookup by name is wrong")
@@ -39,7 +42,7 @@ func TestHostsReachEachOther(t *testing.T) {
 	if a.Addr4 != netip.MustParseAddr("10.99.0.10") || c.Addr6 != netip.MustParseAddr("fd00:99::c") {
 		t.Fatalf("addresses: a %v, client %v", a.Addr4, c.Addr6)
 	}
-	for _, from := range []*Host{a, c} {
+	for _, from := range []*netlab.Host{a, c} {
 		for _, to := range []netip.Addr{b.Addr4, b.Addr6, b.LinkLocal} {
 			dst := to
 			if to.Is6() && to.IsLinkLocalUnicast() {
@@ -66,7 +69,7 @@ func TestHostsReachEachOther(t *testing.T) {
 }
 
 func TestAddrsAndLinkLocal(t *testing.T) {
-	lab := New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	addrs, err := a.AddrsOn("eth0")
 	if err != nil {
@@ -99,7 +102,7 @@ func TestAddrsAndLinkLocal(t *testing.T) {
 }
 
 func TestDoRunsInsideAndComesBack(t *testing.T) {
-	lab := New(t, "a")
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	outside, err := net.Interfaces()
 	if err != nil {
@@ -135,7 +138,7 @@ func TestDoRunsInsideAndComesBack(t *testing.T) {
 }
 
 func TestCutAndRestore(t *testing.T) {
-	lab := New(t, "a", "b")
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	if err := ping(t, a, b.Addr4); err != nil {
 		t.Fatal(err)
@@ -165,8 +168,8 @@ func TestCutAndRestore(t *testing.T) {
 }
 
 func TestCloseRemovesEverythingAndKillsProcesses(t *testing.T) {
-	Require(t)
-	lab, err := Create("a", "b")
+	netlabtest.Require(t)
+	lab, err := netlab.Create("a", "b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,20 +199,20 @@ func TestCloseRemovesEverythingAndKillsProcesses(t *testing.T) {
 }
 
 func TestCreateRejectsBadNames(t *testing.T) {
-	Require(t)
+	netlabtest.Require(t)
 	for _, names := range [][]string{nil, {"a", "a"}, {"a b"}, {""}} {
-		if lab, err := Create(names...); err == nil {
+		if lab, err := netlab.Create(names...); err == nil {
 			lab.Close()
-			t.Errorf("Create(%q) succeeded", names)
+			t.Errorf("netlab.Create(%q) succeeded", names)
 		}
 	}
 }
 
 // BenchmarkCreate measures building and tearing down a three-host lab.
 func BenchmarkCreate(b *testing.B) {
-	Require(b)
+	netlabtest.Require(b)
 	for b.Loop() {
-		lab, err := Create("a", "b", "client")
+		lab, err := netlab.Create("a", "b", "client")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -222,8 +225,8 @@ func BenchmarkCreate(b *testing.B) {
 // A program started in a host runs in its namespace, its output is kept, SIGTERM stops it
 // cleanly, and a program that fails its exit is reported.
 func TestProc(t *testing.T) {
-	Require(t)
-	h := New(t, "a").Host("a")
+	netlabtest.Require(t)
+	h := netlabtest.New(t, "a").Host("a")
 
 	p, err := h.Start("sh@a", []string{"GREETING=hello"}, "sh", "-c",
 		`trap 'kill $!; exit 0' TERM; echo "$GREETING from $(ip -br link show eth0 | cut -d@ -f1)"; sleep 30 & wait`)

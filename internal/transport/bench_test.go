@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 )
 
@@ -12,8 +12,8 @@ import (
 // 32 adverts from a to b and reads them back in batches. allocs/op covers both ends and
 // must stay 0: the daemon receives thousands of adverts a second with 255 instances.
 func BenchmarkReadBatch(b *testing.B) {
-	netlab.Require(b)
-	lab := netlab.New(b, "a", "b")
+	netlabtest.Require(b)
+	lab := netlabtest.New(b, "a", "b")
 	ha, hb := lab.Host("a"), lab.Host("b")
 	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
 		b.Run(fam.String(), func(b *testing.B) {

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -14,8 +14,8 @@ import (
 // IPV6_CHECKSUM) nor corrupts it, and the source the receiver sees is the one the
 // pseudo-header was computed with.
 func TestCodecRoundTrip(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	for _, tc := range []struct {
 		fam transport.Family
@@ -69,8 +69,8 @@ func TestCodecRoundTrip(t *testing.T) {
 
 // Group memberships survive the receiving link going down and up again.
 func TestMembershipSurvivesLinkFlap(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
 		t.Run(fam.String(), func(t *testing.T) {

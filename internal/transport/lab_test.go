@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport/rawinject"
 )
@@ -111,8 +112,8 @@ func ifIndex(t *testing.T, h *netlab.Host) int {
 }
 
 func TestMulticast(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	for _, tc := range []struct {
 		fam   transport.Family
@@ -153,8 +154,8 @@ func TestMulticast(t *testing.T) {
 }
 
 func TestUnicast(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	for _, tc := range []struct {
 		name     string
@@ -185,8 +186,8 @@ func TestUnicast(t *testing.T) {
 // A packet that arrives with TTL / hop limit 254 is delivered with that TTL, for the
 // caller to count as ip_ttl_err; checksums are left for the caller to verify.
 func TestTTLReported(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	msg := []byte{0x31, 5, 100, 1, 0, 100, 0xde, 0xad, 10, 99, 0, 100}
 
@@ -218,8 +219,8 @@ func TestTTLReported(t *testing.T) {
 // Packets queued together come back from one ReadBatch, in order, each with its own
 // payload.
 func TestReadBatch(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
 		t.Run(fam.String(), func(t *testing.T) {
@@ -266,8 +267,8 @@ func TestReadBatch(t *testing.T) {
 }
 
 func TestCloseUnblocksRead(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a")
 	c := open(t, lab.Host("a"), transport.IPv4, transport.Options{})
 	if _, err := readTimeout(c, make([]transport.Packet, 4), 50*time.Millisecond); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("ReadBatch past its deadline: %v, want os.ErrDeadlineExceeded", err)
@@ -309,8 +310,8 @@ func ipCmd(t *testing.T, h *netlab.Host, args ...string) {
 // An interface going down, losing its carrier, or without an address gives errors the
 // daemon can recognise (and turn into FAULT), and recovery works on the same Conn.
 func TestInterfaceDownAndNoAddress(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a := lab.Host("a")
 
 	var err error
@@ -397,8 +398,8 @@ func waitRefresh(t *testing.T, c *transport.Conn) {
 // Secondary addresses (such as a VIP added in the interface's subnet) are never the
 // source.
 func TestSourceSkipsSecondary(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
 	ipCmd(t, a, "addr", "add", "10.99.0.200/24", "dev", a.Link)
 	c := open(t, a, transport.IPv4, transport.Options{})
@@ -410,8 +411,8 @@ func TestSourceSkipsSecondary(t *testing.T) {
 // Malformed VRRP is the caller's to judge: the transport delivers a truncated message and
 // skips IP options, but never sees other protocols.
 func TestMalformedDelivered(t *testing.T) {
-	netlab.Require(t)
-	lab := netlab.New(t, "a", "b")
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
 	a, b := lab.Host("a"), lab.Host("b")
 	cb := open(t, b, transport.IPv4, transport.Options{})
 	warmUp(t, open(t, a, transport.IPv4, transport.Options{}), cb, group4)

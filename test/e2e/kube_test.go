@@ -31,7 +31,8 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/placement"
-	"github.com/vrrp-operator/vrrp-operator/internal/testoperator"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testoperator"
 )
 
 const (
@@ -79,7 +80,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	k8s := env.Client
 
 	// 1. The lab, the proxy into it, and the operator.
-	lab := netlab.New(t, "client", "h1", "h2")
+	lab := netlabtest.New(t, "client", "h1", "h2")
 	cl, h1, h2 := lab.Host("client"), lab.Host("h1"), lab.Host("h2")
 	hosts := map[string]*netlab.Host{"h1": h1, "h2": h2}
 	proxy := startProxy(t, cl, proxyAddr, apiAddress(t))

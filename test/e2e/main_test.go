@@ -9,8 +9,9 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
-	"github.com/vrrp-operator/vrrp-operator/internal/testbin"
-	"github.com/vrrp-operator/vrrp-operator/internal/testenv"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testbin"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
 // env is the package's API server, nil when envtest is not available (or under -short).
@@ -36,7 +37,7 @@ func need(t *testing.T) {
 		t.Skip("end-to-end test: skipped with -short (make unit)")
 	}
 	testenv.Require(t, env)
-	netlab.Require(t)
+	netlabtest.Require(t)
 }
 
 // vrrpdBinary is cmd/vrrpd, built once per test binary run.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -170,7 +171,7 @@ type runResult struct {
 // steadyRun starts n instances on both hosts (h1 master of all at priority 150), waits for
 // convergence, then holds for hold and measures.
 func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Duration) runResult {
-	netlab.Require(t)
+	netlabtest.Require(t)
 	// Its own lab, closed on return (processes included), so that the runs of a capacity
 	// sweep never overlap.
 	lab, err := netlab.Create("client", "h1", "h2")

@@ -16,7 +16,8 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
-	"github.com/vrrp-operator/vrrp-operator/internal/testbin"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testbin"
 )
 
 // The lab: client is 10.99.0.10, h1 10.99.0.11, h2 10.99.0.12 (netlab numbers hosts from
@@ -26,7 +27,7 @@ func newLab(t testing.TB) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
 	if testing.Short() {
 		t.Skip("namespace test: skipped with -short (make unit)")
 	}
-	lab = netlab.New(t, "client", "h1", "h2")
+	lab = netlabtest.New(t, "client", "h1", "h2")
 	return lab, lab.Host("client"), lab.Host("h1"), lab.Host("h2")
 }
 

@@ -1,5 +1,5 @@
 // Package testoperator runs the operator's controllers in-process against a test API server
-// (internal/testenv), for the tests of the packages that work with it: vrrpd's Kubernetes
+// (internal/testing/testenv), for the tests of the packages that work with it: vrrpd's Kubernetes
 // mode and the end-to-end test. (The controller's own tests cannot use it: it imports them.)
 package testoperator
 
