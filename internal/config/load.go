@@ -109,7 +109,7 @@ func finish(cfg *Config, drafts []draft, g globals, ws []Warning) (*Config, []Wa
 		cfg.Instances = append(cfg.Instances, in)
 	}
 	if len(errs) == 0 {
-		if err := checkUnique(cfg.Instances); err != nil {
+		if err := cfg.Validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}

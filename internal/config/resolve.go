@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -309,9 +310,15 @@ func hasPrefixColon(label, dev string) bool {
 	return len(label) > len(dev) && label[:len(dev)] == dev && label[len(dev)] == ':'
 }
 
-// checkUnique rejects two instances with one name, or two on one interface with one VRID
-// and family (they would answer each other's advertisements).
-func checkUnique(ins []Instance) error {
+// Validate checks the instances against each other: two instances with one name, or two on
+// one interface with one VRID and family (they would answer each other's advertisements,
+// and the daemon routes packets by that triple), make the whole configuration invalid.
+// Every source of a Config (the two file formats, Kubernetes mode) and the daemon before it
+// applies one go through this one check.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("no configuration")
+	}
 	type key struct {
 		iface  string
 		vrid   uint8
@@ -319,7 +326,7 @@ func checkUnique(ins []Instance) error {
 	}
 	names := map[string]Position{}
 	ids := map[key]Instance{}
-	for _, in := range ins {
+	for _, in := range c.Instances {
 		if p, dup := names[in.Name]; dup {
 			return &Error{Pos: in.Source, Message: fmt.Sprintf("duplicate instance name %q (first defined at %s)", in.Name, p)}
 		}

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -340,24 +339,11 @@ func (d *Daemon) freeTimer(k int) {
 	d.owners[k] = timerOwner{}
 }
 
-// validate refuses a configuration the daemon cannot route: two instances that would
-// share (interface, family, VRID) on one socket.
+// validate refuses a configuration the daemon cannot route: config.Config.Validate, the
+// one check every configuration source already passed.
 func validate(cfg *config.Config) error {
-	if cfg == nil {
-		return errors.New("daemon: no configuration")
-	}
-	type route struct {
-		ifname string
-		fam    config.Family
-		vrid   uint8
-	}
-	seen := make(map[route]string, len(cfg.Instances))
-	for _, ic := range cfg.Instances {
-		r := route{ic.Interface, ic.Family, ic.VRID}
-		if other, ok := seen[r]; ok {
-			return fmt.Errorf("daemon: instances %s and %s both use VRID %d on %s %v", other, ic.Name, ic.VRID, ic.Interface, ic.Family)
-		}
-		seen[r] = ic.Name
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("daemon: %w", err)
 	}
 	return nil
 }
