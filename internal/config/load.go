@@ -97,10 +97,10 @@ func parseKeepalivedConf(name string, data []byte) (*Config, []Warning, error) {
 
 // finish resolves every draft and checks the instances against each other. It reports
 // every invalid instance, not just the first, so "vrrpd check" shows them all.
-func finish(cfg *Config, drafts []draft, g globals, ws []Warning) (*Config, []Warning, error) {
+func finish(cfg *Config, drafts []Draft, g Globals, ws []Warning) (*Config, []Warning, error) {
 	var errs []error
 	for _, d := range drafts {
-		in, iws, err := resolve(d, g)
+		in, iws, err := Resolve(&d, g, Options{})
 		ws = append(ws, iws...)
 		if err != nil {
 			errs = append(errs, err)

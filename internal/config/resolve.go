@@ -9,18 +9,21 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
-// globals are the host-wide settings an instance inherits: keepalived's global_defs, or
-// the defaults section of the YAML file.
-type globals struct {
+// Globals are the host-wide settings an instance inherits: keepalived's global_defs, the
+// defaults section of the YAML file, or a KeepalivedGroup's spec.verbatimConfig. Build
+// one with DefaultGlobals and SetKeyword.
+type Globals struct {
 	routerID       string
-	version        vrrp.Version // 0: keepalived's default
+	version        vrrp.Version
 	advertInterval time.Duration
 	garp           GARP
 	mcast4, mcast6 netip.Addr
 }
 
-func defaultGlobals() globals {
-	return globals{
+// DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
+// multicast groups, keepalived's announcement defaults).
+func DefaultGlobals() Globals {
+	return Globals{
 		version:        DefaultVersion,
 		advertInterval: DefaultAdvertInterval,
 		garp:           DefaultGARP(),
@@ -29,15 +32,21 @@ func defaultGlobals() globals {
 	}
 }
 
+// SetVersion sets the VRRP version of instances that name none (keepalived.conf's
+// global vrrp_version; Kubernetes mode uses the CRD's default, 3).
+func (g *Globals) SetVersion(v vrrp.Version) { g.version = v }
+
 // draftVIP is a VIP with where it was written.
 type draftVIP struct {
 	VIP
 	pos Position
 }
 
-// draft is an instance as written, before defaults and validation: both file formats fill
-// one, so both follow exactly the same rules. Pointer and zero fields mean "not set".
-type draft struct {
+// Draft is an instance as written, before defaults and validation. The two file formats
+// and Kubernetes mode all fill one (the parsers directly, Kubernetes mode through the
+// setters in draft.go) and pass it to Resolve, so all follow exactly the same rules.
+// Pointer and zero fields mean "not set".
+type Draft struct {
 	pos          Position
 	name         string
 	iface        string
@@ -74,34 +83,82 @@ type garpDraft struct {
 	masterRefreshRepeat *int
 }
 
+// Options are the differences between the sources of a Config that the shared rules
+// must know about. The zero value is keepalived.conf's and the YAML file's behaviour.
+type Options struct {
+	// MissingPassword, when not empty, makes a VRRPv2 instance that asks for
+	// authentication but has no password an error with this text, instead of a warning
+	// and no authentication. Kubernetes mode sets it: its peers do authenticate, so a
+	// node running without would be ignored by them and become a second master.
+	MissingPassword string
+}
+
 // maxVIPs is the most addresses an advertisement can carry (an 8-bit count).
 const maxVIPs = 255
 
-// resolve applies defaults to d and checks it the way keepalived's
-// vrrp_complete_instance does. Problems keepalived fixes up with a message become
-// warnings; problems that make keepalived drop the instance become errors.
-func resolve(d draft, g globals) (Instance, []Warning, error) {
-	var ws []Warning
-	warn := func(pos Position, format string, a ...any) {
-		ws = append(ws, Warning{Pos: pos, Message: fmt.Sprintf("(%s) ", d.name) + fmt.Sprintf(format, a...)})
-	}
-	fail := func(pos Position, format string, a ...any) (Instance, []Warning, error) {
-		return Instance{}, ws, &Error{Pos: pos, Message: fmt.Sprintf("(%s) ", d.name) + fmt.Sprintf(format, a...)}
-	}
+// resolver carries one Resolve: the draft, what it inherits, and the warnings so far.
+type resolver struct {
+	d   *Draft
+	g   Globals
+	opt Options
+	in  Instance
+	ws  []Warning
+}
 
-	in := Instance{Name: d.name, Interface: d.iface, Source: d.pos}
-	if d.name == "" {
-		return Instance{}, nil, &Error{Pos: d.pos, Message: "instance has no name"}
+func (r *resolver) warn(pos Position, format string, a ...any) {
+	r.ws = append(r.ws, Warning{Pos: pos, Message: fmt.Sprintf("(%s) ", r.d.name) + fmt.Sprintf(format, a...)})
+}
+
+func (r *resolver) fail(pos Position, format string, a ...any) error {
+	return &Error{Pos: pos, Message: fmt.Sprintf("(%s) ", r.d.name) + fmt.Sprintf(format, a...)}
+}
+
+// or returns pos, or the instance's position when pos is unknown.
+func (r *resolver) or(pos Position) Position {
+	if pos.File == "" {
+		return r.d.pos
 	}
+	return pos
+}
+
+// Resolve applies defaults from g to d and checks it the way keepalived's
+// vrrp_complete_instance does. Problems keepalived fixes up with a message become
+// warnings; problems that make keepalived drop the instance become errors. Instances are
+// checked one at a time; (*Config).Validate checks them against each other.
+func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
+	r := &resolver{d: d, g: g, opt: opt}
+	for _, step := range []func() error{
+		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
+		r.preemption, r.transport, r.addresses, r.announcements,
+	} {
+		if err := step(); err != nil {
+			return Instance{}, r.ws, err
+		}
+	}
+	return r.in, r.ws, nil
+}
+
+// identity: name, interface and VRID are required.
+func (r *resolver) identity() error {
+	d := r.d
+	if d.name == "" {
+		return &Error{Pos: d.pos, Message: "instance has no name"}
+	}
+	r.in = Instance{Name: d.name, Interface: d.iface, Source: d.pos}
 	if d.iface == "" {
-		return fail(d.pos, "no interface given")
+		return r.fail(d.pos, "no interface given")
 	}
 	if d.vrid == nil {
-		return fail(d.pos, "no virtual router ID given (virtual_router_id, 1..255)")
+		return r.fail(d.pos, "no virtual router ID given (virtual_router_id, 1..255)")
 	}
-	in.VRID = *d.vrid
+	r.in.VRID = *d.vrid
+	return nil
+}
 
-	// The family comes from the first VIP, else the unicast addresses; IPv4 otherwise.
+// family comes from the first VIP, else the unicast addresses; IPv4 otherwise. Every
+// address of the instance must be of it.
+func (r *resolver) family() error {
+	d, in := r.d, &r.in
 	in.Family = IPv4
 	switch {
 	case len(d.vips) > 0:
@@ -113,36 +170,44 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 	}
 	for _, v := range d.vips {
 		if f := vrrp.FamilyOf(v.Prefix.Addr()); f != in.Family {
-			return fail(v.pos, "VIP %s is %s but the instance is %s: one instance carries one family (use virtual_ipaddress_excluded or a second instance)", v.Prefix, f, in.Family)
+			return r.fail(v.pos, "VIP %s is %s but the instance is %s: one instance carries one family (use virtual_ipaddress_excluded or a second instance)", v.Prefix, f, in.Family)
 		}
 	}
 	if d.src.IsValid() && vrrp.FamilyOf(d.src) != in.Family {
-		return fail(d.srcPos, "source address %s is not %s like the instance", d.src, in.Family)
+		return r.fail(d.srcPos, "source address %s is not %s like the instance", d.src, in.Family)
 	}
 	for _, p := range d.peers {
 		if vrrp.FamilyOf(p.Prefix.Addr()) != in.Family {
-			return fail(p.pos, "unicast peer %s is not %s like the instance", p.Prefix.Addr(), in.Family)
+			return r.fail(p.pos, "unicast peer %s is not %s like the instance", p.Prefix.Addr(), in.Family)
 		}
 	}
+	return nil
+}
 
-	// Version: the instance's, else the global one; IPv6 is always VRRPv3.
-	in.Version = g.version
+// version: the instance's, else the global one; IPv6 is always VRRPv3. keepalived
+// tolerates a VRRPv2 IPv4 instance without VIPs; an advertisement with no address has
+// nothing to fail over, and the state machine refuses it, so vrrpd does too.
+func (r *resolver) version() error {
+	d, in := r.d, &r.in
+	in.Version = r.g.version
 	if d.version != 0 {
 		in.Version = d.version
 	}
 	if in.Family == IPv6 && in.Version != vrrp.Version3 {
 		if d.version == vrrp.Version2 {
-			warn(d.versionPos, "VRRP version 2 cannot carry IPv6; using version 3")
+			r.warn(r.or(d.versionPos), "VRRP version 2 cannot carry IPv6; using version 3")
 		}
 		in.Version = vrrp.Version3
 	}
-	// keepalived tolerates a VRRPv2 IPv4 instance without VIPs; an advertisement with no
-	// address has nothing to fail over, and the state machine refuses it, so vrrpd does too.
 	if len(d.vips) == 0 {
-		return fail(d.pos, "no VIP specified; at least one is required")
+		return r.fail(d.pos, "no VIP specified; at least one is required")
 	}
+	return nil
+}
 
-	// Priority and initial state derive from each other when only one is given.
+// priorityAndState derive from each other when only one is given.
+func (r *resolver) priorityAndState() error {
+	d, in := r.d, &r.in
 	in.InitialState = d.state
 	switch {
 	case d.priority != nil:
@@ -158,152 +223,147 @@ func resolve(d draft, g globals) (Instance, []Warning, error) {
 			in.InitialState = StateMaster
 		}
 	}
+	return nil
+}
 
-	// Authentication exists in VRRPv2 only.
-	if d.auth != nil && *d.auth != vrrp.AuthNone {
-		switch {
-		case in.Version == vrrp.Version3:
-			warn(d.authPos, "VRRP version 3 does not support authentication; ignoring it")
-		case d.authPass == "":
-			warn(d.authPos, "authentication specified but no password given; ignoring it")
-		default:
-			in.AuthType = *d.auth
-			in.AuthPass = d.authPass
-		}
+// auth: authentication exists in VRRPv2 only.
+func (r *resolver) auth() error {
+	d, in := r.d, &r.in
+	if d.auth == nil || *d.auth == vrrp.AuthNone {
+		return nil
 	}
+	pos := r.or(d.authPos)
+	switch {
+	case in.Version == vrrp.Version3:
+		r.warn(pos, "VRRP version 3 does not support authentication; ignoring it")
+	case d.authPass == "" && r.opt.MissingPassword != "":
+		return r.fail(pos, "%s", r.opt.MissingPassword)
+	case d.authPass == "":
+		r.warn(pos, "authentication specified but no password given; ignoring it")
+	default:
+		in.AuthType = *d.auth
+		in.AuthPass = d.authPass
+	}
+	return nil
+}
 
-	// Advertisement interval: whole seconds below 256 s for v2, centiseconds below
-	// 40.96 s for v3, rounded with a warning as keepalived does.
-	in.AdvertInterval = g.advertInterval
+// interval: whole seconds up to 255 s for v2, centiseconds up to 40.95 s for v3, rounded
+// with a warning as keepalived does.
+func (r *resolver) interval() error {
+	d, in := r.d, &r.in
+	in.AdvertInterval = r.g.advertInterval
 	if d.advert != 0 {
 		in.AdvertInterval = d.advert
 	}
-	pos := d.advertPos
-	if pos.File == "" {
-		pos = d.pos
-	}
+	pos := r.or(d.advertPos)
+	unit, limit, units := 10*time.Millisecond, maxAdvertIntervalV3, "be in units of 10ms"
 	if in.Version == vrrp.Version2 {
-		if in.AdvertInterval > maxAdvertIntervalV2 {
-			warn(pos, "VRRPv2 advertisement interval %v is out of range; using %v", in.AdvertInterval, maxAdvertIntervalV2)
-			in.AdvertInterval = maxAdvertIntervalV2
-		} else if in.AdvertInterval%time.Second != 0 {
-			r := in.AdvertInterval.Round(time.Second)
-			if r == 0 {
-				r = time.Second
-			}
-			warn(pos, "VRRPv2 advertisement interval %v must be whole seconds; rounding to %v", in.AdvertInterval, r)
-			in.AdvertInterval = r
-		}
-	} else {
-		const cs = 10 * time.Millisecond
-		if in.AdvertInterval > maxAdvertIntervalV3 {
-			warn(pos, "VRRPv3 advertisement interval %v is out of range; using %v", in.AdvertInterval, maxAdvertIntervalV3)
-			in.AdvertInterval = maxAdvertIntervalV3
-		} else if in.AdvertInterval%cs != 0 {
-			r := in.AdvertInterval.Round(cs)
-			if r == 0 {
-				r = cs
-			}
-			warn(pos, "VRRPv3 advertisement interval %v must be in units of 10ms; rounding to %v", in.AdvertInterval, r)
-			in.AdvertInterval = r
-		}
+		unit, limit, units = time.Second, maxAdvertIntervalV2, "be whole seconds"
 	}
+	switch {
+	case in.AdvertInterval > limit:
+		r.warn(pos, "VRRPv%d advertisement interval %v is out of range; using %v", in.Version, in.AdvertInterval, limit)
+		in.AdvertInterval = limit
+	case in.AdvertInterval%unit != 0:
+		rounded := max(in.AdvertInterval.Round(unit), unit)
+		r.warn(pos, "VRRPv%d advertisement interval %v must %s; rounding to %v", in.Version, in.AdvertInterval, units, rounded)
+		in.AdvertInterval = rounded
+	}
+	return nil
+}
 
-	// Preemption.
+// preemption: keepalived's default is on; nopreempt and preempt_delay give way to an
+// address owner and to an initial MASTER state, and preempt_delay needs preemption.
+func (r *resolver) preemption() error {
+	d, in := r.d, &r.in
 	in.Preempt = DefaultPreempt
 	if d.preempt != nil {
 		in.Preempt = *d.preempt
 	}
 	in.PreemptDelay = d.preemptDelay
-	if d.preemptPos.File == "" {
-		d.preemptPos = d.pos
-	}
-	if d.delayPos.File == "" {
-		d.delayPos = d.pos
-	}
+	preemptPos, delayPos := r.or(d.preemptPos), r.or(d.delayPos)
 	if !in.Preempt && in.Priority == 255 {
-		warn(d.preemptPos, "nopreempt is incompatible with priority 255; preempting anyway")
+		r.warn(preemptPos, "nopreempt is incompatible with priority 255; preempting anyway")
 		in.Preempt = true
 	}
 	if in.InitialState == StateMaster {
 		if !in.Preempt {
-			warn(d.preemptPos, "nopreempt does not work with initial state MASTER; preempting anyway")
+			r.warn(preemptPos, "nopreempt does not work with initial state MASTER; preempting anyway")
 			in.Preempt = true
 		}
 		if in.PreemptDelay != 0 {
-			warn(d.delayPos, "preempt_delay does not work with initial state MASTER; clearing it")
+			r.warn(delayPos, "preempt_delay does not work with initial state MASTER; clearing it")
 			in.PreemptDelay = 0
 		}
 	}
 	if in.PreemptDelay != 0 && !in.Preempt {
-		warn(d.delayPos, "preempt_delay is incompatible with nopreempt; clearing it")
+		r.warn(delayPos, "preempt_delay is incompatible with nopreempt; clearing it")
 		in.PreemptDelay = 0
 	}
-
 	// keepalived enables accept mode unless told otherwise (outside its strict mode).
 	in.AcceptMode = DefaultAcceptMode
 	if d.accept != nil {
 		in.AcceptMode = *d.accept
 	}
+	return nil
+}
 
-	// Transport.
+// transport: unicast source and peers, else the family's multicast group.
+func (r *resolver) transport() error {
+	d, in := r.d, &r.in
 	in.UnicastSrc = d.src
 	for _, p := range d.peers {
 		in.UnicastPeers = append(in.UnicastPeers, p.Prefix.Addr())
 	}
-	in.MulticastGroup = g.mcast4
+	in.MulticastGroup = r.g.mcast4
 	if in.Family == IPv6 {
-		in.MulticastGroup = g.mcast6
+		in.MulticastGroup = r.g.mcast6
 	}
 	if d.mcast.IsValid() {
 		if vrrp.FamilyOf(d.mcast) != in.Family {
-			return fail(d.mcastPos, "multicast group %s is not %s like the instance", d.mcast, in.Family)
+			return r.fail(r.or(d.mcastPos), "multicast group %s is not %s like the instance", d.mcast, in.Family)
 		}
 		in.MulticastGroup = d.mcast
 	}
+	return nil
+}
 
-	// Addresses. Excess VIPs move to the excluded list, as keepalived does, since an
-	// advertisement cannot list more than 255.
+// addresses: no address twice, labels on their device, and VIPs beyond what an
+// advertisement can carry moved to the excluded list, as keepalived does.
+func (r *resolver) addresses() error {
+	d, in := r.d, &r.in
 	seen := map[netip.Addr]Position{}
 	for i, v := range append(append([]draftVIP(nil), d.vips...), d.evips...) {
 		if p, dup := seen[v.Prefix.Addr()]; dup {
-			return fail(v.pos, "address %s is listed twice (first at %s)", v.Prefix.Addr(), p)
+			return r.fail(v.pos, "address %s is listed twice (first at %s)", v.Prefix.Addr(), p)
 		}
 		seen[v.Prefix.Addr()] = v.pos
 		if v.Dev == "" {
 			v.Dev = in.Interface
 		}
 		if v.Label != "" && v.Label != v.Dev && !hasPrefixColon(v.Label, v.Dev) {
-			return fail(v.pos, "label %q must be the device name %q or start with %q", v.Label, v.Dev, v.Dev+":")
+			return r.fail(v.pos, "label %q must be the device name %q or start with %q", v.Label, v.Dev, v.Dev+":")
 		}
 		switch {
 		case i < len(d.vips) && i < maxVIPs:
 			in.VIPs = append(in.VIPs, v.VIP)
 		case i < len(d.vips):
 			if i == maxVIPs {
-				warn(v.pos, "more than %d VIPs; the rest are added but not advertised (excluded)", maxVIPs)
+				r.warn(v.pos, "more than %d VIPs; the rest are added but not advertised (excluded)", maxVIPs)
 			}
 			in.ExcludedVIPs = append(in.ExcludedVIPs, v.VIP)
 		default:
 			in.ExcludedVIPs = append(in.ExcludedVIPs, v.VIP)
 		}
 	}
+	return nil
+}
 
-	// Announcements: the global settings, overridden per instance.
-	in.GARP = g.garp
-	if d.garp.masterDelay != nil {
-		in.GARP.MasterDelay = *d.garp.masterDelay
-	}
-	if d.garp.masterRepeat != nil {
-		in.GARP.MasterRepeat = *d.garp.masterRepeat
-	}
-	if d.garp.masterRefresh != nil {
-		in.GARP.MasterRefresh = *d.garp.masterRefresh
-	}
-	if d.garp.masterRefreshRepeat != nil {
-		in.GARP.MasterRefreshRepeat = *d.garp.masterRefreshRepeat
-	}
-	return in, ws, nil
+// announcements: the global settings, overridden per instance.
+func (r *resolver) announcements() error {
+	r.in.GARP = r.g.garp
+	applyGARP(&r.in.GARP, r.d.garp)
+	return nil
 }
 
 func hasPrefixColon(label, dev string) bool {

@@ -155,14 +155,14 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		return nil, nil, ix.decodeError(err, nil, "")
 	}
 	var ws []Warning
-	g := defaultGlobals()
+	g := DefaultGlobals()
 	g.routerID = f.RouterID
 	if len(f.Defaults) > 0 && string(f.Defaults) != "null" {
 		if err := ix.defaults(f.Defaults, &g, &ws); err != nil {
 			return nil, ws, err
 		}
 	}
-	var drafts []draft
+	var drafts []Draft
 	for i, raw := range f.Instances {
 		d, err := ix.instance(i, raw, &ws)
 		if err != nil {
@@ -293,7 +293,7 @@ func (ix yamlIndex) decodeError(err error, path []any, what string) error {
 	return &Error{Pos: Position{File: ix.file, Line: line}, Message: msg}
 }
 
-func (ix yamlIndex) defaults(raw json.RawMessage, g *globals, ws *[]Warning) error {
+func (ix yamlIndex) defaults(raw json.RawMessage, g *Globals, ws *[]Warning) error {
 	var d yamlDefaults
 	if err := strictJSON(raw, &d); err != nil {
 		return ix.decodeError(err, []any{"defaults"}, "defaults")
@@ -321,11 +321,11 @@ func (ix yamlIndex) defaults(raw json.RawMessage, g *globals, ws *[]Warning) err
 		if m.text == "" {
 			continue
 		}
-		a, err := netip.ParseAddr(m.text)
-		if err != nil || vrrp.FamilyOf(a) != m.fam || !a.IsMulticast() || a.Zone() != "" {
+		a, ok := parseAddr(m.text)
+		if !ok || !isMulticastOf(a, m.fam) {
 			return errAt(at(m.key), "defaults: %s %q is not an %s multicast address", m.key, m.text, m.fam)
 		}
-		*m.dst = a.Unmap()
+		*m.dst = a
 	}
 	gd, err := ix.garp(d.GARP.yamlGARP, []any{"defaults", "garp"}, "defaults", ws)
 	if err != nil {
@@ -377,13 +377,12 @@ func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (ga
 		if v == nil {
 			return nil, nil
 		}
-		n := *v
-		if n < 0 {
+		if *v < 0 {
 			return nil, errAt(at(k), "%s: garp.%s must not be negative", what, k)
 		}
-		if n == 0 {
+		n, adjusted := repeatCount(uint64(*v))
+		if adjusted {
 			*ws = append(*ws, Warning{Pos: at(k), Message: fmt.Sprintf("%s: garp.%s must be greater than 0; using 1", what, k)})
-			n = 1
 		}
 		return &n, nil
 	}
@@ -414,7 +413,7 @@ func advertInterval(y yamlDuration) (time.Duration, error) {
 	return v, nil
 }
 
-func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (draft, error) {
+func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, error) {
 	base := []any{"instances", i}
 	at := func(k ...any) Position { return ix.at(append(append([]any{}, base...), k...)...) }
 	var y yamlInstance
@@ -423,15 +422,15 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (draft, 
 		if n, _ := ix.node(append(base, "name")...); n != nil && n.Kind == yamlv3.ScalarNode {
 			what = fmt.Sprintf("instance %q", n.Value)
 		}
-		return draft{}, ix.decodeError(err, base, what)
+		return Draft{}, ix.decodeError(err, base, what)
 	}
 	if y.Name != "" {
 		what = fmt.Sprintf("instance %q", y.Name)
 	}
-	fail := func(pos Position, format string, a ...any) (draft, error) {
-		return draft{}, errAt(pos, "%s: %s", what, fmt.Sprintf(format, a...))
+	fail := func(pos Position, format string, a ...any) (Draft, error) {
+		return Draft{}, errAt(pos, "%s: %s", what, fmt.Sprintf(format, a...))
 	}
-	d := draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept,
+	d := Draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept,
 		preemptPos: at("preempt"), delayPos: at("preemptDelay")}
 	if len(y.Interface) > 15 {
 		return fail(at("interface"), "interface name %q is longer than 15 characters", y.Interface)
@@ -485,27 +484,26 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (draft, 
 	}
 	if y.Unicast != nil {
 		if y.Unicast.Source != "" {
-			a, err := netip.ParseAddr(y.Unicast.Source)
-			if err != nil || a.Zone() != "" {
+			a, ok := parseAddr(y.Unicast.Source)
+			if !ok {
 				return fail(at("unicast", "source"), "unicast.source: bad IP address %q", y.Unicast.Source)
 			}
-			d.src, d.srcPos = a.Unmap(), at("unicast", "source")
+			d.src, d.srcPos = a, at("unicast", "source")
 		}
 		for j, s := range y.Unicast.Peers {
-			a, err := netip.ParseAddr(s)
-			if err != nil || a.Zone() != "" {
+			a, ok := parseAddr(s)
+			if !ok {
 				return fail(at("unicast", "peers", j), "unicast.peers[%d]: bad IP address %q", j, s)
 			}
-			a = a.Unmap()
 			d.peers = append(d.peers, draftVIP{VIP: VIP{Prefix: netip.PrefixFrom(a, a.BitLen())}, pos: at("unicast", "peers", j)})
 		}
 	}
 	if y.MulticastGroup != "" {
-		a, err := netip.ParseAddr(y.MulticastGroup)
-		if err != nil || !a.IsMulticast() || a.Zone() != "" {
+		a, ok := parseAddr(y.MulticastGroup)
+		if !ok || !isMulticastOf(a, 0) {
 			return fail(at("multicastGroup"), "multicastGroup %q is not a multicast address", y.MulticastGroup)
 		}
-		d.mcast, d.mcastPos = a.Unmap(), at("multicastGroup")
+		d.mcast, d.mcastPos = a, at("multicastGroup")
 	}
 	if y.Auth != nil {
 		d.authPos = at("auth")
@@ -521,10 +519,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (draft, 
 		default:
 			return fail(at("auth", "type"), "unknown auth.type %q (want PASS)", y.Auth.Type)
 		}
-		d.authPass = y.Auth.Password
-		if len(d.authPass) > maxAuthPass {
-			*ws = append(*ws, Warning{Pos: at("auth", "password"), Message: fmt.Sprintf("%s: truncating auth.password to %d characters", what, maxAuthPass)})
-			d.authPass = d.authPass[:maxAuthPass]
+		var note string
+		if d.authPass, note = truncateAuthPass(y.Auth.Password, "auth.password"); note != "" {
+			*ws = append(*ws, Warning{Pos: at("auth", "password"), Message: what + ": " + note})
 		}
 	}
 	if d.garp, err = ix.garp(y.GARP, append(append([]any{}, base...), "garp"), what, ws); err != nil {
