@@ -292,7 +292,6 @@ func parseVIPWords(words []string) (VIP, []string, error) {
 	return v, ws, nil
 }
 
-
 // one returns the single value of a statement inside a block.
 func (p *kaParser) one(n node) (string, error) {
 	st := &statement{key: n.key(), args: n.args(), pos: n.pos}
