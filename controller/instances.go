@@ -100,7 +100,7 @@ func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes [
 			VRID:       id,
 			VIPs:       make([]string, len(d.vips)),
 			Settings:   settings,
-			Priorities: placement.Encode(prios[d.key]),
+			Priorities: v1alpha1.EncodePriorities(prios[d.key]),
 		}
 		for i, a := range d.vips {
 			in.VIPs[i] = a.String()

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 )
 
 // settle waits until neither group has been reconciled for quiet, and
@@ -124,8 +124,13 @@ func TestNodeChanges(t *testing.T) {
 			if len(g.Status.Instances) != 1 {
 				return fmt.Errorf("instances %v", g.Status.Instances)
 			}
-			if _, err := placement.Decode(g.Status.Instances[0].Priorities, len(want)); err != nil {
+			prios, err := v1alpha1.DecodePriorities(g.Status.Instances[0].Priorities, len(want))
+			if err != nil {
 				return err
+			}
+			// Every member takes part: the operator never writes 0.
+			if slices.Contains(prios, v1alpha1.PriorityNotMember) {
+				return fmt.Errorf("priorities %v: a member left out", prios)
 			}
 			return nil
 		})

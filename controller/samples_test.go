@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,7 +158,7 @@ func TestSampleManifestsBehave(t *testing.T) {
 // masterOf decodes an instance's priorities and returns its top node.
 func masterOf(t testing.TB, g *v1alpha1.KeepalivedGroup, in v1alpha1.Instance) string {
 	t.Helper()
-	prios, err := placement.Decode(in.Priorities, len(g.Status.Nodes))
+	prios, err := v1alpha1.DecodePriorities(in.Priorities, len(g.Status.Nodes))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,9 +214,13 @@ type Instance struct {
 	Settings InstanceSettings `json:"settings"`
 	// Priorities holds each member node's VRRP priority for this instance,
 	// one byte per entry of status.nodes in that order, base64-encoded
-	// (standard alphabet, padded). Values are distinct within an instance,
-	// from 254 for the node ranked first (the master while it is up) down
-	// to 1; 255 (address owner) is never used.
+	// (standard alphabet, padded; EncodePriorities, DecodePriorities).
+	// Every byte value has a meaning: 1 to 254 are VRRP priorities, distinct
+	// within an instance, 254 for the node ranked first (the master while
+	// it is up); 0 means the node does not take part in this instance (it
+	// does not run it and is no unicast peer of it; the operator does not
+	// write 0 today, vrrpd accepts it); 255 (address owner) is never
+	// written and is rejected.
 	Priorities string `json:"priorities"`
 }
 
@@ -235,7 +239,9 @@ type InstanceSettings struct {
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`
 	// Verbatim holds the vrrp_instance keywords from the Service's
-	// verbatimconfig annotation that are known keepalived keywords.
+	// verbatimconfig annotation that a Service may set (see
+	// InstanceKeyword): known keepalived keywords that neither the operator
+	// decides nor would run a program.
 	// +optional
 	Verbatim map[string]string `json:"verbatim,omitempty"`
 }

@@ -36,7 +36,7 @@ func bigGroup() *v1alpha1.KeepalivedGroup {
 		g.Status.Instances = append(g.Status.Instances, v1alpha1.Instance{
 			Key: key, VRID: i + 1, VIPs: vips,
 			Settings:   v1alpha1.InstanceSettings{Version: 3, AdvertInterval: metav1.Duration{Duration: time.Second}, Preempt: true, Unicast: true, Verbatim: map[string]string{"garp_master_delay": "1"}},
-			Priorities: placement.Encode(placement.Priorities(key, nodeNames)),
+			Priorities: v1alpha1.EncodePriorities(placement.Priorities(key, nodeNames)),
 		})
 	}
 	return g
@@ -69,7 +69,7 @@ func BenchmarkWatchLatency(b *testing.B) {
 		p := uint8(1 + n%250)
 		start := time.Now()
 		updateStatus(b, ns, "edge", func(s *v1alpha1.KeepalivedGroupStatus) {
-			s.Instances[0].Priorities = placement.Encode([]uint8{p, 253, 252})
+			s.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{p, 253, 252})
 		})
 		u := w.next(b)
 		total += time.Since(start)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
-	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -38,9 +37,9 @@ func testGroup() *v1alpha1.KeepalivedGroup {
 				{Name: "c", Addresses: []string{"10.99.0.3"}},
 			},
 			Instances: []v1alpha1.Instance{
-				{Key: "default/dual", VRID: 1, VIPs: []string{"10.99.0.100", "fd00:99::100", "10.99.0.99"}, Settings: settings, Priorities: placement.Encode([]uint8{254, 253, 252})},
-				{Key: "default/spread/10.99.0.102", VRID: 3, VIPs: []string{"10.99.0.102"}, Settings: settings, Priorities: placement.Encode([]uint8{252, 254, 253})},
-				{Key: "default/web", VRID: 2, VIPs: []string{"10.99.0.101"}, Settings: settings, Priorities: placement.Encode([]uint8{253, 0, 254})},
+				{Key: "default/dual", VRID: 1, VIPs: []string{"10.99.0.100", "fd00:99::100", "10.99.0.99"}, Settings: settings, Priorities: v1alpha1.EncodePriorities([]uint8{254, 253, 252})},
+				{Key: "default/spread/10.99.0.102", VRID: 3, VIPs: []string{"10.99.0.102"}, Settings: settings, Priorities: v1alpha1.EncodePriorities([]uint8{252, 254, 253})},
+				{Key: "default/web", VRID: 2, VIPs: []string{"10.99.0.101"}, Settings: settings, Priorities: v1alpha1.EncodePriorities([]uint8{253, 0, 254})},
 			},
 		},
 	}
@@ -178,7 +177,7 @@ func TestTranslateNotMember(t *testing.T) {
 	// Every priority 0: a member that takes part in nothing.
 	g := testGroup()
 	for i := range g.Status.Instances {
-		g.Status.Instances[i].Priorities = placement.Encode([]uint8{0, 0, 0})
+		g.Status.Instances[i].Priorities = v1alpha1.EncodePriorities([]uint8{0, 0, 0})
 	}
 	if cfg, _ := mustTranslate(t, g, "a", nil, nil); len(cfg.Instances) != 0 {
 		t.Fatalf("instances %v, want none", names(cfg))
@@ -240,7 +239,7 @@ func TestTranslateUnicast(t *testing.T) {
 	// Alone in an instance: no peers, which the model can only say as
 	// multicast; a warning says so.
 	g.Status.Instances = g.Status.Instances[2:]
-	g.Status.Instances[0].Priorities = placement.Encode([]uint8{254, 0, 0})
+	g.Status.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{254, 0, 0})
 	cfg, ws := mustTranslate(t, g, "a", nil, nil)
 	if in := cfg.Instances[0]; in.Unicast() || in.UnicastSrc.IsValid() {
 		t.Errorf("alone: source %v peers %v", in.UnicastSrc, in.UnicastPeers)
@@ -445,10 +444,10 @@ func TestTranslateErrors(t *testing.T) {
 		{"priorities not base64", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].Priorities = "not base64!" },
 			`instance default/web: priorities "not base64!": not base64`},
 		{"priorities too few", func(g *v1alpha1.KeepalivedGroup) {
-			g.Status.Instances[0].Priorities = placement.Encode([]uint8{254, 253})
+			g.Status.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{254, 253})
 		}, "instance default/dual: priorities \"/v0=\": 2 values for 3 nodes"},
 		{"priority 255", func(g *v1alpha1.KeepalivedGroup) {
-			g.Status.Instances[1].Priorities = placement.Encode([]uint8{1, 255, 2})
+			g.Status.Instances[1].Priorities = v1alpha1.EncodePriorities([]uint8{1, 255, 2})
 		}, "instance default/spread/10.99.0.102: priorities \"Af8C\": value 255 for node 1"},
 		{"bad VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"10.99.0.300"} },
 			`instance default/web: bad VIP "10.99.0.300"`},

@@ -22,7 +22,6 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
-	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -77,7 +76,7 @@ func TestWatchFollowsGroup(t *testing.T) {
 
 	// The operator moves the dual-stack instance's master away from a.
 	updateStatus(t, ns, "edge", func(s *v1alpha1.KeepalivedGroupStatus) {
-		s.Instances[0].Priorities = placement.Encode([]uint8{100, 254, 253})
+		s.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{100, 254, 253})
 	})
 	u = w.next(t)
 	wantTranslation(t, u, ns, "edge", "a", nil)
@@ -96,10 +95,10 @@ func TestWatchFollowsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	updateStatus(t, ns, "edge", func(s *v1alpha1.KeepalivedGroupStatus) {
-		s.Instances[0].Priorities = placement.Encode([]uint8{100, 250, 253})
+		s.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{100, 250, 253})
 	})
 	updateStatus(t, ns, "edge", func(s *v1alpha1.KeepalivedGroupStatus) {
-		s.Instances[2].Priorities = placement.Encode([]uint8{0, 0, 254}) // a leaves default/web
+		s.Instances[2].Priorities = v1alpha1.EncodePriorities([]uint8{0, 0, 254}) // a leaves default/web
 	})
 	u = w.next(t)
 	wantTranslation(t, u, ns, "edge", "a", nil)
@@ -171,7 +170,7 @@ func TestWatchCacheWhileAPIAway(t *testing.T) {
 	// Meanwhile the operator changed c's priorities; the next start serves
 	// the cache, then the API's group.
 	updateStatus(t, ns, "edge", func(s *v1alpha1.KeepalivedGroupStatus) {
-		s.Instances[1].Priorities = placement.Encode([]uint8{254, 253, 1})
+		s.Instances[1].Priorities = v1alpha1.EncodePriorities([]uint8{254, 253, 1})
 	})
 	third := startWatch(t, testConfig, Options{Group: key, Node: "c", StateDir: dir})
 	u = third.next(t)
@@ -273,7 +272,7 @@ func TestWatchWithVrrpdRole(t *testing.T) {
 
 	// Watch events arrive under the Role, not only the first list.
 	updateStatus(t, ns, "edge", func(s *v1alpha1.KeepalivedGroupStatus) {
-		s.Instances[0].Priorities = placement.Encode([]uint8{254, 10, 253})
+		s.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{254, 10, 253})
 	})
 	u = w.next(t)
 	if p := priorityOf(t, u.Config, "default/spread/10.99.0.102"); p != 10 {

@@ -53,9 +53,10 @@
 // # Compact form
 //
 // The group's status must hold 255 instances x 100 nodes in well under
-// 128 KiB, so priorities are not stored as maps of node names. Encode writes
-// one byte per node, in the order of the status' node list, as standard
-// base64 (RFC 4648 with padding): 100 nodes take 136 characters per
-// instance. Decode reverses it and checks the length and that every value
-// is a usable priority (1..254).
+// 128 KiB, so priorities are not stored as maps of node names but one byte
+// per node in the order of the status' node list, base64-encoded. That
+// encoding, and the meaning of every byte value, is the operator's contract
+// with vrrpd and lives with the API: v1alpha1.EncodePriorities and
+// DecodePriorities. This package only ranks: its priorities are always
+// 1..254.
 package placement

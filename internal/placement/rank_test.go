@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 )
 
 func nodesN(n int) []string {
@@ -309,7 +311,7 @@ func BenchmarkGroup255x100(b *testing.B) {
 	keys := keysN("default", 255)
 	for b.Loop() {
 		for _, k := range keys {
-			Encode(Priorities(k, nodes))
+			v1alpha1.EncodePriorities(Priorities(k, nodes))
 		}
 	}
 }

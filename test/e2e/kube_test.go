@@ -30,7 +30,6 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
-	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testoperator"
 )
@@ -408,7 +407,7 @@ func placementOf(g *v1alpha1.KeepalivedGroup, unicast bool) (priorities, error) 
 		if in.Settings.Unicast != unicast || in.Settings.Version != 3 || in.Settings.AdvertInterval.Duration != 100*time.Millisecond {
 			return nil, fmt.Errorf("instance %s settings %+v, want VRRPv3, 100ms, unicast %v", in.Key, in.Settings, unicast)
 		}
-		prios, err := placement.Decode(in.Priorities, len(st.Nodes))
+		prios, err := v1alpha1.DecodePriorities(in.Priorities, len(st.Nodes))
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", in.Key, err)
 		}

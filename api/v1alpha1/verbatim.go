@@ -1,0 +1,98 @@
+package v1alpha1
+
+import (
+	"maps"
+	"slices"
+)
+
+// Owner says who decides a keepalived keyword that verbatim configuration
+// names: a Service's verbatimconfig annotation (vrrp_instance keywords) or a
+// group's spec.verbatimConfig (global_defs keywords).
+// +kubebuilder:object:generate=false
+type Owner int
+
+const (
+	// OwnerUser: the Service (or, for global_defs keywords, the group's
+	// spec) may set it. The operator copies a Service's value into the
+	// instance's settings.verbatim; vrrpd applies what it implements and
+	// warns about the rest.
+	OwnerUser Owner = iota + 1
+	// OwnerOperator: the operator decides it from the group, placement or
+	// the member nodes, the same for every instance of the group, so a
+	// Service's copy would contradict the rest of the cluster. The operator
+	// drops it with an Event on the Service; vrrpd ignores it with a warning.
+	OwnerOperator
+	// OwnerRefused: it would make vrrpd run a program (keepalived's notify
+	// scripts and tracked scripts). vrrpd never runs a process on a
+	// Service's say: the operator drops it with an Event, and vrrpd ignores
+	// it with a warning should a status carry it anyway.
+	OwnerRefused
+)
+
+// instanceKeywords are keepalived 2.2's vrrp_instance keywords, and who
+// decides each. A key not listed is a typo or a global_defs keyword.
+var instanceKeywords = map[string]Owner{
+	// The group decides interval, version and preemption; placement decides
+	// priority and state; the member nodes decide unicast; the operator
+	// assigns the VRID and VIPs; the group names interface and password.
+	"advert_int": OwnerOperator, "version": OwnerOperator,
+	"preempt": OwnerOperator, "nopreempt": OwnerOperator,
+	"priority": OwnerOperator, "state": OwnerOperator,
+	"unicast_src_ip": OwnerOperator, "mcast_src_ip": OwnerOperator, "unicast_peer": OwnerOperator,
+	"authentication": OwnerOperator, "auth_type": OwnerOperator, "auth_pass": OwnerOperator,
+	"interface": OwnerOperator, "virtual_router_id": OwnerOperator,
+	"virtual_ipaddress": OwnerOperator, "virtual_ipaddress_excluded": OwnerOperator,
+
+	"notify": OwnerRefused, "notify_backup": OwnerRefused, "notify_deleted": OwnerRefused,
+	"notify_fault": OwnerRefused, "notify_master": OwnerRefused,
+	"notify_master_rx_lower_pri": OwnerRefused, "notify_stop": OwnerRefused,
+	"track_script": OwnerRefused,
+
+	"accept": OwnerUser, "no_accept": OwnerUser, "preempt_delay": OwnerUser,
+	"garp_master_delay": OwnerUser, "garp_master_refresh": OwnerUser,
+	"garp_master_refresh_repeat": OwnerUser, "garp_master_repeat": OwnerUser,
+	"mcast_dst_ip":      OwnerUser,
+	"check_unicast_src": OwnerUser, "debug": OwnerUser, "dont_track_primary": OwnerUser,
+	"garp_extra_if": OwnerUser, "garp_lower_prio_delay": OwnerUser,
+	"garp_lower_prio_repeat": OwnerUser, "higher_prio_send_advert": OwnerUser,
+	"kernel_rx_buf_size": OwnerUser, "linkbeat_use_polling": OwnerUser,
+	"lower_prio_no_advert": OwnerUser, "native_ipv6": OwnerUser,
+	"old_unicast_checksum": OwnerUser, "promote_secondaries": OwnerUser,
+	"skip_check_adv_addr": OwnerUser, "smtp_alert": OwnerUser, "strict_mode": OwnerUser,
+	"track_bfd": OwnerUser, "track_file": OwnerUser, "track_interface": OwnerUser,
+	"track_process": OwnerUser, "track_src_ip": OwnerUser,
+	"unicast_fault_no_peer": OwnerUser, "unicast_ttl": OwnerUser,
+	"use_vmac": OwnerUser, "vmac_xmit_base": OwnerUser,
+}
+
+// globalKeywords are the global_defs keywords of spec.verbatimConfig that
+// the operator decides; every other key is passed to vrrpd, which applies
+// what it implements and warns about the rest.
+var globalKeywords = map[string]Owner{
+	// vrrpd names itself after its node.
+	"router_id": OwnerOperator,
+	// The group's vrrpVersion decides.
+	"vrrp_version": OwnerOperator,
+}
+
+// InstanceKeyword reports who decides vrrp_instance keyword k, and false
+// when k is not a keepalived vrrp_instance keyword.
+func InstanceKeyword(k string) (Owner, bool) {
+	o, ok := instanceKeywords[k]
+	return o, ok
+}
+
+// InstanceKeywords lists every vrrp_instance keyword of the table, sorted.
+func InstanceKeywords() []string {
+	return slices.Sorted(maps.Keys(instanceKeywords))
+}
+
+// GlobalKeyword reports who decides global_defs keyword k of a group's
+// spec.verbatimConfig: OwnerOperator for the keywords the group's own fields
+// or the node decide, OwnerUser for any other.
+func GlobalKeyword(k string) Owner {
+	if o, ok := globalKeywords[k]; ok {
+		return o
+	}
+	return OwnerUser
+}
