@@ -90,9 +90,12 @@ func spreadVIPs(svc *corev1.Service) bool {
 }
 
 // parseVerbatim reads the verbatimconfig annotation: a JSON object of
-// vrrp_instance keywords and values. It returns the usable entries and a
-// description of every entry it dropped. A value that is not a JSON object
-// of strings drops the whole annotation.
+// vrrp_instance keywords and values. It returns the entries a Service may set
+// (v1alpha1.OwnerUser in the API's keyword table) and a description of every
+// entry it dropped: keywords the operator decides, keywords that would run a
+// program, and keys that are no vrrp_instance keyword at all (a typo or a
+// global_defs keyword, reported rather than passed on silently). A value that
+// is not a JSON object of strings drops the whole annotation.
 func parseVerbatim(s string) (map[string]string, []string) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
@@ -109,11 +112,14 @@ func parseVerbatim(s string) (map[string]string, []string) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
+		owner, known := v1alpha1.InstanceKeyword(k)
 		switch {
-		case operatorManagedKeywords[k]:
-			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
-		case !vrrpInstanceKeywords[k]:
+		case !known:
 			problems = append(problems, fmt.Sprintf("%s key %q is not a keepalived vrrp_instance keyword; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		case owner == v1alpha1.OwnerOperator:
+			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		case owner == v1alpha1.OwnerRefused:
+			problems = append(problems, fmt.Sprintf("%s key %q would run a program, which vrrpd never does on a Service's say; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		default:
 			out[k] = raw[k]
 		}
@@ -122,39 +128,4 @@ func parseVerbatim(s string) (map[string]string, []string) {
 		out = nil
 	}
 	return out, problems
-}
-
-// vrrpInstanceKeywords are keepalived 2.2 vrrp_instance keywords a
-// verbatimconfig may carry. vrrpd warns about those it does not implement;
-// a key outside this list is a typo or a global_defs keyword and is reported
-// on the Service instead of being passed on silently.
-var vrrpInstanceKeywords = setOf(
-	"accept", "no_accept", "check_unicast_src", "debug",
-	"dont_track_primary", "garp_extra_if", "garp_lower_prio_delay",
-	"garp_lower_prio_repeat", "garp_master_delay", "garp_master_refresh",
-	"garp_master_refresh_repeat", "garp_master_repeat", "higher_prio_send_advert",
-	"kernel_rx_buf_size", "linkbeat_use_polling", "lower_prio_no_advert",
-	"mcast_src_ip", "native_ipv6", "notify", "notify_backup",
-	"notify_deleted", "notify_fault", "notify_master", "notify_master_rx_lower_pri",
-	"notify_stop", "old_unicast_checksum", "preempt_delay",
-	"promote_secondaries", "skip_check_adv_addr", "smtp_alert", "strict_mode",
-	"track_bfd", "track_file", "track_interface", "track_process", "track_script",
-	"track_src_ip", "unicast_fault_no_peer", "unicast_src_ip", "unicast_ttl",
-	"use_vmac", "vmac_xmit_base",
-)
-
-// operatorManagedKeywords come from the group's spec or are computed by the
-// operator from the group and its nodes; a Service may not override them
-// (one group, one advertisement interval, version and preemption policy).
-var operatorManagedKeywords = setOf(
-	"advert_int", "version", "preempt", "nopreempt", "virtual_router_id", "priority", "state", "interface", "virtual_ipaddress",
-	"virtual_ipaddress_excluded", "unicast_peer", "authentication",
-)
-
-func setOf(words ...string) map[string]bool {
-	m := make(map[string]bool, len(words))
-	for _, w := range words {
-		m[w] = true
-	}
-	return m
 }

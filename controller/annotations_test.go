@@ -40,6 +40,11 @@ func TestParseVerbatim(t *testing.T) {
 		{`{not json`, nil, []string{"is not a JSON object of strings"}},
 		{`{"track_src_ip": 1}`, nil, []string{"is not a JSON object of strings"}},
 		{``, nil, nil},
+		// The API's keyword table decides: interval and unicast are the
+		// operator's, scripts are refused, mcast_dst_ip is the Service's.
+		{`{"advert_int": "2", "unicast_src_ip": "10.0.0.1", "mcast_dst_ip": "224.0.0.19"}`, map[string]string{"mcast_dst_ip": "224.0.0.19"},
+			[]string{`key "advert_int" is set by the operator`, `key "unicast_src_ip" is set by the operator`}},
+		{`{"notify_master": "/bin/sh -c reboot"}`, nil, []string{`key "notify_master" would run a program`}},
 	}
 	for _, tc := range cases {
 		got, problems := parseVerbatim(tc.in)
