@@ -110,7 +110,10 @@ func TestKeywordTable(t *testing.T) {
 	if _, ok := InstanceKeyword("vrrp_garp_interval"); ok {
 		t.Error("a global_defs keyword is in the vrrp_instance table")
 	}
-	if GlobalKeyword("router_id") != OwnerOperator || GlobalKeyword("vrrp_garp_interval") != OwnerUser {
+	if o, why := GlobalKeyword("router_id"); o != OwnerOperator || why == "" {
+		t.Errorf("router_id: %v %q", o, why)
+	}
+	if o, _ := GlobalKeyword("vrrp_garp_interval"); o != OwnerUser {
 		t.Error("global_defs owners")
 	}
 	if ks := InstanceKeywords(); len(ks) != len(instanceKeywords) || ks[0] != "accept" {

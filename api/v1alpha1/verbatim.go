@@ -66,13 +66,11 @@ var instanceKeywords = map[string]Owner{
 }
 
 // globalKeywords are the global_defs keywords of spec.verbatimConfig that
-// the operator decides; every other key is passed to vrrpd, which applies
-// what it implements and warns about the rest.
-var globalKeywords = map[string]Owner{
-	// vrrpd names itself after its node.
-	"router_id": OwnerOperator,
-	// The group's vrrpVersion decides.
-	"vrrp_version": OwnerOperator,
+// the operator or the node decides, with the reason; every other key is
+// passed to vrrpd, which applies what it implements and warns about the rest.
+var globalKeywords = map[string]string{
+	"router_id":    "vrrpd names itself after its node",
+	"vrrp_version": "the group's vrrpVersion decides",
 }
 
 // InstanceKeyword reports who decides vrrp_instance keyword k, and false
@@ -88,11 +86,11 @@ func InstanceKeywords() []string {
 }
 
 // GlobalKeyword reports who decides global_defs keyword k of a group's
-// spec.verbatimConfig: OwnerOperator for the keywords the group's own fields
-// or the node decide, OwnerUser for any other.
-func GlobalKeyword(k string) Owner {
-	if o, ok := globalKeywords[k]; ok {
-		return o
+// spec.verbatimConfig: OwnerOperator, with the reason, for the keywords the
+// group's own fields or the node decide; OwnerUser for any other.
+func GlobalKeyword(k string) (Owner, string) {
+	if why, ok := globalKeywords[k]; ok {
+		return OwnerOperator, why
 	}
-	return OwnerUser
+	return OwnerUser, ""
 }

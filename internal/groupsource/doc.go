@@ -13,8 +13,15 @@
 //     with IPv4 and IPv6 VIPs runs as two virtual routers with one VRID, as
 //     keepalived runs them. VIPs are host prefixes (/32, /128) on the group's
 //     interface, as the original keepalived-operator configured them.
-//     Verbatim keywords vrrpd implements are applied; the others are
-//     warnings that name them. The output is sorted and deterministic.
+//     Only the Kubernetes-specific part is here (which instances this node
+//     runs, its priority, members as unicast peers, the interfaceFromIP
+//     lookup, the password from the Secret): the status is read into a
+//     config.Draft, and keepalived's rules are config.Resolve's, the same
+//     as for a file. Verbatim keywords are checked against the API's keyword
+//     table (v1alpha1.InstanceKeyword, GlobalKeyword), which the operator
+//     uses too, and set through config's keyword table, which keepalived.conf
+//     uses too; those vrrpd does not implement, and bad values, are warnings
+//     that name them. The output is sorted and deterministic.
 //
 //   - Watch gets and watches only the one group (a list and a watch with a
 //     metadata.name field selector, which a Role limited by resourceNames

@@ -3,11 +3,10 @@ package groupsource
 import (
 	"bytes"
 	"cmp"
-	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
@@ -23,13 +22,6 @@ type Resolver func(netip.Addr) (string, error)
 const (
 	SuffixIPv4 = "/ipv4"
 	SuffixIPv6 = "/ipv6"
-)
-
-// Limits of what a status may hold, checked so that a damaged status is an
-// error rather than a wrapped-around number.
-const (
-	maxAuthPass = 8   // VRRPv2 simple password bytes; keepalived truncates
-	maxVIPs     = 255 // addresses one advertisement can carry
 )
 
 // Translate turns group g into the configuration of node: one instance per
@@ -121,20 +113,24 @@ func (t *translator) run() (*config.Config, []config.Warning, error) {
 		if i > 0 && ins[i-1].Key == in.Key {
 			return nil, nil, fmt.Errorf("instance %s: listed twice in the status", in.Key)
 		}
-		prios, err := decodePriorities(in.Priorities, len(st.Nodes))
+		prios, err := v1alpha1.DecodePriorities(in.Priorities, len(st.Nodes))
 		if err != nil {
 			return nil, nil, fmt.Errorf("instance %s: %w", in.Key, err)
 		}
-		if prios[self] == 0 {
+		if prios[self] == v1alpha1.PriorityNotMember {
 			continue
 		}
 		out, err := t.instance(in, prios, self, members, globals)
-		if err != nil {
+		var ce *config.Error
+		switch {
+		case errors.As(err, &ce):
+			return nil, nil, err // names the group and the virtual router already
+		case err != nil:
 			return nil, nil, fmt.Errorf("instance %s: %w", in.Key, err)
 		}
 		cfg.Instances = append(cfg.Instances, out...)
 	}
-	if err := checkUnique(cfg.Instances); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	return cfg, t.warnings, nil
@@ -207,8 +203,10 @@ func (t *translator) interfaceName() (string, error) {
 }
 
 // instance builds the virtual routers of one status instance: one per
-// address family of its VIPs, IPv4 first.
-func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, members []memberAddrs, globals groupGlobals) ([]config.Instance, error) {
+// address family of its VIPs, IPv4 first. It reads the status into one
+// config.Draft (the Kubernetes-specific part: which values come from where)
+// and leaves keepalived's rules to config.Resolve, as for a file.
+func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, members []memberAddrs, globals config.Globals) ([]config.Instance, error) {
 	if in.VRID < 1 || in.VRID > 255 {
 		return nil, fmt.Errorf("VRID %d is outside 1..255", in.VRID)
 	}
@@ -222,11 +220,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 		if a.IsUnspecified() || a.IsMulticast() {
 			return nil, fmt.Errorf("VIP %s is not a unicast address", a)
 		}
-		f := vrrp.FamilyOf(a)
-		if slices.Contains(byFamily[f], a) {
-			return nil, fmt.Errorf("VIP %s is listed twice", a)
-		}
-		byFamily[f] = append(byFamily[f], a)
+		byFamily[vrrp.FamilyOf(a)] = append(byFamily[vrrp.FamilyOf(a)], a)
 	}
 	if len(byFamily) == 0 {
 		return nil, fmt.Errorf("no VIPs")
@@ -235,29 +229,9 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 	if err != nil {
 		return nil, err
 	}
-	set := in.Settings
-	version := vrrp.Version(set.Version)
-	switch set.Version {
-	case 0:
-		version = vrrp.Version3 // the CRD's default
-	case 2, 3:
-	default:
-		return nil, fmt.Errorf("VRRP version %d is neither 2 nor 3", set.Version)
-	}
-	interval := set.AdvertInterval.Duration
-	if interval == 0 {
-		interval = config.DefaultAdvertInterval
-	}
-	if interval < 0 {
-		return nil, fmt.Errorf("negative advertInterval %v", interval)
-	}
-	var families []config.Family
-	for f := range byFamily {
-		families = append(families, f)
-	}
-	v := t.verbatim(in.Key, set.Verbatim, set.Preempt, families)
-	if v.advertInterval != nil {
-		interval = *v.advertInterval
+	d, opt, err := t.draft(in, iface, prios[self])
+	if err != nil {
+		return nil, err
 	}
 
 	var out []config.Instance
@@ -267,114 +241,94 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 		if len(vips) == 0 {
 			continue
 		}
-		slices.SortFunc(vips, netip.Addr.Compare)
-		c := config.Instance{
-			Name:           in.Key,
-			Interface:      iface,
-			Family:         f,
-			VRID:           uint8(in.VRID),
-			Priority:       prios[self],
-			Version:        version,
-			Preempt:        set.Preempt,
-			AcceptMode:     config.DefaultAcceptMode,
-			InitialState:   config.StateBackup,
-			MulticastGroup: globals.mcast4,
-			GARP:           globals.garp,
-			Source:         t.pos,
-		}
+		fd := d
 		if split {
-			c.Name += map[config.Family]string{config.IPv4: SuffixIPv4, config.IPv6: SuffixIPv6}[f]
+			fd = d.Clone(in.Key + map[config.Family]string{config.IPv4: SuffixIPv4, config.IPv6: SuffixIPv6}[f])
 		}
-		if f == config.IPv6 {
-			c.MulticastGroup = globals.mcast6
-			if version != vrrp.Version3 {
-				t.warn(c.Name, "VRRP version 2 cannot carry IPv6; using version 3")
-				c.Version = vrrp.Version3
+		// The Service's mcast_dst_ip is for the virtual router of its family.
+		if m := d.MulticastGroup(); m.IsValid() && vrrp.FamilyOf(m) != f {
+			fd.SetMulticastGroup(netip.Addr{})
+		}
+		slices.SortFunc(vips, netip.Addr.Compare)
+		for _, a := range vips {
+			fd.AddVIP(config.VIP{Prefix: netip.PrefixFrom(a, a.BitLen())})
+		}
+		if in.Settings.Unicast {
+			name := in.Key
+			if split {
+				name += map[config.Family]string{config.IPv4: SuffixIPv4, config.IPv6: SuffixIPv6}[f]
 			}
+			t.unicast(fd, name, f, prios, self, members)
 		}
-		c.AdvertInterval = t.interval(c.Name, c.Version, interval)
-		v.apply(&c)
-		if err := t.auth(&c, set.PasswordAuth); err != nil {
+		c, ws, err := config.Resolve(fd, globals, opt)
+		t.warnings = append(t.warnings, ws...)
+		if err != nil {
 			return nil, err
-		}
-		for i, a := range vips {
-			vip := config.VIP{Prefix: netip.PrefixFrom(a, a.BitLen()), Dev: iface}
-			if i < maxVIPs {
-				c.VIPs = append(c.VIPs, vip)
-				continue
-			}
-			if i == maxVIPs {
-				t.warn(c.Name, "more than %d VIPs; the rest are added but not advertised (excluded)", maxVIPs)
-			}
-			c.ExcludedVIPs = append(c.ExcludedVIPs, vip)
-		}
-		if set.Unicast {
-			t.unicast(&c, prios, self, members)
 		}
 		out = append(out, c)
 	}
 	return out, nil
 }
 
-// interval fits the advertisement interval to what the version can carry,
-// rounding as keepalived does (the CRD already rejects what would need it).
-func (t *translator) interval(name string, v vrrp.Version, d time.Duration) time.Duration {
-	unit, limit := 10*time.Millisecond, 4095*10*time.Millisecond
-	if v == vrrp.Version2 {
-		unit, limit = time.Second, 255*time.Second
+// draft reads what every virtual router of status instance in shares: the
+// group's settings, this node's priority, the Service's verbatim keywords
+// and the password. Warnings about them name the instance key, once.
+func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*config.Draft, config.Options, error) {
+	var opt config.Options
+	set := in.Settings
+	d := config.NewDraft(in.Key, t.pos)
+	d.SetInterface(iface)
+	d.SetVRID(uint8(in.VRID))
+	d.SetPriority(prio)
+	d.SetState(config.StateBackup) // placement, not the initial state, decides the master
+	switch set.Version {
+	case 0: // the CRD's default, which the globals carry
+	case 2, 3:
+		d.SetVersion(vrrp.Version(set.Version))
+	default:
+		return nil, opt, fmt.Errorf("VRRP version %d is neither 2 nor 3", set.Version)
 	}
-	switch {
-	case d > limit:
-		t.warn(name, "VRRPv%d advertisement interval %v is out of range; using %v", v, d, limit)
-		return limit
-	case d%unit != 0:
-		r := max(d.Round(unit), unit)
-		t.warn(name, "VRRPv%d advertisement interval %v must be in units of %v; rounding to %v", v, d, unit, r)
-		return r
+	switch interval := set.AdvertInterval.Duration; {
+	case interval < 0:
+		return nil, opt, fmt.Errorf("negative advertInterval %v", interval)
+	case interval > 0:
+		d.SetAdvertInterval(interval)
 	}
-	return d
-}
-
-// auth sets VRRPv2 simple password authentication from the Secret's value.
-// A VRRPv2 instance that should authenticate but has no password is an
-// error: running it without would answer peers that all drop its
-// advertisements (an authentication mismatch), making two masters.
-func (t *translator) auth(c *config.Instance, pa *v1alpha1.PasswordAuth) error {
-	if pa == nil {
-		return nil
+	d.SetPreempt(set.Preempt)
+	t.verbatim(in.Key, d, set.Verbatim)
+	if m := d.MulticastGroup(); m.IsValid() && !slices.ContainsFunc(in.VIPs, func(s string) bool {
+		a, err := netip.ParseAddr(s)
+		return err == nil && vrrp.FamilyOf(a.Unmap()) == vrrp.FamilyOf(m)
+	}) {
+		t.warn(in.Key, "verbatim mcast_dst_ip %s: the instance has no %s VIP; ignored", m, vrrp.FamilyOf(m))
 	}
-	if c.Version != vrrp.Version2 {
-		t.warn(c.Name, "VRRP version 3 does not support authentication; ignoring passwordAuth")
-		return nil
+	if pa := set.PasswordAuth; pa != nil {
+		// keepalived read the password as one word of keepalived.conf, so the
+		// original operator's Secrets may end in a newline that was never
+		// part of the password.
+		if note := d.SetAuthPass(string(bytes.TrimSpace(t.password)), "password"); note != "" {
+			t.warn(in.Key, "%s, as keepalived does", note)
+		}
+		// Running a VRRPv2 instance without the password would answer peers
+		// that all drop its advertisements (an authentication mismatch),
+		// making two masters: an error rather than keepalived's warning.
+		opt.MissingPassword = fmt.Sprintf("passwordAuth: no password in Secret %s key %q", pa.SecretRef.Name, secretKey(pa))
 	}
-	// keepalived read the password as one word of keepalived.conf, so the
-	// original operator's Secrets may end in a newline that was never part
-	// of the password.
-	pass := bytes.TrimSpace(t.password)
-	if len(pass) == 0 {
-		return fmt.Errorf("passwordAuth: no password in Secret %s key %q", pa.SecretRef.Name, secretKey(pa))
-	}
-	if len(pass) > maxAuthPass {
-		t.warn(c.Name, "password longer than %d characters; using the first %d, as keepalived does", maxAuthPass, maxAuthPass)
-		pass = pass[:maxAuthPass]
-	}
-	c.AuthType = vrrp.AuthSimple
-	c.AuthPass = string(pass)
-	return nil
+	return d, opt, nil
 }
 
 // unicast sets this node's address as the source and the other taking-part
 // members' addresses of the family as peers.
-func (t *translator) unicast(c *config.Instance, prios []uint8, self int, members []memberAddrs) {
-	c.UnicastSrc = members[self].of(c.Family)
-	if !c.UnicastSrc.IsValid() {
-		t.warn(c.Name, "unicast: node %s has no %s address in the status; peers will not accept its advertisements", t.node, c.Family)
+func (t *translator) unicast(d *config.Draft, name string, f config.Family, prios []uint8, self int, members []memberAddrs) {
+	src := members[self].of(f)
+	if !src.IsValid() {
+		t.warn(name, "unicast: node %s has no %s address in the status; peers will not accept its advertisements", t.node, f)
 	}
 	// Members in address order, so the peers come out sorted.
-	peers := make([]netip.Addr, 0, len(t.byAddr[c.Family]))
-	for _, i := range t.byAddr[c.Family] {
-		a := members[i].of(c.Family)
-		if i == self || prios[i] == 0 || a == c.UnicastSrc {
+	peers := make([]netip.Addr, 0, len(t.byAddr[f]))
+	for _, i := range t.byAddr[f] {
+		a := members[i].of(f)
+		if i == self || prios[i] == v1alpha1.PriorityNotMember || a == src {
 			continue
 		}
 		if n := len(peers); n > 0 && peers[n-1] == a {
@@ -382,15 +336,13 @@ func (t *translator) unicast(c *config.Instance, prios []uint8, self int, member
 		}
 		peers = append(peers, a)
 	}
-	if len(peers) > 0 {
-		c.UnicastPeers = peers
-	}
-	if len(c.UnicastPeers) == 0 {
+	if len(peers) == 0 {
 		// The model has no "unicast to nobody": no peers means multicast.
 		// Alone, this node is master anyway; say so rather than go quiet.
-		t.warn(c.Name, "unicast: no other member has an %s address; advertising by multicast", c.Family)
-		c.UnicastSrc = netip.Addr{}
+		t.warn(name, "unicast: no other member has an %s address; advertising by multicast", f)
+		src = netip.Addr{}
 	}
+	d.SetUnicast(src, peers)
 }
 
 // secretKey is the key of the password in the Secret, with the CRD default.
@@ -399,47 +351,4 @@ func secretKey(pa *v1alpha1.PasswordAuth) string {
 		return "password"
 	}
 	return pa.SecretKey
-}
-
-// decodePriorities reads the status' priorities: standard padded base64 of
-// one byte per member node. Unlike placement.Decode it accepts 0, which the
-// API defines as "this node does not take part".
-func decodePriorities(s string, n int) ([]uint8, error) {
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
-	if err != nil {
-		return nil, fmt.Errorf("priorities %q: not base64: %v", s, err)
-	}
-	if len(b) != n {
-		return nil, fmt.Errorf("priorities %q: %d values for %d nodes", s, len(b), n)
-	}
-	for i, p := range b {
-		if p == 255 {
-			return nil, fmt.Errorf("priorities %q: value 255 for node %d is the address owner's, which a VIP never has", s, i)
-		}
-	}
-	return b, nil
-}
-
-// checkUnique rejects two virtual routers with one name, or with one
-// interface, VRID and family: they would answer each other's advertisements.
-func checkUnique(ins []config.Instance) error {
-	type id struct {
-		iface  string
-		vrid   uint8
-		family config.Family
-	}
-	names := map[string]bool{}
-	ids := map[id]string{}
-	for _, in := range ins {
-		if names[in.Name] {
-			return fmt.Errorf("instance %s: two virtual routers with this name", in.Name)
-		}
-		names[in.Name] = true
-		k := id{in.Interface, in.VRID, in.Family}
-		if o, dup := ids[k]; dup {
-			return fmt.Errorf("instance %s: interface %s, VRID %d, %s is already used by instance %s", in.Name, in.Interface, in.VRID, in.Family, o)
-		}
-		ids[k] = in.Name
-	}
-	return nil
 }

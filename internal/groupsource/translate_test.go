@@ -321,7 +321,8 @@ func TestTranslateVerbatim(t *testing.T) {
 		if in.GARP != wantGARP {
 			t.Errorf("%s: GARP %+v, want %+v", in.Name, in.GARP, wantGARP)
 		}
-		if in.PreemptDelay != 2500*time.Millisecond || in.AcceptMode || !in.Preempt || in.AdvertInterval != 500*time.Millisecond {
+		// advert_int is the group's (the API's keyword table): ignored.
+		if in.PreemptDelay != 2500*time.Millisecond || in.AcceptMode || !in.Preempt || in.AdvertInterval != time.Second {
 			t.Errorf("%s: preempt %v delay %v accept %v interval %v", in.Name, in.Preempt, in.PreemptDelay, in.AcceptMode, in.AdvertInterval)
 		}
 		if in.Priority != 254 {
@@ -335,8 +336,9 @@ func TestTranslateVerbatim(t *testing.T) {
 		t.Errorf("IPv6 multicast group %v, want the Service's mcast_dst_ip", got)
 	}
 	want := []string{
-		`KeepalivedGroup lb/edge: verbatimConfig vrrp_garp_master_delay "soon": not a whole number of seconds; ignored`,
+		`KeepalivedGroup lb/edge: verbatimConfig vrrp_garp_master_delay "soon" is not a number between 0 and 2147483647; ignored`,
 		`KeepalivedGroup lb/edge: verbatimConfig vrrp_iptables is not supported by vrrpd; ignored`,
+		`KeepalivedGroup lb/edge: (default/dual) verbatim advert_int is set by the operator; ignored`,
 		`KeepalivedGroup lb/edge: (default/dual) verbatim garp_master_repeat must be greater than 0; using 1`,
 		`KeepalivedGroup lb/edge: (default/dual) verbatim priority is set by the operator; ignored`,
 		`KeepalivedGroup lb/edge: (default/dual) verbatim track_src_ip is not supported by vrrpd; ignored`,
@@ -345,17 +347,20 @@ func TestTranslateVerbatim(t *testing.T) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
-	// nopreempt wins over the settings, and clears a preempt_delay with a
-	// warning (keepalived's rule).
+	// The group's preempt false clears a Service's preempt_delay with a
+	// warning (keepalived's rule); nopreempt is the group's, not the
+	// Service's, and changes nothing.
 	g.Spec.VerbatimConfig = nil
-	g.Status.Instances[0].Settings.Verbatim = map[string]string{"nopreempt": "", "preempt_delay": "5"}
+	g.Status.Instances[0].Settings.Preempt = false
+	g.Status.Instances[0].Settings.Verbatim = map[string]string{"preempt": "", "preempt_delay": "5"}
 	cfg, ws = mustTranslate(t, g, "a", nil, nil)
 	for _, in := range cfg.Instances {
 		if in.Preempt || in.PreemptDelay != 0 {
 			t.Errorf("%s: preempt %v delay %v, want off and 0", in.Name, in.Preempt, in.PreemptDelay)
 		}
 	}
-	if !strings.Contains(warningsText(ws), "(default/dual) preempt_delay is incompatible with nopreempt; clearing it") {
+	if text := warningsText(ws); !strings.Contains(text, "(default/dual/ipv4) preempt_delay is incompatible with nopreempt; clearing it") ||
+		!strings.Contains(text, "(default/dual) verbatim preempt is set by the operator; ignored") {
 		t.Errorf("warnings: %s", warningsText(ws))
 	}
 }
@@ -377,7 +382,7 @@ func TestTranslateAuth(t *testing.T) {
 			t.Errorf("%s: auth %v %q version %d", in.Name, in.AuthType, in.AuthPass, in.Version)
 		}
 	}
-	if len(ws) != 2 || !strings.Contains(ws[0].Message, "password longer than 8 characters") {
+	if len(ws) != 2 || !strings.Contains(ws[0].Message, "truncating password to 8 characters") {
 		t.Errorf("warnings: %s", warningsText(ws))
 	}
 	cfg, ws = mustTranslate(t, g, "a", []byte("s3cret"), nil)
@@ -389,7 +394,7 @@ func TestTranslateAuth(t *testing.T) {
 	// instance running without authentication.
 	for _, pw := range [][]byte{nil, []byte(" \n")} {
 		_, _, err := Translate(g, "a", pw, nil)
-		if err == nil || !strings.Contains(err.Error(), `instance default/spread/10.99.0.102: passwordAuth: no password in Secret vrrp-pass key "password"`) {
+		if err == nil || !strings.Contains(err.Error(), `(default/spread/10.99.0.102) passwordAuth: no password in Secret vrrp-pass key "password"`) {
 			t.Errorf("password %q: %v", pw, err)
 		}
 	}
@@ -419,7 +424,7 @@ func TestTranslateVersionAndInterval(t *testing.T) {
 	}
 	text := warningsText(ws)
 	for _, w := range []string{
-		"(default/dual/ipv4) VRRPv2 advertisement interval 1.5s must be in units of 1s; rounding to 2s",
+		"(default/dual/ipv4) VRRPv2 advertisement interval 1.5s must be whole seconds; rounding to 2s",
 		"(default/dual/ipv6) VRRP version 2 cannot carry IPv6; using version 3",
 	} {
 		if !strings.Contains(text, w) {
@@ -455,6 +460,8 @@ func TestTranslateErrors(t *testing.T) {
 			`instance default/web: VIP 224.0.0.18 is not a unicast address`},
 		{"unspecified VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"::"} },
 			`instance default/web: VIP :: is not a unicast address`},
+		{"one VIP twice", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"10.99.0.101", "::ffff:10.99.0.101"} },
+			`(default/web) address 10.99.0.101 is listed twice`},
 		{"no VIPs", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = nil },
 			`instance default/web: no VIPs`},
 		{"VRID 0", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VRID = 0 },
@@ -466,7 +473,7 @@ func TestTranslateErrors(t *testing.T) {
 		{"no interface", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "" },
 			`instance default/dual: the group sets neither interface nor interfaceFromIP`},
 		{"one VRID twice", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VRID = 3 },
-			`instance default/web: interface eth0, VRID 3, IPv4 is already used by instance default/spread/10.99.0.102`},
+			`(default/web) interface eth0, VRID 3, IPv4 is already used by instance default/spread/10.99.0.102`},
 		{"one key twice", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[1].Key = "default/web" },
 			`instance default/web: listed twice`},
 		{"bad node address", func(g *v1alpha1.KeepalivedGroup) { g.Status.Nodes[2].Addresses = []string{"fe80::1%eth0"} },
