@@ -460,7 +460,9 @@ func TestTranslateErrors(t *testing.T) {
 			`instance default/web: VIP 224.0.0.18 is not a unicast address`},
 		{"unspecified VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"::"} },
 			`instance default/web: VIP :: is not a unicast address`},
-		{"one VIP twice", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"10.99.0.101", "::ffff:10.99.0.101"} },
+		{"one VIP twice", func(g *v1alpha1.KeepalivedGroup) {
+			g.Status.Instances[2].VIPs = []string{"10.99.0.101", "::ffff:10.99.0.101"}
+		},
 			`(default/web) address 10.99.0.101 is listed twice`},
 		{"no VIPs", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = nil },
 			`instance default/web: no VIPs`},
