@@ -566,3 +566,37 @@ func FuzzTranslate(f *testing.F) {
 		}
 	})
 }
+
+// TestTranslateVerbatimIgnored: what vrrpd ignores of a Service's verbatim
+// keywords, it names: a keyword that would run a program, a bad value, and
+// an mcast_dst_ip of a family the instance has no VIP of.
+func TestTranslateVerbatimIgnored(t *testing.T) {
+	g := testGroup()
+	g.Status.Instances = g.Status.Instances[2:] // default/web, IPv4 only
+	g.Status.Instances[0].Settings.Verbatim = map[string]string{
+		"notify_master":  "/bin/true",
+		"preempt_delay":  "soon",
+		"mcast_dst_ip":   "ff02::13",
+		"unicast_src_ip": "10.99.0.9",
+	}
+	cfg, ws := mustTranslate(t, g, "a", nil, nil)
+	in := cfg.Instances[0]
+	if in.PreemptDelay != 0 || in.MulticastGroup != vrrp.MulticastIPv4 || in.Unicast() || in.UnicastSrc.IsValid() {
+		t.Errorf("ignored keywords applied: %+v", in)
+	}
+	want := []string{
+		`(default/web) verbatim mcast_dst_ip ff02::13: the instance has no IPv6 VIP; ignored`,
+		`(default/web) verbatim notify_master would run a program, which vrrpd never does on a Service's say; ignored`,
+		`(default/web) verbatim preempt_delay "soon" is not a number of seconds between`,
+		`(default/web) verbatim unicast_src_ip is set by the operator; ignored`,
+	}
+	text := warningsText(ws)
+	if len(ws) != len(want) {
+		t.Errorf("warnings:\n%s", text)
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("no warning %q in:\n%s", w, text)
+		}
+	}
+}

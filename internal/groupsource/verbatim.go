@@ -65,7 +65,9 @@ func (t *translator) keywordResult(key, what, k string, notes []string, err erro
 	switch {
 	case errors.Is(err, config.ErrUnknownKeyword):
 		t.warn(key, "%s %s is not supported by vrrpd; ignored", what, k)
-	case err != nil:
+	case err != nil && strings.HasPrefix(err.Error(), k+" "):
 		t.warn(key, "%s %v; ignored", what, err)
+	case err != nil:
+		t.warn(key, "%s %s: %v; ignored", what, k, err)
 	}
 }
