@@ -214,7 +214,7 @@ type Instance struct {
 	Settings InstanceSettings `json:"settings"`
 	// Priorities holds each member node's VRRP priority for this instance,
 	// one byte per entry of status.nodes in that order, base64-encoded
-	// (standard alphabet, padded; EncodePriorities, DecodePriorities).
+	// (standard alphabet, padded).
 	// Every byte value has a meaning: 1 to 254 are VRRP priorities, distinct
 	// within an instance, 254 for the node ranked first (the master while
 	// it is up); 0 means the node does not take part in this instance (it
@@ -239,9 +239,8 @@ type InstanceSettings struct {
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`
 	// Verbatim holds the vrrp_instance keywords from the Service's
-	// verbatimconfig annotation that a Service may set (see
-	// InstanceKeyword): known keepalived keywords that neither the operator
-	// decides nor would run a program.
+	// verbatimconfig annotation that a Service may set: known keepalived
+	// keywords that neither the operator decides nor would run a program.
 	// +optional
 	Verbatim map[string]string `json:"verbatim,omitempty"`
 }
