@@ -36,7 +36,9 @@ func EncodePriorities(prios []uint8) string {
 
 // DecodePriorities reads what EncodePriorities wrote and checks it holds
 // exactly n values, none of them PriorityOwner. A 0 (PriorityNotMember) is
-// accepted: that node does not take part in the instance.
+// accepted: that node does not take part in the instance. Line breaks in s
+// are skipped (encoding/base64's rule); padding and trailing bits are
+// checked strictly.
 func DecodePriorities(s string, n int) ([]uint8, error) {
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil {

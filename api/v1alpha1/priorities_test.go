@@ -83,7 +83,9 @@ func FuzzDecodePriorities(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(p) != n || EncodePriorities(p) != s {
+		// Line breaks are skipped, as encoding/base64 does (and vrrpd always
+		// has); everything else must be exactly what EncodePriorities writes.
+		if len(p) != n || EncodePriorities(p) != strings.NewReplacer("\r", "", "\n", "").Replace(s) {
 			t.Fatalf("DecodePriorities(%q, %d) = %v does not round-trip", s, n, p)
 		}
 		for _, v := range p {
