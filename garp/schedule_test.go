@@ -45,8 +45,7 @@ func equal(a, b []event) bool {
 func TestDefaultsAreKeepalived(t *testing.T) {
 	d := Defaults()
 	if d.MasterDelay != 5*time.Second || d.MasterRepeat != 5 || d.MasterRefresh != 0 ||
-		d.MasterRefreshRepeat != 1 || d.Interval != 0 || d.NAInterval != 0 ||
-		d.lowerPrioDelay() != 5*time.Second || d.lowerPrioRepeat() != 5 {
+		d.MasterRefreshRepeat != 1 || d.Interval != 0 || d.NAInterval != 0 {
 		t.Errorf("defaults %+v are not keepalived 2.2.7's", d)
 	}
 	if err := d.Validate(); err != nil {
@@ -140,37 +139,6 @@ func TestScheduleRefresh(t *testing.T) {
 	}
 }
 
-func TestScheduleLowerPriority(t *testing.T) {
-	c := NewSchedule(Defaults())
-	c.LowerPriorityAdvert(t0) // not master: nothing
-	if _, ok := c.Next(); ok {
-		t.Fatal("lower-priority advert scheduled something on a backup")
-	}
-	c.BecomeMaster(t0)
-	c.LowerPriorityAdvert(t0.Add(2 * time.Second))
-	got := run(c, time.Hour)
-	want := []event{{0, 5}, {2 * time.Second, 5}, {5 * time.Second, 5}, {7 * time.Second, 5}}
-	if !equal(got, want) {
-		t.Errorf("defaults: got %v, want %v", got, want)
-	}
-
-	s := Defaults()
-	s.LowerPrioRepeat, s.LowerPrioDelay = 1, 0
-	c = NewSchedule(s)
-	c.BecomeMaster(t0)
-	c.LowerPriorityAdvert(t0.Add(time.Second))
-	if got, want := run(c, time.Hour), []event{{0, 5}, {time.Second, 1}, {5 * time.Second, 5}}; !equal(got, want) {
-		t.Errorf("repeat 1 delay 0: got %v, want %v", got, want)
-	}
-	s.LowerPrioRepeat = 0
-	c = NewSchedule(s)
-	c.BecomeMaster(t0)
-	c.LowerPriorityAdvert(t0.Add(time.Second))
-	if got, want := run(c, time.Hour), []event{{0, 5}, {5 * time.Second, 5}}; !equal(got, want) {
-		t.Errorf("repeat 0: got %v, want %v", got, want)
-	}
-}
-
 func TestScheduleLeaveMasterDropsPending(t *testing.T) {
 	c := NewSchedule(Defaults())
 	c.BecomeMaster(t0)
@@ -195,8 +163,6 @@ func TestSettingsValidate(t *testing.T) {
 	bad := []func(*Settings){
 		func(s *Settings) { s.MasterDelay = -time.Second },
 		func(s *Settings) { s.MasterRepeat = -1 },
-		func(s *Settings) { s.LowerPrioDelay = -2 },
-		func(s *Settings) { s.LowerPrioRepeat = -2 },
 		func(s *Settings) { s.MasterRefresh = -1 },
 		func(s *Settings) { s.MasterRefreshRepeat = 0 },
 		func(s *Settings) { s.Interval = -1 },
@@ -241,7 +207,6 @@ func BenchmarkSchedule(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.BecomeMaster(now)
-		c.LowerPriorityAdvert(now)
 		for {
 			next, ok := c.Next()
 			if !ok || next.Sub(now) > 10*time.Second {
