@@ -178,19 +178,19 @@ func TestSettingsValidate(t *testing.T) {
 }
 
 func TestPacer(t *testing.T) {
-	var zero Pacer
+	var zero pacer
 	for range 3 {
-		if got := zero.Reserve(t0); got != t0 {
+		if got := zero.reserve(t0); got != t0 {
 			t.Fatalf("zero interval delays to %v", got)
 		}
 	}
-	p := Pacer{Interval: 10 * time.Millisecond}
+	p := pacer{Interval: 10 * time.Millisecond}
 	var got []time.Duration
 	for range 3 {
-		got = append(got, p.Reserve(t0).Sub(t0))
+		got = append(got, p.reserve(t0).Sub(t0))
 	}
 	// A later message after the queue drained goes at once.
-	got = append(got, p.Reserve(t0.Add(time.Second)).Sub(t0))
+	got = append(got, p.reserve(t0.Add(time.Second)).Sub(t0))
 	want := []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond, time.Second}
 	for i := range want {
 		if got[i] != want[i] {
@@ -222,10 +222,10 @@ func BenchmarkSchedule(b *testing.B) {
 func BenchmarkFrames(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := GARPFrame(capturedMAC, capturedV4); err != nil {
+		if _, err := garpFrame(capturedMAC, capturedV4); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := NAFrame(capturedMAC, capturedV6, false); err != nil {
+		if _, err := naFrame(capturedMAC, capturedV6, false); err != nil {
 			b.Fatal(err)
 		}
 	}
