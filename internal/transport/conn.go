@@ -23,9 +23,12 @@ var (
 	ErrNoInterface   = errors.New("no such interface")
 	ErrInterfaceDown = errors.New("interface is down")
 	ErrNoAddress     = errors.New("no usable source address")
-	ErrFamily        = errors.New("address family mismatch")
 	ErrClosed        = errors.New("transport: connection closed")
 )
+
+// errFamily is Open's and Send's answer to an address of the wrong family: a caller bug,
+// never a state to recover from, so not one of the errors above.
+var errFamily = errors.New("address family mismatch")
 
 // Default batch geometry. 64 slots drain a burst of 255 masters' adverts in four calls;
 // each slot holds the largest valid VRRP message (v3 over IPv6 with 255 addresses:
