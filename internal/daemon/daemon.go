@@ -8,9 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
-	"github.com/vrrp-operator/vrrp-operator/garp"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -34,6 +31,13 @@ type Options struct {
 	// PublishInterval bounds how stale the published counters may be; state changes are
 	// published at once. Zero means 500 ms.
 	PublishInterval time.Duration
+
+	// The daemon's ties to the host (host.go); nil means the real one. Only the package's
+	// tests replace them.
+	vips  vipStore
+	garp  announcers
+	open  openSocket
+	links links
 }
 
 // A Daemon runs a set of virtual routers. Create it with New, run it with Run; Reload and
@@ -42,9 +46,9 @@ type Daemon struct {
 	opts Options
 	log  *slog.Logger
 
-	vips       *vip.Manager
-	announcers map[string]*garp.Announcer // by interface, opened on first use
-	nl         *netlink.Handle            // for link state checks, opened on first use
+	vips  vipStore
+	garp  announcers
+	links links
 
 	// Everything below is owned by the loop goroutine once Run has started.
 	instances []*instance
@@ -92,7 +96,8 @@ type reloadRequest struct {
 }
 
 // New prepares a daemon: it locks the state directory. Nothing touches the network until
-// Run.
+// Run. The daemon adds VIPs with package vip, announces them with package garp, sends and
+// receives through internal/transport and watches interfaces on netlink.
 func New(opts Options) (*Daemon, error) {
 	if opts.StateDir == "" {
 		opts.StateDir = vip.DefaultStateDir
@@ -109,14 +114,28 @@ func New(opts Options) (*Daemon, error) {
 	if opts.PublishInterval <= 0 {
 		opts.PublishInterval = 500 * time.Millisecond
 	}
-	m, err := vip.New(opts.StateDir)
-	if err != nil {
-		return nil, err
+	if opts.vips == nil {
+		m, err := vip.New(opts.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.vips = m
+	}
+	if opts.garp == nil {
+		opts.garp = &garpAnnouncers{log: opts.Logger}
+	}
+	if opts.open == nil {
+		opts.open = openTransport
+	}
+	if opts.links == nil {
+		opts.links = &netlinkLinks{log: opts.Logger}
 	}
 	d := &Daemon{
 		opts:     opts,
 		log:      opts.Logger,
-		vips:     m,
+		vips:     opts.vips,
+		garp:     opts.garp,
+		links:    opts.links,
 		byName:   make(map[string]*instance),
 		conns:    make(map[connKey]*conn),
 		batches:  make(chan *batch, 16),
@@ -180,7 +199,14 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 		d.log.Warn("could not remove every stale VIP", "err", err)
 	}
 
-	stopWatch := d.watchInterfaces()
+	// Each link or address change wakes the loop to re-check the interfaces, coalesced so
+	// that a burst costs one check.
+	stopWatch := d.links.Watch(func() {
+		select {
+		case d.ifEvents <- struct{}{}:
+		default:
+		}
+	})
 	defer stopWatch()
 
 	now := time.Now()
@@ -218,7 +244,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			d.shutdown()
+			d.shutdown(time.Now())
 			return nil
 		case b := <-d.batches:
 			now := time.Now()
