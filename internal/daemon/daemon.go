@@ -74,7 +74,6 @@ type Daemon struct {
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
-	started   time.Time
 }
 
 type timerOwner struct {
@@ -185,20 +184,10 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	defer close(d.done)
 	defer d.vips.Close()
-	d.started = time.Now()
 	if err := validate(cfg); err != nil {
 		return err
 	}
-	// Startup recovery: whatever a crashed run recorded is not ours any more. We start
-	// as backup, so no address may stay until VRRP elects us again.
-	removed, err := d.vips.Recover()
-	for _, v := range removed {
-		d.log.Info("removed stale VIP left by a previous run", "vip", v.String())
-	}
-	if err != nil {
-		d.log.Warn("could not remove every stale VIP", "err", err)
-	}
-
+	d.recoverVIPs()
 	// Each link or address change wakes the loop to re-check the interfaces, coalesced so
 	// that a burst costs one check.
 	stopWatch := d.links.Watch(func() {
@@ -208,13 +197,29 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 	defer stopWatch()
+	d.start(cfg, time.Now())
+	return d.loop(ctx)
+}
 
-	now := time.Now()
+// recoverVIPs removes the VIPs a previous run left behind.
+func (d *Daemon) recoverVIPs() {
+	// Startup recovery: whatever a crashed run recorded is not ours any more. We start
+	// as backup, so no address may stay until VRRP elects us again.
+	removed, err := d.vips.Recover()
+	for _, v := range removed {
+		d.log.Info("removed stale VIP left by a previous run", "vip", v.String())
+	}
+	if err != nil {
+		d.log.Warn("could not remove every stale VIP", "err", err)
+	}
+}
+
+// start starts every instance of cfg, which validate accepted.
+func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}
 	d.publish(now)
-	return d.loop(ctx)
 }
 
 // loop is the daemon's only goroutine that touches instance state.
