@@ -75,7 +75,7 @@ func (d *Daemon) open(c *conn) {
 		Group:     c.key.group,
 		NoJoin:    c.key.unicast,
 		Source:    c.key.source,
-		BatchSize: d.opts.BatchSize,
+		BatchSize: d.opts.batchSize,
 	})
 	if err != nil {
 		if c.err == nil || c.err.Error() != err.Error() { // once per distinct cause
@@ -88,7 +88,7 @@ func (d *Daemon) open(c *conn) {
 	c.source = tc.Source()
 	c.free = make(chan *batch, 1)
 	c.stop = make(chan struct{})
-	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.BatchSize)}
+	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.batchSize)}
 	go d.reader(c, tc, c.free, c.stop)
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String())
 }

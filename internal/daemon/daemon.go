@@ -22,15 +22,17 @@ type Options struct {
 	StateDir string
 	// Logger receives the daemon's logs; nil means slog.Default().
 	Logger *slog.Logger
-	// BatchSize is how many packets one read hands to the loop; zero means
-	// transport.DefaultBatchSize.
-	BatchSize int
-	// PollInterval is how often interfaces are re-read even without a netlink event, as a
-	// safety net; zero means one second.
-	PollInterval time.Duration
-	// PublishInterval bounds how stale the published counters may be; state changes are
-	// published at once. Zero means 500 ms.
-	PublishInterval time.Duration
+
+	// Tuning that no caller has needed to change (zero means the default):
+	//
+	// batchSize is how many packets one read hands to the loop: transport.DefaultBatchSize.
+	batchSize int
+	// pollInterval is how often interfaces are re-read even without a netlink event, as a
+	// safety net: one second.
+	pollInterval time.Duration
+	// publishInterval bounds how stale the published counters may be; state changes are
+	// published at once: 500 ms.
+	publishInterval time.Duration
 
 	// The daemon's ties to the host (host.go); nil means the real one. Only the package's
 	// tests replace them.
@@ -104,14 +106,14 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.BatchSize <= 0 {
-		opts.BatchSize = transport.DefaultBatchSize
+	if opts.batchSize <= 0 {
+		opts.batchSize = transport.DefaultBatchSize
 	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
+	if opts.pollInterval <= 0 {
+		opts.pollInterval = time.Second
 	}
-	if opts.PublishInterval <= 0 {
-		opts.PublishInterval = 500 * time.Millisecond
+	if opts.publishInterval <= 0 {
+		opts.publishInterval = 500 * time.Millisecond
 	}
 	if opts.vips == nil {
 		m, err := vip.New(opts.StateDir)
@@ -231,7 +233,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 	defer timer.Close()
 	var armed time.Time
 	d.heartbeat.Beat(time.Now())
-	poll := time.NewTicker(d.opts.PollInterval)
+	poll := time.NewTicker(d.opts.pollInterval)
 	defer poll.Stop()
 	for {
 		// One timer for every instance: armed at the heap's earliest deadline, or earlier.
@@ -345,14 +347,14 @@ func (d *Daemon) collectAdverts(now time.Time) {
 	}
 }
 
-// maybePublish schedules a publication of the counters within PublishInterval, unless one
+// maybePublish schedules a publication of the counters within publishInterval, unless one
 // is already scheduled.
 func (d *Daemon) maybePublish(now time.Time) {
 	if !d.dirty {
 		return
 	}
 	if _, ok := d.timers.Armed(d.publishK); !ok {
-		d.timers.Set(d.publishK, now.Add(d.opts.PublishInterval))
+		d.timers.Set(d.publishK, now.Add(d.opts.publishInterval))
 	}
 }
 

@@ -652,7 +652,7 @@ func recvBatch(t *testing.T, d *Daemon) *batch {
 	}
 }
 
-// TestCountersPublished: counters reach the snapshot within PublishInterval, not per
+// TestCountersPublished: counters reach the snapshot within publishInterval, not per
 // packet; a state change is published at once.
 func TestCountersPublished(t *testing.T) {
 	h := newFakeHost()
@@ -671,9 +671,9 @@ func TestCountersPublished(t *testing.T) {
 	d.handleBatch(&batch{conn: conn, tc: conn.tc, pkts: []transport.Packet{p2}, n: 1}, later)
 	d.maybePublish(later)
 	if got := snapOf(t, d, "VI_1").Counters.AdvertRcvd; got != 1 {
-		t.Errorf("advert_rcvd %d published before PublishInterval, want still 1", got)
+		t.Errorf("advert_rcvd %d published before publishInterval, want still 1", got)
 	}
-	// Due PublishInterval after the first batch that changed a counter.
+	// Due publishInterval after the first batch that changed a counter.
 	at, ok := d.timers.Armed(d.publishK)
 	if want := now.Add(500 * time.Millisecond); !ok || !at.Equal(want) {
 		t.Fatalf("publication at %v (armed %v), want %v", at, ok, want)
@@ -681,7 +681,7 @@ func TestCountersPublished(t *testing.T) {
 	advance(d, at)
 	s := d.Snapshot()
 	if got := snapOf(t, d, "VI_1").Counters.AdvertRcvd; got != 2 {
-		t.Errorf("advert_rcvd %d after PublishInterval, want 2", got)
+		t.Errorf("advert_rcvd %d after publishInterval, want 2", got)
 	}
 	if len(s.Interfaces) != 1 || s.Interfaces[0].Received != 2 || s.Interfaces[0].Name != "eth0" {
 		t.Errorf("interfaces %+v, want eth0 with 2 received", s.Interfaces)

@@ -54,7 +54,7 @@
 //     announcer is closed (TestShutdown, TestRun);
 //  12. snapshot: the state, priority, master and counters of every instance are published
 //     for metrics and `vrrpd status`, state changes at once and counters at most every
-//     PublishInterval, so readers never touch the loop (TestCountersPublished).
+//     half a second, so readers never touch the loop (TestCountersPublished).
 //
 // The loop reaches the host only through four small interfaces defined here (host.go),
 // each the least it needs: vipStore (package vip's Manager, with its crash-safe record),
