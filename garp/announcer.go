@@ -60,7 +60,7 @@ type counts struct {
 // hears about every failed send (from the sending goroutine); failures are
 // counted in the counts either way.
 func NewAnnouncer(ifname string, s Settings, onError func(error)) (*Announcer, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	ifi, err := net.InterfaceByName(ifname)

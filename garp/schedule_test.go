@@ -48,7 +48,7 @@ func TestDefaultsAreKeepalived(t *testing.T) {
 		d.MasterRefreshRepeat != 1 || d.Interval != 0 || d.NAInterval != 0 {
 		t.Errorf("defaults %+v are not keepalived 2.2.7's", d)
 	}
-	if err := d.Validate(); err != nil {
+	if err := d.validate(); err != nil {
 		t.Error(err)
 	}
 }
@@ -171,7 +171,7 @@ func TestSettingsValidate(t *testing.T) {
 	for i, f := range bad {
 		s := Defaults()
 		f(&s)
-		if s.Validate() == nil {
+		if s.validate() == nil {
 			t.Errorf("case %d: %+v accepted", i, s)
 		}
 	}

@@ -40,8 +40,8 @@ func Defaults() Settings {
 	}
 }
 
-// Validate reports a setting keepalived would reject.
-func (s Settings) Validate() error {
+// validate reports a setting keepalived would reject.
+func (s Settings) validate() error {
 	switch {
 	case s.MasterDelay < 0:
 		return fmt.Errorf("garp: master delay %v is negative", s.MasterDelay)

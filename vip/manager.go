@@ -98,7 +98,7 @@ func (m *Manager) recorded() []VIP {
 // recovery and Remove tolerate absent addresses).
 func (m *Manager) Add(vs ...VIP) error {
 	for _, v := range vs {
-		if err := v.Validate(); err != nil {
+		if err := v.validate(); err != nil {
 			return err
 		}
 	}
@@ -149,7 +149,7 @@ func (m *Manager) Add(vs ...VIP) error {
 // removed stays recorded.
 func (m *Manager) Remove(vs ...VIP) error {
 	for _, v := range vs {
-		if err := v.Validate(); err != nil {
+		if err := v.validate(); err != nil {
 			return err
 		}
 	}

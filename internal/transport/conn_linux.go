@@ -71,9 +71,6 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = DefaultBatchSize
 	}
-	if opt.ReadBuffer <= 0 {
-		opt.ReadBuffer = defaultReadBuffer
-	}
 
 	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 	if err != nil {
@@ -198,8 +195,8 @@ func (c *Conn) configure() error {
 		}
 	}
 	// Root (CAP_NET_ADMIN) may exceed rmem_max; otherwise settle for what SO_RCVBUF allows.
-	if err := c.setsockopt(unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, c.opt.ReadBuffer); err != nil {
-		_ = c.ipc.SetReadBuffer(c.opt.ReadBuffer)
+	if err := c.setsockopt(unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, readBuffer); err != nil {
+		_ = c.ipc.SetReadBuffer(readBuffer)
 	}
 	return nil
 }
