@@ -33,8 +33,8 @@ type Announcer struct {
 	ip6    *packet.Conn
 
 	mu      sync.Mutex
-	pace4   Pacer
-	pace6   Pacer
+	pace4   pacer
+	pace6   pacer
 	queue   []message // sorted by at
 	pending int       // queued or being sent
 	idle    *sync.Cond
@@ -51,16 +51,16 @@ type message struct {
 	ip netip.Addr
 }
 
-// Stats counts what an Announcer did.
-type Stats struct {
+// counts are what an Announcer did.
+type counts struct {
 	GARPs, NAs, Errors uint64
 }
 
 // NewAnnouncer opens the packet sockets for ifname. onError, if not nil,
 // hears about every failed send (from the sending goroutine); failures are
-// counted in [Announcer.Stats] either way.
+// counted in the counts either way.
 func NewAnnouncer(ifname string, s Settings, onError func(error)) (*Announcer, error) {
-	if err := s.Validate(); err != nil {
+	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	ifi, err := net.InterfaceByName(ifname)
@@ -68,7 +68,7 @@ func NewAnnouncer(ifname string, s Settings, onError func(error)) (*Announcer, e
 		return nil, fmt.Errorf("garp: interface %s: %w", ifname, err)
 	}
 	if len(ifi.HardwareAddr) != 6 {
-		return nil, fmt.Errorf("garp: interface %s: %w", ifname, ErrNotEthernet)
+		return nil, fmt.Errorf("garp: interface %s: %w", ifname, errNotEthernet)
 	}
 	// The sockets only send. A filter that drops every frame keeps the
 	// kernel from queueing the interface's ARP and IPv6 traffic for a
@@ -91,8 +91,8 @@ func NewAnnouncer(ifname string, s Settings, onError func(error)) (*Announcer, e
 		router:  ipv6Forwarding(ifname),
 		arp:     arpConn,
 		ip6:     ip6Conn,
-		pace4:   Pacer{Interval: s.Interval},
-		pace6:   Pacer{Interval: s.NAInterval},
+		pace4:   pacer{Interval: s.Interval},
+		pace6:   pacer{Interval: s.NAInterval},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		onError: onError,
@@ -129,9 +129,9 @@ func (a *Announcer) Announce(vips []netip.Addr, rounds int) {
 			ip = ip.Unmap()
 			var at time.Time
 			if ip.Is4() {
-				at = a.pace4.Reserve(now)
+				at = a.pace4.reserve(now)
 			} else {
-				at = a.pace6.Reserve(now)
+				at = a.pace6.reserve(now)
 			}
 			i, _ := slices.BinarySearchFunc(a.queue, at, func(m message, t time.Time) int { return m.at.Compare(t) })
 			for i < len(a.queue) && a.queue[i].at.Equal(at) {
@@ -160,8 +160,8 @@ func (a *Announcer) Cancel(vips []netip.Addr) {
 	}
 }
 
-// Flush waits until everything queued so far has been sent (or ctx ends).
-func (a *Announcer) Flush(ctx context.Context) error {
+// flush waits until everything queued so far has been sent (or ctx ends).
+func (a *Announcer) flush(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
 		a.mu.Lock()
 		a.idle.Broadcast()
@@ -179,9 +179,9 @@ func (a *Announcer) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Stats returns the counters.
-func (a *Announcer) Stats() Stats {
-	return Stats{GARPs: a.sentARP.Load(), NAs: a.sentNA.Load(), Errors: a.errs.Load()}
+// counts returns the counters (for the tests).
+func (a *Announcer) counts() counts {
+	return counts{GARPs: a.sentARP.Load(), NAs: a.sentNA.Load(), Errors: a.errs.Load()}
 }
 
 // Close drops what is queued, stops the sender and closes the sockets.
@@ -260,10 +260,10 @@ func (a *Announcer) send(ip netip.Addr) {
 		dst   net.HardwareAddr
 	)
 	if ip.Is4() {
-		frame, err = GARPFrame(a.ifi.HardwareAddr, ip)
+		frame, err = garpFrame(a.ifi.HardwareAddr, ip)
 		conn, dst = a.arp, broadcastMAC
 	} else {
-		frame, err = NAFrame(a.ifi.HardwareAddr, ip, a.router)
+		frame, err = naFrame(a.ifi.HardwareAddr, ip, a.router)
 		conn, dst = a.ip6, allNodesMAC
 	}
 	if err == nil {

@@ -97,7 +97,7 @@ func TestAnnouncerSendsKeepalivedFrames(t *testing.T) {
 
 	ann := newAnnouncer(t, a, Defaults())
 	ann.Announce([]netip.Addr{capturedV4, capturedV6}, 2)
-	if err := ann.Flush(t.Context()); err != nil {
+	if err := ann.flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	garps, nas := sn.collect(t, capturedMAC, 4)
@@ -114,7 +114,7 @@ func TestAnnouncerSendsKeepalivedFrames(t *testing.T) {
 	if len(garps) != 2 || len(nas) != 2 {
 		t.Errorf("%d GARPs and %d NAs, want 2 and 2", len(garps), len(nas))
 	}
-	if st := ann.Stats(); st.GARPs != 2 || st.NAs != 2 || st.Errors != 0 {
+	if st := ann.counts(); st.GARPs != 2 || st.NAs != 2 || st.Errors != 0 {
 		t.Errorf("stats %+v", st)
 	}
 
@@ -161,7 +161,7 @@ func TestClientNeighbourEntryMoves(t *testing.T) {
 	}
 	ann := newAnnouncer(t, a, Defaults())
 	ann.Announce([]netip.Addr{vip4, vip6}, 1)
-	if err := ann.Flush(t.Context()); err != nil {
+	if err := ann.flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	for _, ip := range []netip.Addr{vip4, vip6} {
@@ -195,7 +195,7 @@ func TestAnnouncerPacingAndCancel(t *testing.T) {
 
 	start := time.Now()
 	ann.Announce(vips, 3)
-	if err := ann.Flush(t.Context()); err != nil {
+	if err := ann.flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	// Three GARPs 30 ms apart cannot all be out before 60 ms (a lower
@@ -203,7 +203,7 @@ func TestAnnouncerPacingAndCancel(t *testing.T) {
 	if d := time.Since(start); d < 60*time.Millisecond {
 		t.Errorf("3 GARPs at 30 ms intervals took %v", d)
 	}
-	if st := ann.Stats(); st.GARPs != 3 {
+	if st := ann.counts(); st.GARPs != 3 {
 		t.Errorf("stats %+v", st)
 	}
 
@@ -214,10 +214,10 @@ func TestAnnouncerPacingAndCancel(t *testing.T) {
 	slow.Cancel(vips)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
-	if err := slow.Flush(ctx); err != nil {
+	if err := slow.flush(ctx); err != nil {
 		t.Fatalf("Flush after Cancel: %v", err)
 	}
-	if st := slow.Stats(); st.GARPs > 1 {
+	if st := slow.counts(); st.GARPs > 1 {
 		t.Errorf("cancelled GARPs were sent: %+v", st)
 	}
 }
@@ -238,10 +238,10 @@ func TestAnnouncerConcurrentUseAndClose(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if err := ann.Flush(t.Context()); err != nil {
+	if err := ann.flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if st := ann.Stats(); st.GARPs != 100 || st.NAs != 100 || st.Errors != 0 {
+	if st := ann.counts(); st.GARPs != 100 || st.NAs != 100 || st.Errors != 0 {
 		t.Errorf("stats %+v, want 100 of each", st)
 	}
 	if err := ann.Close(); err != nil {
@@ -292,7 +292,7 @@ func BenchmarkAnnounce(b *testing.B) {
 	ctx := context.Background()
 	for b.Loop() {
 		ann.Announce(vips, 1)
-		if err := ann.Flush(ctx); err != nil {
+		if err := ann.flush(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -24,16 +24,16 @@ var (
 	allNodesMAC = net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}
 )
 
-// ErrNotEthernet means the interface has no 6-byte hardware address.
-var ErrNotEthernet = errors.New("garp: not an Ethernet interface")
+// errNotEthernet means the interface has no 6-byte hardware address.
+var errNotEthernet = errors.New("garp: not an Ethernet interface")
 
-// GARPFrame returns the gratuitous ARP keepalived sends for ip from an
+// garpFrame returns the gratuitous ARP keepalived sends for ip from an
 // interface with hardware address mac: an Ethernet broadcast carrying an
 // ARP request whose sender and target IP are both ip and whose target MAC
 // is the broadcast address (42 bytes; the NIC pads it on the wire).
-func GARPFrame(mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
+func garpFrame(mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
 	if len(mac) != 6 {
-		return nil, ErrNotEthernet
+		return nil, errNotEthernet
 	}
 	if !ip.Is4() {
 		return nil, fmt.Errorf("garp: gratuitous ARP for %v: not an IPv4 address", ip)
@@ -49,14 +49,14 @@ func GARPFrame(mac net.HardwareAddr, ip netip.Addr) ([]byte, error) {
 	return ethernetFrame(broadcastMAC, mac, etherTypeARP, payload), nil
 }
 
-// NAFrame returns the unsolicited neighbour advertisement keepalived sends
+// naFrame returns the unsolicited neighbour advertisement keepalived sends
 // for ip: from ip to ff02::1 (Ethernet 33:33:00:00:00:01), hop limit 255,
 // flow label 0, Override set, Solicited clear, Router as given (keepalived
 // sets it when the interface forwards IPv6), with a target link-layer
 // address option carrying mac.
-func NAFrame(mac net.HardwareAddr, ip netip.Addr, router bool) ([]byte, error) {
+func naFrame(mac net.HardwareAddr, ip netip.Addr, router bool) ([]byte, error) {
 	if len(mac) != 6 {
-		return nil, ErrNotEthernet
+		return nil, errNotEthernet
 	}
 	if !ip.Is6() || ip.Is4In6() {
 		return nil, fmt.Errorf("garp: neighbour advertisement for %v: not an IPv6 address", ip)

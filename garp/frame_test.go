@@ -45,7 +45,7 @@ func capturedFrames(t *testing.T) (garps, nas [][]byte) {
 
 func TestFramesMatchKeepalived(t *testing.T) {
 	garps, nas := capturedFrames(t)
-	g, err := GARPFrame(capturedMAC, capturedV4)
+	g, err := garpFrame(capturedMAC, capturedV4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestFramesMatchKeepalived(t *testing.T) {
 			t.Errorf("GARP differs from keepalived's frame %d:\n got  %s\n want %s", i, hex.EncodeToString(g), hex.EncodeToString(want))
 		}
 	}
-	na, err := NAFrame(capturedMAC, capturedV6, false)
+	na, err := naFrame(capturedMAC, capturedV6, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestFramesMatchKeepalived(t *testing.T) {
 }
 
 func TestNARouterFlag(t *testing.T) {
-	na, err := NAFrame(capturedMAC, capturedV6, true)
+	na, err := naFrame(capturedMAC, capturedV6, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,27 +74,27 @@ func TestNARouterFlag(t *testing.T) {
 	if got := na[54+4]; got != 0xa0 {
 		t.Errorf("flags 0x%02x, want Router+Override 0xa0", got)
 	}
-	plain, _ := NAFrame(capturedMAC, capturedV6, false)
+	plain, _ := naFrame(capturedMAC, capturedV6, false)
 	if bytes.Equal(na[54+2:54+4], plain[54+2:54+4]) {
 		t.Error("checksum did not change with the Router flag")
 	}
 }
 
 func TestFrameErrors(t *testing.T) {
-	if _, err := GARPFrame(capturedMAC, capturedV6); err == nil {
+	if _, err := garpFrame(capturedMAC, capturedV6); err == nil {
 		t.Error("GARP for an IPv6 address accepted")
 	}
-	if _, err := NAFrame(capturedMAC, capturedV4, false); err == nil {
+	if _, err := naFrame(capturedMAC, capturedV4, false); err == nil {
 		t.Error("NA for an IPv4 address accepted")
 	}
-	if _, err := NAFrame(capturedMAC, netip.MustParseAddr("::ffff:10.99.0.1"), false); err == nil {
+	if _, err := naFrame(capturedMAC, netip.MustParseAddr("::ffff:10.99.0.1"), false); err == nil {
 		t.Error("NA for an IPv4-mapped address accepted")
 	}
 	for _, mac := range []net.HardwareAddr{nil, {1, 2, 3}, make(net.HardwareAddr, 20)} {
-		if _, err := GARPFrame(mac, capturedV4); err != ErrNotEthernet {
+		if _, err := garpFrame(mac, capturedV4); err != errNotEthernet {
 			t.Errorf("GARP with MAC %v: %v", mac, err)
 		}
-		if _, err := NAFrame(mac, capturedV6, false); err != ErrNotEthernet {
+		if _, err := naFrame(mac, capturedV6, false); err != errNotEthernet {
 			t.Errorf("NA with MAC %v: %v", mac, err)
 		}
 	}
@@ -109,10 +109,10 @@ func FuzzFrames(f *testing.F) {
 			return
 		}
 		// Must never panic; must be well formed when it succeeds.
-		if b, err := GARPFrame(mac, a); err == nil && len(b) != 42 {
+		if b, err := garpFrame(mac, a); err == nil && len(b) != 42 {
 			t.Fatalf("GARP of %d bytes", len(b))
 		}
-		if b, err := NAFrame(mac, a, false); err == nil && len(b) != 86 {
+		if b, err := naFrame(mac, a, false); err == nil && len(b) != 86 {
 			t.Fatalf("NA of %d bytes", len(b))
 		}
 	})

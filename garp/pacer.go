@@ -2,17 +2,17 @@ package garp
 
 import "time"
 
-// Pacer spaces messages of one kind on one interface at least Interval
+// pacer spaces messages of one kind on one interface at least Interval
 // apart (keepalived's vrrp_garp_interval / vrrp_gna_interval, shared by all
 // instances on the interface). It is a pure value: the caller passes now.
-type Pacer struct {
+type pacer struct {
 	Interval time.Duration
 	next     time.Time
 }
 
 // Reserve books the earliest slot at or after now for one message and
 // returns it. With a zero Interval it is always now.
-func (p *Pacer) Reserve(now time.Time) time.Time {
+func (p *pacer) reserve(now time.Time) time.Time {
 	if p.Interval <= 0 {
 		return now
 	}

@@ -16,8 +16,6 @@ import (
 //     after MasterDelay (if not 0), and, if MasterRefresh is set, every
 //     MasterRefresh MasterRefreshRepeat rounds, counted from when the last
 //     refresh actually went out;
-//   - while master, on hearing a lower priority advert: the same with the
-//     lower-priority repeat and delay;
 //   - on leaving master: everything pending is dropped.
 type Schedule struct {
 	s       Settings
@@ -48,23 +46,6 @@ func (c *Schedule) BecomeMaster(now time.Time) {
 	c.refresh = time.Time{}
 	if c.s.MasterRefresh > 0 {
 		c.refresh = now.Add(c.s.MasterRefresh)
-	}
-}
-
-// LowerPriorityAdvert is called when the master hears an advertisement of
-// lower priority than its own: someone else thinks it is master, so the
-// LAN may be pointed at the wrong host. Ignored when not master.
-func (c *Schedule) LowerPriorityAdvert(now time.Time) {
-	if !c.master {
-		return
-	}
-	rep := c.s.lowerPrioRepeat()
-	if rep == 0 {
-		return
-	}
-	c.add(now, rep)
-	if d := c.s.lowerPrioDelay(); d > 0 {
-		c.add(now.Add(d), rep)
 	}
 }
 

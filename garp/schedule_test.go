@@ -45,11 +45,10 @@ func equal(a, b []event) bool {
 func TestDefaultsAreKeepalived(t *testing.T) {
 	d := Defaults()
 	if d.MasterDelay != 5*time.Second || d.MasterRepeat != 5 || d.MasterRefresh != 0 ||
-		d.MasterRefreshRepeat != 1 || d.Interval != 0 || d.NAInterval != 0 ||
-		d.lowerPrioDelay() != 5*time.Second || d.lowerPrioRepeat() != 5 {
+		d.MasterRefreshRepeat != 1 || d.Interval != 0 || d.NAInterval != 0 {
 		t.Errorf("defaults %+v are not keepalived 2.2.7's", d)
 	}
-	if err := d.Validate(); err != nil {
+	if err := d.validate(); err != nil {
 		t.Error(err)
 	}
 }
@@ -140,37 +139,6 @@ func TestScheduleRefresh(t *testing.T) {
 	}
 }
 
-func TestScheduleLowerPriority(t *testing.T) {
-	c := NewSchedule(Defaults())
-	c.LowerPriorityAdvert(t0) // not master: nothing
-	if _, ok := c.Next(); ok {
-		t.Fatal("lower-priority advert scheduled something on a backup")
-	}
-	c.BecomeMaster(t0)
-	c.LowerPriorityAdvert(t0.Add(2 * time.Second))
-	got := run(c, time.Hour)
-	want := []event{{0, 5}, {2 * time.Second, 5}, {5 * time.Second, 5}, {7 * time.Second, 5}}
-	if !equal(got, want) {
-		t.Errorf("defaults: got %v, want %v", got, want)
-	}
-
-	s := Defaults()
-	s.LowerPrioRepeat, s.LowerPrioDelay = 1, 0
-	c = NewSchedule(s)
-	c.BecomeMaster(t0)
-	c.LowerPriorityAdvert(t0.Add(time.Second))
-	if got, want := run(c, time.Hour), []event{{0, 5}, {time.Second, 1}, {5 * time.Second, 5}}; !equal(got, want) {
-		t.Errorf("repeat 1 delay 0: got %v, want %v", got, want)
-	}
-	s.LowerPrioRepeat = 0
-	c = NewSchedule(s)
-	c.BecomeMaster(t0)
-	c.LowerPriorityAdvert(t0.Add(time.Second))
-	if got, want := run(c, time.Hour), []event{{0, 5}, {5 * time.Second, 5}}; !equal(got, want) {
-		t.Errorf("repeat 0: got %v, want %v", got, want)
-	}
-}
-
 func TestScheduleLeaveMasterDropsPending(t *testing.T) {
 	c := NewSchedule(Defaults())
 	c.BecomeMaster(t0)
@@ -195,8 +163,6 @@ func TestSettingsValidate(t *testing.T) {
 	bad := []func(*Settings){
 		func(s *Settings) { s.MasterDelay = -time.Second },
 		func(s *Settings) { s.MasterRepeat = -1 },
-		func(s *Settings) { s.LowerPrioDelay = -2 },
-		func(s *Settings) { s.LowerPrioRepeat = -2 },
 		func(s *Settings) { s.MasterRefresh = -1 },
 		func(s *Settings) { s.MasterRefreshRepeat = 0 },
 		func(s *Settings) { s.Interval = -1 },
@@ -205,26 +171,26 @@ func TestSettingsValidate(t *testing.T) {
 	for i, f := range bad {
 		s := Defaults()
 		f(&s)
-		if s.Validate() == nil {
+		if s.validate() == nil {
 			t.Errorf("case %d: %+v accepted", i, s)
 		}
 	}
 }
 
 func TestPacer(t *testing.T) {
-	var zero Pacer
+	var zero pacer
 	for range 3 {
-		if got := zero.Reserve(t0); got != t0 {
+		if got := zero.reserve(t0); got != t0 {
 			t.Fatalf("zero interval delays to %v", got)
 		}
 	}
-	p := Pacer{Interval: 10 * time.Millisecond}
+	p := pacer{Interval: 10 * time.Millisecond}
 	var got []time.Duration
 	for range 3 {
-		got = append(got, p.Reserve(t0).Sub(t0))
+		got = append(got, p.reserve(t0).Sub(t0))
 	}
 	// A later message after the queue drained goes at once.
-	got = append(got, p.Reserve(t0.Add(time.Second)).Sub(t0))
+	got = append(got, p.reserve(t0.Add(time.Second)).Sub(t0))
 	want := []time.Duration{0, 10 * time.Millisecond, 20 * time.Millisecond, time.Second}
 	for i := range want {
 		if got[i] != want[i] {
@@ -241,7 +207,6 @@ func BenchmarkSchedule(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.BecomeMaster(now)
-		c.LowerPriorityAdvert(now)
 		for {
 			next, ok := c.Next()
 			if !ok || next.Sub(now) > 10*time.Second {
@@ -257,10 +222,10 @@ func BenchmarkSchedule(b *testing.B) {
 func BenchmarkFrames(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := GARPFrame(capturedMAC, capturedV4); err != nil {
+		if _, err := garpFrame(capturedMAC, capturedV4); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := NAFrame(capturedMAC, capturedV6, false); err != nil {
+		if _, err := naFrame(capturedMAC, capturedV6, false); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -5,10 +5,6 @@ import (
 	"time"
 )
 
-// AsMaster, as LowerPrioDelay or LowerPrioRepeat, means "the same as the
-// master value", keepalived's default for vrrp_garp_lower_prio_*.
-const AsMaster = -1
-
 // Settings are keepalived's gratuitous ARP / NA knobs (global_defs
 // vrrp_garp_* and vrrp_gna_interval, or the per-instance garp_* forms).
 type Settings struct {
@@ -18,11 +14,6 @@ type Settings struct {
 	// MasterRepeat (vrrp_garp_master_repeat) is how many rounds each burst
 	// after becoming master sends. Default 5.
 	MasterRepeat int
-	// LowerPrioDelay and LowerPrioRepeat (vrrp_garp_lower_prio_delay and
-	// _repeat) are the same for when a master hears an advertisement of
-	// lower priority (someone thinks it is master too). Default: AsMaster.
-	LowerPrioDelay  time.Duration
-	LowerPrioRepeat int
 	// MasterRefresh (vrrp_garp_master_refresh) is the period of refresh
 	// bursts while master; 0 (the default) means none.
 	MasterRefresh time.Duration
@@ -42,8 +33,6 @@ func Defaults() Settings {
 	return Settings{
 		MasterDelay:         5 * time.Second,
 		MasterRepeat:        5,
-		LowerPrioDelay:      AsMaster,
-		LowerPrioRepeat:     AsMaster,
 		MasterRefresh:       0,
 		MasterRefreshRepeat: 1,
 		Interval:            0,
@@ -51,17 +40,13 @@ func Defaults() Settings {
 	}
 }
 
-// Validate reports a setting keepalived would reject.
-func (s Settings) Validate() error {
+// validate reports a setting keepalived would reject.
+func (s Settings) validate() error {
 	switch {
 	case s.MasterDelay < 0:
 		return fmt.Errorf("garp: master delay %v is negative", s.MasterDelay)
 	case s.MasterRepeat < 0:
 		return fmt.Errorf("garp: master repeat %d is negative", s.MasterRepeat)
-	case s.LowerPrioDelay < 0 && s.LowerPrioDelay != AsMaster:
-		return fmt.Errorf("garp: lower priority delay %v is negative", s.LowerPrioDelay)
-	case s.LowerPrioRepeat < 0 && s.LowerPrioRepeat != AsMaster:
-		return fmt.Errorf("garp: lower priority repeat %d is negative", s.LowerPrioRepeat)
 	case s.MasterRefresh < 0:
 		return fmt.Errorf("garp: master refresh %v is negative", s.MasterRefresh)
 	case s.MasterRefreshRepeat < 1:
@@ -72,18 +57,4 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("garp: negative interval")
 	}
 	return nil
-}
-
-func (s Settings) lowerPrioDelay() time.Duration {
-	if s.LowerPrioDelay == AsMaster {
-		return s.MasterDelay
-	}
-	return s.LowerPrioDelay
-}
-
-func (s Settings) lowerPrioRepeat() int {
-	if s.LowerPrioRepeat == AsMaster {
-		return s.MasterRepeat
-	}
-	return s.LowerPrioRepeat
 }

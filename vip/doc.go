@@ -11,8 +11,8 @@
 // it joins its virtual routers: a restart never leaves one VIP on two hosts.
 // One state directory belongs to one daemon; [New] locks it.
 //
-// The package also answers the interface questions a VRRP daemon asks:
-// which interface reaches an address ([InterfaceFor], keepalived-operator's
-// interfaceFromIP) and which source addresses an interface has
-// ([PrimaryIPv4], [LinkLocal]).
+// The package also answers which interface reaches an address
+// ([InterfaceFor], keepalived-operator's interfaceFromIP), for Kubernetes
+// mode. Which address the adverts go out from is internal/transport's
+// choice, not this package's.
 package vip

@@ -1,7 +1,6 @@
 package vip
 
 import (
-	"errors"
 	"net"
 	"net/netip"
 	"testing"
@@ -51,42 +50,5 @@ func TestInterfaceFor(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestSourceAddresses(t *testing.T) {
-	lab := netlabtest.New(t, "a")
-	a := lab.Host("a")
-	m := newManager(t, a, t.TempDir())
-	// A /32 VIP in a subnet of its own is a primary address to the kernel;
-	// the Manager must still not pick it as the adverts' source.
-	for _, v := range []VIP{v4, v4h, {Prefix: netip.MustParsePrefix("fe80::99/64"), Dev: "eth0"}} {
-		if err := m.Add(v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, err := m.PrimaryIPv4("eth0"); err != nil || got != a.Addr4 {
-		t.Errorf("PrimaryIPv4 = %v, %v; want %v", got, err, a.Addr4)
-	}
-	if got, err := m.LinkLocal("eth0"); err != nil || got != a.LinkLocal {
-		t.Errorf("LinkLocal = %v, %v; want %v", got, err, a.LinkLocal)
-	}
-	if err := a.Do(func() error {
-		if got, err := PrimaryIPv4("eth0"); err != nil || got != a.Addr4 {
-			t.Errorf("PrimaryIPv4 (package) = %v, %v; want %v", got, err, a.Addr4)
-		}
-		if _, err := PrimaryIPv4("lo"); !errors.Is(err, ErrNoAddress) {
-			t.Errorf("PrimaryIPv4(lo) = %v, want ErrNoAddress (127.0.0.1 is host scope)", err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	// Without an address the instance must go to FAULT: ErrNoAddress.
-	if out, err := a.Command(t.Context(), "ip", "-4", "addr", "flush", "dev", "eth0").CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if _, err := m.PrimaryIPv4("eth0"); !errors.Is(err, ErrNoAddress) {
-		t.Errorf("PrimaryIPv4 without addresses: %v, want ErrNoAddress", err)
 	}
 }

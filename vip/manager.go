@@ -30,25 +30,19 @@ type Manager struct {
 	record []VIP
 }
 
-// Option changes how a Manager works.
-type Option func(*Manager)
-
-// WithNetlink makes the Manager use a netlink handle, e.g. one opened in
-// another network namespace with netlink.NewHandleAt, instead of the
-// calling thread's namespace. The caller keeps ownership of the handle.
-func WithNetlink(h *netlink.Handle) Option { return func(m *Manager) { m.nl = h } }
-
 // New opens (creating it if needed) the state directory and locks it, so
 // that two daemons never share one record. It loads what a previous run
 // recorded; call [Manager.Recover] before taking part in VRRP.
-func New(stateDir string, opts ...Option) (*Manager, error) {
+// It works in the calling thread's network namespace.
+func New(stateDir string) (*Manager, error) { return open(stateDir, &netlink.Handle{}) }
+
+// open is New on a given netlink handle (the tests' handle into a lab
+// namespace); the caller keeps ownership of the handle.
+func open(stateDir string, nl *netlink.Handle) (*Manager, error) {
 	if stateDir == "" {
 		return nil, errors.New("vip: empty state directory")
 	}
-	m := &Manager{dir: stateDir, nl: &netlink.Handle{}}
-	for _, o := range opts {
-		o(m)
-	}
+	m := &Manager{dir: stateDir, nl: nl}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("vip: state directory: %w", err)
 	}
@@ -88,12 +82,9 @@ func (m *Manager) Close() error {
 	return err
 }
 
-// StateDir is the directory holding the record.
-func (m *Manager) StateDir() string { return m.dir }
-
-// Recorded returns the VIPs added and not yet removed, this run's and
+// recorded returns the VIPs added and not yet removed, this run's and
 // those a crashed previous run left.
-func (m *Manager) Recorded() []VIP {
+func (m *Manager) recorded() []VIP {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.record)
@@ -107,7 +98,7 @@ func (m *Manager) Recorded() []VIP {
 // recovery and Remove tolerate absent addresses).
 func (m *Manager) Add(vs ...VIP) error {
 	for _, v := range vs {
-		if err := v.Validate(); err != nil {
+		if err := v.validate(); err != nil {
 			return err
 		}
 	}
@@ -158,7 +149,7 @@ func (m *Manager) Add(vs ...VIP) error {
 // removed stays recorded.
 func (m *Manager) Remove(vs ...VIP) error {
 	for _, v := range vs {
-		if err := v.Validate(); err != nil {
+		if err := v.validate(); err != nil {
 			return err
 		}
 	}
@@ -214,10 +205,10 @@ func (m *Manager) delAddr(v VIP) error {
 	return nil
 }
 
-// RemoveStale removes every recorded VIP for which keep returns false (a
+// removeStale removes every recorded VIP for which keep returns false (a
 // nil keep removes them all) and returns what it removed. It carries on
 // past failures and reports them together.
-func (m *Manager) RemoveStale(keep func(VIP) bool) ([]VIP, error) {
+func (m *Manager) removeStale(keep func(VIP) bool) ([]VIP, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lock == nil {
@@ -235,17 +226,9 @@ func (m *Manager) RemoveStale(keep func(VIP) bool) ([]VIP, error) {
 // Recover removes every VIP a previous run recorded. A daemon calls it at
 // start, before joining any virtual router: it starts as backup, so it owns
 // no address until VRRP elects it again.
-func (m *Manager) Recover() ([]VIP, error) { return m.RemoveStale(nil) }
+func (m *Manager) Recover() ([]VIP, error) { return m.removeStale(nil) }
 
-// Present reports whether v's address is on v's interface right now.
-func (m *Manager) Present(v VIP) (bool, error) {
-	return present(m.nl, v)
-}
-
-// Present reports whether v's address is on v's interface, in the calling
-// thread's network namespace.
-func Present(v VIP) (bool, error) { return present(&netlink.Handle{}, v) }
-
+// present reports whether v's address is on v's interface right now.
 func present(nl *netlink.Handle, v VIP) (bool, error) {
 	link, err := nl.LinkByName(v.Dev)
 	if err != nil {

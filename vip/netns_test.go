@@ -44,7 +44,7 @@ func newManager(t *testing.T, h *netlab.Host, dir string) *Manager {
 		t.Fatal(err)
 	}
 	t.Cleanup(nh.Close)
-	m, err := New(dir, WithNetlink(nh))
+	m, err := open(dir, nh)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func TestAddRemoveIdempotent(t *testing.T) {
 		if ok, err := a.HasAddr(v.Prefix); err != nil || !ok {
 			t.Errorf("%s not on eth0 after Add (%v)", v, err)
 		}
-		if ok, err := m.Present(v); err != nil || !ok {
+		if ok, err := present(m.nl, v); err != nil || !ok {
 			t.Errorf("Present(%s) = %v, %v", v, ok, err)
 		}
 	}
-	if got := len(m.Recorded()); got != len(all) {
+	if got := len(m.recorded()); got != len(all) {
 		t.Errorf("%d VIPs recorded, want %d", got, len(all))
 	}
 	out := ipAddr(t, a)
@@ -118,7 +118,7 @@ func TestAddRemoveIdempotent(t *testing.T) {
 			t.Errorf("%s still on eth0 after Remove (%v)", v, err)
 		}
 	}
-	if got := m.Recorded(); len(got) != 0 {
+	if got := m.recorded(); len(got) != 0 {
 		t.Errorf("record after removing everything: %v", got)
 	}
 	// The host's own addresses are untouched.
@@ -134,7 +134,7 @@ func TestAddUnknownInterfaceRecordsNothing(t *testing.T) {
 	if err := m.Add(v); err == nil || !strings.Contains(err.Error(), "nosuch0") {
 		t.Errorf("Add on a missing interface: %v", err)
 	}
-	if got := m.Recorded(); len(got) != 0 {
+	if got := m.recorded(); len(got) != 0 {
 		t.Errorf("recorded %v", got)
 	}
 	// Removing from a missing interface: nothing to do, no error.
@@ -171,10 +171,10 @@ func TestRecordSurvivesAndRemoveStale(t *testing.T) {
 	m.Close()
 
 	m2 := newManager(t, a, dir)
-	if got := m2.Recorded(); len(got) != 3 {
+	if got := m2.recorded(); len(got) != 3 {
 		t.Fatalf("a new Manager sees %v, want the 3 VIPs", got)
 	}
-	removed, err := m2.RemoveStale(func(v VIP) bool { return v == v4h })
+	removed, err := m2.removeStale(func(v VIP) bool { return v == v4h })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestRecordSurvivesAndRemoveStale(t *testing.T) {
 			t.Errorf("%s on eth0 = %v, want %v", v, ok, want)
 		}
 	}
-	if got := m2.Recorded(); len(got) != 1 || got[0] != v4h {
+	if got := m2.recorded(); len(got) != 1 || got[0] != v4h {
 		t.Errorf("record %v, want only %s", got, v4h)
 	}
 }
@@ -255,7 +255,7 @@ func TestRecoverAfterKill9(t *testing.T) {
 			t.Errorf("%s still on eth0 after Recover", v)
 		}
 	}
-	if got := m.Recorded(); len(got) != 0 {
+	if got := m.recorded(); len(got) != 0 {
 		t.Errorf("record after Recover: %v", got)
 	}
 }
@@ -296,7 +296,7 @@ func BenchmarkAddRemove(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nh.Close()
-	m, err := New(b.TempDir(), WithNetlink(nh))
+	m, err := open(b.TempDir(), nh)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -320,14 +320,14 @@ func TestBatchAddRemove(t *testing.T) {
 	if err := m.Add(v4, bad, v6); err == nil {
 		t.Fatal("batch with an invalid VIP accepted")
 	}
-	if ok, _ := a.HasAddr(v4.Prefix); ok || len(m.Recorded()) != 0 {
+	if ok, _ := a.HasAddr(v4.Prefix); ok || len(m.recorded()) != 0 {
 		t.Fatal("a rejected batch changed something")
 	}
 	// Likewise a missing interface anywhere in the batch.
 	if err := m.Add(v4, VIP{Prefix: v6.Prefix, Dev: "nosuch0"}); err == nil {
 		t.Fatal("batch with a missing interface accepted")
 	}
-	if ok, _ := a.HasAddr(v4.Prefix); ok || len(m.Recorded()) != 0 {
+	if ok, _ := a.HasAddr(v4.Prefix); ok || len(m.recorded()) != 0 {
 		t.Fatal("a batch with a missing interface changed something")
 	}
 	if err := m.Add(v4, v6, v4h, v6h); err != nil {
@@ -341,7 +341,7 @@ func TestBatchAddRemove(t *testing.T) {
 	if err := m.Remove(v4, v6h); err != nil {
 		t.Fatal(err)
 	}
-	rec := m.Recorded()
+	rec := m.recorded()
 	if len(rec) != 2 {
 		t.Fatalf("record after removing 2 of 4: %v", rec)
 	}
@@ -351,7 +351,7 @@ func TestBatchAddRemove(t *testing.T) {
 		}
 	}
 	// The record on disk agrees with memory.
-	disk, err := readRecord(m.StateDir())
+	disk, err := readRecord(m.dir)
 	if err != nil || len(disk) != 2 {
 		t.Errorf("record on disk %v, %v", disk, err)
 	}
@@ -365,7 +365,7 @@ func BenchmarkAddRemoveBatch4(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer nh.Close()
-	m, err := New(b.TempDir(), WithNetlink(nh))
+	m, err := open(b.TempDir(), nh)
 	if err != nil {
 		b.Fatal(err)
 	}

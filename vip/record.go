@@ -40,7 +40,7 @@ func readRecord(dir string) ([]VIP, error) {
 		return nil, fmt.Errorf("VIP record %s has version %d, this vrrpd understands %d", path, doc.Version, recordVersion)
 	}
 	for _, v := range doc.VIPs {
-		if err := v.Validate(); err != nil {
+		if err := v.validate(); err != nil {
 			return nil, fmt.Errorf("VIP record %s: %w", path, err)
 		}
 	}

@@ -38,9 +38,9 @@ func (v VIP) String() string {
 	return b.String()
 }
 
-// Validate reports what is wrong with a VIP before anything is sent to the
+// validate reports what is wrong with a VIP before anything is sent to the
 // kernel.
-func (v VIP) Validate() error {
+func (v VIP) validate() error {
 	if !v.Prefix.IsValid() {
 		return errors.New("vip: no address/prefix")
 	}

@@ -13,7 +13,7 @@ func TestValidate(t *testing.T) {
 		{Prefix: netip.MustParsePrefix("fe80::1/64"), Dev: "eth0"},
 	}
 	for _, v := range good {
-		if err := v.Validate(); err != nil {
+		if err := v.validate(); err != nil {
 			t.Errorf("%s: %v", v, err)
 		}
 	}
@@ -30,7 +30,7 @@ func TestValidate(t *testing.T) {
 		{Prefix: netip.MustParsePrefix("fd00:99::100/64"), Dev: "eth0", Label: "eth0:1"},
 	}
 	for _, v := range bad {
-		if err := v.Validate(); err == nil {
+		if err := v.validate(); err == nil {
 			t.Errorf("%s: accepted", v)
 		}
 	}

@@ -43,8 +43,12 @@ const (
 	ActionAddVIPs
 	// ActionRemoveVIPs asks for the addresses in VIPs to be removed from the interface.
 	ActionRemoveVIPs
-	// ActionAnnounce asks for gratuitous ARP (IPv4) or unsolicited neighbour advertisements
-	// (IPv6, with the Router flag) for the addresses in VIPs.
+	// ActionAnnounce follows an AddVIPs: the addresses in VIPs are new on this router
+	// (every VIP on becoming Master, the added ones when Reconfigure gives a Master new
+	// VIPs), and the LAN should hear it through gratuitous ARP (IPv4) or unsolicited
+	// neighbour advertisements (IPv6). VIPs is the least to announce; how much and how
+	// often is the caller's policy: vrrpd announces all of the instance's addresses,
+	// excluded ones included, and restarts its keepalived garp_* schedule.
 	ActionAnnounce
 	// ActionArmTimer asks for HandleTimer to be called at At (replacing any earlier
 	// deadline). Timer says which RFC timer it is.

@@ -47,9 +47,14 @@ func garpSettings(g config.GARP) garp.Settings {
 	return s
 }
 
-// startAnnounce begins the announcements of a new master (or of VIPs added to one): the
-// first round goes out at once, the rest when the schedule says.
-func (d *Daemon) startAnnounce(in *instance, _ []netip.Prefix, now time.Time) {
+// startAnnounce carries out the state machine's Announce: addresses were just added, all
+// of them by a new master, or some by a reload that gave a master new VIPs (the ones the
+// action lists). Either way it announces every address the instance holds, its VIPs and
+// its excluded VIPs, and restarts the schedule from its first burst: keepalived announces
+// the excluded addresses with the others, the refreshes that follow cover all of them
+// anyway, and hosts that already knew the old ones only hear again what is true. The first
+// round goes out at once, the rest when the schedule says.
+func (d *Daemon) startAnnounce(in *instance, now time.Time) {
 	a := &in.announce
 	if a.sched == nil || a.knobs != in.cfg.GARP {
 		// First announcement, or the knobs changed by a reload: a schedule still
@@ -57,11 +62,11 @@ func (d *Daemon) startAnnounce(in *instance, _ []netip.Prefix, now time.Time) {
 		a.sched, a.knobs = garp.NewSchedule(garpSettings(in.cfg.GARP)), in.cfg.GARP
 	}
 	a.groups = a.groups[:0]
-	for _, v := range in.cfg.VIPs {
-		a.add(toVIP(v, in.cfg.Interface).Dev, v.Prefix.Addr())
+	for _, v := range in.vips.vips {
+		a.add(v.Dev, v.Prefix.Addr())
 	}
-	for _, v := range in.cfg.ExcludedVIPs {
-		a.add(toVIP(v, in.cfg.Interface).Dev, v.Prefix.Addr())
+	for _, v := range in.vips.excluded {
+		a.add(v.Dev, v.Prefix.Addr())
 	}
 	a.sched.BecomeMaster(now)
 	d.announceDue(in, now)
@@ -88,7 +93,7 @@ func (d *Daemon) stopAnnounce(in *instance) {
 	if in.announce.sched != nil && in.announce.sched.Master() {
 		in.announce.sched.LeaveMaster()
 		for _, g := range in.announce.groups {
-			d.cancelAnnouncements(g.dev, g.addrs)
+			d.garp.Cancel(g.dev, g.addrs)
 		}
 	}
 	d.timers.Stop(in.announceKey)
@@ -98,11 +103,8 @@ func (d *Daemon) stopAnnounce(in *instance) {
 // interface's announcer sends them from its own goroutine, paced, so the loop never waits.
 func (d *Daemon) sendRounds(in *instance, n int, _ time.Time) {
 	for _, g := range in.announce.groups {
-		ann, err := d.announcerFor(g.dev, in.cfg.GARP)
-		if err != nil {
+		if err := d.garp.Announce(g.dev, garpSettings(in.cfg.GARP), g.addrs, n); err != nil {
 			d.log.Warn(fmt.Sprintf("(%s) cannot announce VIPs", in.cfg.Name), "interface", g.dev, "err", err)
-			continue
 		}
-		ann.Announce(g.addrs, n)
 	}
 }

@@ -2,14 +2,9 @@ package daemon
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"net/netip"
 	"slices"
 	"time"
-
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -31,9 +26,9 @@ type connKey struct {
 // conn is one shared socket and the instances routed through it.
 type conn struct {
 	key    connKey
-	tc     *transport.Conn // nil while the interface is missing or has no address
-	err    error           // why tc is nil, or why the link is unusable
-	source netip.Addr      // tc.Source() when last checked
+	tc     socket     // nil while the interface is missing or has no address
+	err    error      // why tc is nil, or why the link is unusable
+	source netip.Addr // tc.Source() when last checked
 
 	byVRID [256]*instance
 	insts  []*instance
@@ -53,8 +48,8 @@ type conn struct {
 // batch is one ReadBatch worth of packets on its way from a reader to the loop.
 type batch struct {
 	conn *conn
-	tc   *transport.Conn // the socket it was read from; stale after a reopen
-	free chan *batch     // where it goes back: its reader's free list, even after a reopen
+	tc   socket      // the socket it was read from; stale after a reopen
+	free chan *batch // where it goes back: its reader's free list, even after a reopen
 	pkts []transport.Packet
 	n    int
 }
@@ -76,11 +71,11 @@ func (d *Daemon) connFor(ic config.Instance) *conn {
 // open tries to open c's socket and starts its reader. A failure is not fatal: the
 // instances stay in FAULT and checkInterfaces tries again.
 func (d *Daemon) open(c *conn) {
-	tc, err := transport.Open(c.key.ifname, c.key.fam, transport.Options{
+	tc, err := d.opts.open(c.key.ifname, c.key.fam, transport.Options{
 		Group:     c.key.group,
 		NoJoin:    c.key.unicast,
 		Source:    c.key.source,
-		BatchSize: d.opts.BatchSize,
+		BatchSize: d.opts.batchSize,
 	})
 	if err != nil {
 		if c.err == nil || c.err.Error() != err.Error() { // once per distinct cause
@@ -93,7 +88,7 @@ func (d *Daemon) open(c *conn) {
 	c.source = tc.Source()
 	c.free = make(chan *batch, 1)
 	c.stop = make(chan struct{})
-	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.BatchSize)}
+	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.batchSize)}
 	go d.reader(c, tc, c.free, c.stop)
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String())
 }
@@ -110,7 +105,7 @@ func (d *Daemon) closeConn(c *conn) {
 }
 
 // reader is the goroutine that drains one socket into batches for the loop.
-func (d *Daemon) reader(c *conn, tc *transport.Conn, free chan *batch, stop chan struct{}) {
+func (d *Daemon) reader(c *conn, tc socket, free chan *batch, stop chan struct{}) {
 	for {
 		var b *batch
 		select {
@@ -200,61 +195,6 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 	}
 }
 
-// watchInterfaces subscribes to link and address changes; each one wakes the loop to
-// re-check the interfaces (coalesced, so a burst costs one check). A subscription ends on
-// its first receive error (ENOBUFS after a burst, for one), so it is renewed at once, and
-// the loop's poll covers whatever was missed in between.
-func (d *Daemon) watchInterfaces() (stop func()) {
-	done := make(chan struct{})
-	wake := func() {
-		select {
-		case d.ifEvents <- struct{}{}:
-		default:
-		}
-	}
-	onErr := func(err error) { d.log.Debug("netlink subscription ended; renewing", "err", err) }
-	go func() {
-		var links chan netlink.LinkUpdate
-		var addrs chan netlink.AddrUpdate
-		for {
-			if links == nil {
-				links = make(chan netlink.LinkUpdate, 64)
-				if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
-					d.log.Warn("no netlink link events; polling interfaces only", "err", err)
-					links = nil
-				}
-			}
-			if addrs == nil {
-				addrs = make(chan netlink.AddrUpdate, 64)
-				if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
-					d.log.Warn("no netlink address events; polling interfaces only", "err", err)
-					addrs = nil
-				}
-			}
-			var retry <-chan time.Time // only while a subscription could not be made
-			if links == nil || addrs == nil {
-				retry = time.After(time.Second)
-			}
-			select {
-			case _, ok := <-links:
-				if !ok {
-					links = nil
-				}
-				wake()
-			case _, ok := <-addrs:
-				if !ok {
-					addrs = nil
-				}
-				wake()
-			case <-retry:
-			case <-done:
-				return
-			}
-		}
-	}()
-	return func() { close(done) }
-}
-
 // checkInterfaces re-reads every socket's interface: opens sockets that could not be
 // opened, and sets or clears FAULT on the instances of interfaces that went down, lost
 // their address or came back; a changed source address reconfigures the instances.
@@ -269,7 +209,7 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 		} else {
 			err = c.tc.Refresh()
 			if err == nil {
-				err = d.linkRunning(c.key.ifname)
+				err = d.links.Running(c.key.ifname)
 			}
 			if err != nil && errors.Is(err, transport.ErrNoInterface) {
 				// Deleted (and maybe re-created): start over with a fresh socket.
@@ -289,27 +229,4 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 			d.setFault(in, err, now)
 		}
 	}
-}
-
-// linkRunning reports an error when the interface has no carrier (IFF_RUNNING clear), as
-// keepalived treats a link without carrier as down.
-func (d *Daemon) linkRunning(ifname string) error {
-	if d.nl == nil {
-		// One handle for the daemon's life: the package-level calls open and close a
-		// netlink socket each time, and this runs on every interface check.
-		h, err := netlink.NewHandle()
-		if err != nil {
-			return fmt.Errorf("netlink: %w", err)
-		}
-		d.nl = h
-	}
-	l, err := d.nl.LinkByName(ifname)
-	if err != nil {
-		return transport.ErrNoInterface
-	}
-	a := l.Attrs()
-	if a.Flags&net.FlagUp == 0 || a.RawFlags&unix.IFF_RUNNING == 0 {
-		return transport.ErrInterfaceDown
-	}
-	return nil
 }

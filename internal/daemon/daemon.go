@@ -8,9 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/vishvananda/netlink"
-
-	"github.com/vrrp-operator/vrrp-operator/garp"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -25,15 +22,24 @@ type Options struct {
 	StateDir string
 	// Logger receives the daemon's logs; nil means slog.Default().
 	Logger *slog.Logger
-	// BatchSize is how many packets one read hands to the loop; zero means
-	// transport.DefaultBatchSize.
-	BatchSize int
-	// PollInterval is how often interfaces are re-read even without a netlink event, as a
-	// safety net; zero means one second.
-	PollInterval time.Duration
-	// PublishInterval bounds how stale the published counters may be; state changes are
-	// published at once. Zero means 500 ms.
-	PublishInterval time.Duration
+
+	// Tuning that no caller has needed to change (zero means the default):
+	//
+	// batchSize is how many packets one read hands to the loop: transport.DefaultBatchSize.
+	batchSize int
+	// pollInterval is how often interfaces are re-read even without a netlink event, as a
+	// safety net: one second.
+	pollInterval time.Duration
+	// publishInterval bounds how stale the published counters may be; state changes are
+	// published at once: 500 ms.
+	publishInterval time.Duration
+
+	// The daemon's ties to the host (host.go); nil means the real one. Only the package's
+	// tests replace them.
+	vips  vipStore
+	garp  announcers
+	open  openSocket
+	links links
 }
 
 // A Daemon runs a set of virtual routers. Create it with New, run it with Run; Reload and
@@ -42,9 +48,9 @@ type Daemon struct {
 	opts Options
 	log  *slog.Logger
 
-	vips       *vip.Manager
-	announcers map[string]*garp.Announcer // by interface, opened on first use
-	nl         *netlink.Handle            // for link state checks, opened on first use
+	vips  vipStore
+	garp  announcers
+	links links
 
 	// Everything below is owned by the loop goroutine once Run has started.
 	instances []*instance
@@ -70,7 +76,6 @@ type Daemon struct {
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
-	started   time.Time
 }
 
 type timerOwner struct {
@@ -92,7 +97,8 @@ type reloadRequest struct {
 }
 
 // New prepares a daemon: it locks the state directory. Nothing touches the network until
-// Run.
+// Run. The daemon adds VIPs with package vip, announces them with package garp, sends and
+// receives through internal/transport and watches interfaces on netlink.
 func New(opts Options) (*Daemon, error) {
 	if opts.StateDir == "" {
 		opts.StateDir = vip.DefaultStateDir
@@ -100,23 +106,37 @@ func New(opts Options) (*Daemon, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.BatchSize <= 0 {
-		opts.BatchSize = transport.DefaultBatchSize
+	if opts.batchSize <= 0 {
+		opts.batchSize = transport.DefaultBatchSize
 	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = time.Second
+	if opts.pollInterval <= 0 {
+		opts.pollInterval = time.Second
 	}
-	if opts.PublishInterval <= 0 {
-		opts.PublishInterval = 500 * time.Millisecond
+	if opts.publishInterval <= 0 {
+		opts.publishInterval = 500 * time.Millisecond
 	}
-	m, err := vip.New(opts.StateDir)
-	if err != nil {
-		return nil, err
+	if opts.vips == nil {
+		m, err := vip.New(opts.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.vips = m
+	}
+	if opts.garp == nil {
+		opts.garp = &garpAnnouncers{log: opts.Logger}
+	}
+	if opts.open == nil {
+		opts.open = openTransport
+	}
+	if opts.links == nil {
+		opts.links = &netlinkLinks{log: opts.Logger}
 	}
 	d := &Daemon{
 		opts:     opts,
 		log:      opts.Logger,
-		vips:     m,
+		vips:     opts.vips,
+		garp:     opts.garp,
+		links:    opts.links,
 		byName:   make(map[string]*instance),
 		conns:    make(map[connKey]*conn),
 		batches:  make(chan *batch, 16),
@@ -166,10 +186,25 @@ func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	defer close(d.done)
 	defer d.vips.Close()
-	d.started = time.Now()
 	if err := validate(cfg); err != nil {
 		return err
 	}
+	d.recoverVIPs()
+	// Each link or address change wakes the loop to re-check the interfaces, coalesced so
+	// that a burst costs one check.
+	stopWatch := d.links.Watch(func() {
+		select {
+		case d.ifEvents <- struct{}{}:
+		default:
+		}
+	})
+	defer stopWatch()
+	d.start(cfg, time.Now())
+	return d.loop(ctx)
+}
+
+// recoverVIPs removes the VIPs a previous run left behind.
+func (d *Daemon) recoverVIPs() {
 	// Startup recovery: whatever a crashed run recorded is not ours any more. We start
 	// as backup, so no address may stay until VRRP elects us again.
 	removed, err := d.vips.Recover()
@@ -179,16 +214,14 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		d.log.Warn("could not remove every stale VIP", "err", err)
 	}
+}
 
-	stopWatch := d.watchInterfaces()
-	defer stopWatch()
-
-	now := time.Now()
+// start starts every instance of cfg, which validate accepted.
+func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}
 	d.publish(now)
-	return d.loop(ctx)
 }
 
 // loop is the daemon's only goroutine that touches instance state.
@@ -200,7 +233,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 	defer timer.Close()
 	var armed time.Time
 	d.heartbeat.Beat(time.Now())
-	poll := time.NewTicker(d.opts.PollInterval)
+	poll := time.NewTicker(d.opts.pollInterval)
 	defer poll.Stop()
 	for {
 		// One timer for every instance: armed at the heap's earliest deadline, or earlier.
@@ -218,7 +251,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			d.shutdown()
+			d.shutdown(time.Now())
 			return nil
 		case b := <-d.batches:
 			now := time.Now()
@@ -314,14 +347,14 @@ func (d *Daemon) collectAdverts(now time.Time) {
 	}
 }
 
-// maybePublish schedules a publication of the counters within PublishInterval, unless one
+// maybePublish schedules a publication of the counters within publishInterval, unless one
 // is already scheduled.
 func (d *Daemon) maybePublish(now time.Time) {
 	if !d.dirty {
 		return
 	}
 	if _, ok := d.timers.Armed(d.publishK); !ok {
-		d.timers.Set(d.publishK, now.Add(d.opts.PublishInterval))
+		d.timers.Set(d.publishK, now.Add(d.opts.publishInterval))
 	}
 }
 

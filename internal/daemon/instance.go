@@ -16,6 +16,7 @@ import (
 // what the loop knows about it beyond the state machine.
 type instance struct {
 	cfg  config.Instance
+	vips vipSet // cfg's addresses as package vip takes them
 	conn *conn
 	// sm is nil until the interface has given us a source address: the state machine
 	// needs one (it is the tie-break and the checksum source). Until then the instance
@@ -36,7 +37,7 @@ type instance struct {
 
 // addInstance creates and starts an instance.
 func (d *Daemon) addInstance(ic config.Instance, now time.Time) *instance {
-	in := &instance{cfg: ic, state: vrrp.StateFault}
+	in := &instance{cfg: ic, vips: newVIPSet(ic), state: vrrp.StateFault}
 	in.timerKey = d.newTimer(in, timerVRRP)
 	in.announceKey = d.newTimer(in, timerAnnounce)
 	d.instances = append(d.instances, in)
@@ -55,13 +56,13 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		d.noteFault(in, c.err, now)
 		return
 	}
-	sm, err := vrrp.NewInstance(d.vrrpConfig(in.cfg, c.source))
+	sm, err := vrrp.NewInstance(in.cfg.StateMachineConfig(c.source))
 	if err != nil {
 		d.noteFault(in, err, now)
 		return
 	}
 	in.sm = sm
-	err = d.linkRunning(c.key.ifname)
+	err = d.links.Running(c.key.ifname)
 	if err != nil {
 		d.acts = sm.SetFault(now, true, vrrp.ReasonInterfaceDown, d.acts[:0])
 		d.execute(in, now)
@@ -69,28 +70,6 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 	}
 	d.acts = sm.Start(now, d.acts[:0])
 	d.execute(in, now)
-}
-
-// vrrpConfig is the state machine's view of an instance on a socket sending from src.
-func (d *Daemon) vrrpConfig(ic config.Instance, src netip.Addr) vrrp.Config {
-	vips := make([]netip.Prefix, len(ic.VIPs))
-	for i, v := range ic.VIPs {
-		vips[i] = v.Prefix
-	}
-	return vrrp.Config{
-		Name:           ic.Name,
-		VRID:           ic.VRID,
-		Version:        ic.Version,
-		Priority:       ic.Priority,
-		AdvertInterval: ic.AdvertInterval,
-		Preempt:        ic.Preempt,
-		PreemptDelay:   ic.PreemptDelay,
-		AcceptMode:     ic.AcceptMode,
-		VIPs:           vips,
-		Primary:        src,
-		AuthType:       ic.AuthType,
-		AuthPass:       ic.AuthPass,
-	}
 }
 
 // noteFault reports an instance without state machine as FAULT, once per cause.
@@ -144,7 +123,7 @@ func (d *Daemon) sourceChanged(in *instance, now time.Time) {
 		return
 	}
 	var err error
-	d.acts, err = in.sm.Reconfigure(now, d.vrrpConfig(in.cfg, in.conn.source), d.acts[:0])
+	d.acts, err = in.sm.Reconfigure(now, in.cfg.StateMachineConfig(in.conn.source), d.acts[:0])
 	if err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot use new source address", in.cfg.Name), "source", in.conn.source.String(), "err", err)
 		return
@@ -169,7 +148,7 @@ func (d *Daemon) execute(in *instance, now time.Time) {
 		case vrrp.ActionRemoveVIPs:
 			d.removeVIPs(in, a.VIPs)
 		case vrrp.ActionAnnounce:
-			d.startAnnounce(in, a.VIPs, now)
+			d.startAnnounce(in, now) // all its addresses, not only a.VIPs
 		case vrrp.ActionArmTimer:
 			d.timers.Set(in.timerKey, a.At)
 		case vrrp.ActionStopTimer:
@@ -227,21 +206,47 @@ func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 	}
 }
 
-// vipFor returns the configured VIP (with its device and label) of prefix p.
-func (in *instance) vipFor(p netip.Prefix) vip.VIP {
-	for _, v := range in.cfg.VIPs {
-		if v.Prefix == p {
-			return toVIP(v, in.cfg.Interface)
-		}
-	}
-	return vip.VIP{Prefix: p, Dev: in.cfg.Interface}
+// vipSet is an instance's addresses as package vip adds them (prefix, device, label),
+// built once per configuration so that turning the state machine's prefixes back into
+// them is a lookup.
+type vipSet struct {
+	vips     []vip.VIP // config.Instance.VIPs, in order
+	excluded []vip.VIP // config.Instance.ExcludedVIPs
+	index    map[netip.Prefix]int
 }
 
+func newVIPSet(ic config.Instance) vipSet {
+	s := vipSet{
+		vips:     make([]vip.VIP, len(ic.VIPs)),
+		excluded: make([]vip.VIP, len(ic.ExcludedVIPs)),
+		index:    make(map[netip.Prefix]int, len(ic.VIPs)),
+	}
+	for i, v := range ic.VIPs {
+		s.vips[i] = toVIP(v, ic.Interface)
+		s.index[v.Prefix] = i
+	}
+	for i, v := range ic.ExcludedVIPs {
+		s.excluded[i] = toVIP(v, ic.Interface)
+	}
+	return s
+}
+
+// toVIP is v with its device: the config layer resolves it to the instance's interface
+// when the file names none; the fallback keeps an unresolved one usable.
 func toVIP(v config.VIP, dev string) vip.VIP {
 	if v.Dev != "" {
 		dev = v.Dev
 	}
 	return vip.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label}
+}
+
+// vipFor returns the configured VIP (with its device and label) of prefix p, which the
+// state machine took from the same configuration.
+func (in *instance) vipFor(p netip.Prefix) vip.VIP {
+	if i, ok := in.vips.index[p]; ok {
+		return in.vips.vips[i]
+	}
+	return vip.VIP{Prefix: p, Dev: in.cfg.Interface}
 }
 
 func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
@@ -268,15 +273,11 @@ func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
 // excluded adds or removes the virtual_ipaddress_excluded with the VIPs.
 func (d *Daemon) excluded(in *instance, add bool) {
 	in.holdsExcluded = add
-	d.vipl = d.vipl[:0]
-	for _, e := range in.cfg.ExcludedVIPs {
-		d.vipl = append(d.vipl, toVIP(e, in.cfg.Interface))
-	}
 	var err error
 	if add {
-		err = d.vips.Add(d.vipl...)
+		err = d.vips.Add(in.vips.excluded...)
 	} else {
-		err = d.vips.Remove(d.vipl...)
+		err = d.vips.Remove(in.vips.excluded...)
 	}
 	if err != nil {
 		d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", add, "err", err)
@@ -313,19 +314,15 @@ func (d *Daemon) stopInstance(in *instance, now time.Time) {
 }
 
 // shutdown stops every instance: masters send priority 0 and remove their VIPs.
-func (d *Daemon) shutdown() {
-	now := time.Now()
+func (d *Daemon) shutdown(now time.Time) {
 	for _, in := range d.instances {
 		d.stopInstance(in, now)
 	}
 	for _, c := range d.conns {
 		d.closeConn(c)
 	}
-	d.closeAnnouncers()
-	if d.nl != nil {
-		d.nl.Close()
-		d.nl = nil
-	}
+	d.garp.Close()
+	d.links.Close()
 	d.publish(now)
 	d.log.Info("stopped")
 }
@@ -397,22 +394,22 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
 		d.excluded(in, false)
 	}
-	vc := d.vrrpConfig(ic, in.conn.source)
+	vc := ic.StateMachineConfig(in.conn.source)
 	if err := vc.Validate(); err != nil {
 		return err
 	}
 	// A VIP that stays but moves to another device or label: the state machine sees the
 	// same prefix and asks for nothing, so the daemon moves it itself.
+	nvips := newVIPSet(ic)
 	var moved []vip.VIP
 	if in.sm.State() == vrrp.StateMaster {
-		for _, nv := range ic.VIPs {
-			for _, ov := range old.VIPs {
-				if o, n := toVIP(ov, old.Interface), toVIP(nv, ic.Interface); ov.Prefix == nv.Prefix && o != n {
-					if err := d.vips.Remove(o); err != nil {
-						d.log.Error(fmt.Sprintf("(%s) cannot move VIP", in.cfg.Name), "vip", o.String(), "err", err)
-					}
-					moved = append(moved, n)
+		for _, n := range nvips.vips {
+			if i, ok := in.vips.index[n.Prefix]; ok && in.vips.vips[i] != n {
+				o := in.vips.vips[i]
+				if err := d.vips.Remove(o); err != nil {
+					d.log.Error(fmt.Sprintf("(%s) cannot move VIP", in.cfg.Name), "vip", o.String(), "err", err)
 				}
+				moved = append(moved, n)
 			}
 		}
 	}
@@ -428,7 +425,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 			d.acts[i].Kind = 0
 		}
 	}
-	in.cfg = ic
+	in.cfg, in.vips = ic, nvips
 	d.execute(in, now)
 	if len(moved) > 0 {
 		if err := d.vips.Add(moved...); err != nil {

@@ -30,10 +30,10 @@ func backupDaemon(tb testing.TB, n int) (*Daemon, *conn) {
 			Version: vrrp.Version3, AdvertInterval: 100 * time.Millisecond, Preempt: true,
 			VIPs: []config.VIP{{Prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 99, 1, byte(i)}), 24)}},
 		}
-		in := &instance{cfg: ic, conn: c}
+		in := &instance{cfg: ic, vips: newVIPSet(ic), conn: c}
 		in.timerKey = d.newTimer(in, timerVRRP)
 		in.announceKey = d.newTimer(in, timerAnnounce)
-		sm, err := vrrp.NewInstance(d.vrrpConfig(ic, netip.MustParseAddr("10.99.0.12")))
+		sm, err := vrrp.NewInstance(ic.StateMachineConfig(netip.MustParseAddr("10.99.0.12")))
 		if err != nil {
 			tb.Fatal(err)
 		}

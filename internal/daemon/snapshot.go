@@ -12,7 +12,7 @@ import (
 
 // publish builds a fresh snapshot of every instance and socket and makes it the one
 // Snapshot returns. It runs on state changes at once and, for counters, at most every
-// PublishInterval, so HTTP readers never touch the loop and the per-packet path never
+// publishInterval, so HTTP readers never touch the loop and the per-packet path never
 // builds snapshots.
 func (d *Daemon) publish(now time.Time) {
 	d.dirty = false

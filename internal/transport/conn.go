@@ -23,18 +23,24 @@ var (
 	ErrNoInterface   = errors.New("no such interface")
 	ErrInterfaceDown = errors.New("interface is down")
 	ErrNoAddress     = errors.New("no usable source address")
-	ErrFamily        = errors.New("address family mismatch")
 	ErrClosed        = errors.New("transport: connection closed")
 )
+
+// errFamily is Open's and Send's answer to an address of the wrong family: a caller bug,
+// never a state to recover from, so not one of the errors above.
+var errFamily = errors.New("address family mismatch")
 
 // Default batch geometry. 64 slots drain a burst of 255 masters' adverts in four calls;
 // each slot holds the largest valid VRRP message (v3 over IPv6 with 255 addresses:
 // 8 + 255*16 bytes) plus a maximal IPv4 header, so no valid advertisement is ever truncated.
 const (
-	DefaultBatchSize  = 64
-	MaxPacketSize     = 60 + 8 + 255*16
-	defaultReadBuffer = 4 << 20
+	DefaultBatchSize = 64
+	MaxPacketSize    = 60 + 8 + 255*16
 )
+
+// readBuffer is the socket receive buffer in bytes (SO_RCVBUF, forced when running as
+// root): 4 MiB, enough to ride out a scheduling stall with 255 instances.
+const readBuffer = 4 << 20
 
 // Options tune Open. The zero value joins the standard group and picks the source address
 // from the interface.
@@ -50,9 +56,6 @@ type Options struct {
 	Source netip.Addr
 	// BatchSize is the most packets one ReadBatch returns; zero means DefaultBatchSize.
 	BatchSize int
-	// ReadBuffer is the socket receive buffer in bytes (SO_RCVBUF, forced when running as
-	// root); zero means 4 MiB, enough to ride out a scheduling stall with 255 instances.
-	ReadBuffer int
 }
 
 // A Packet is one received VRRP message.

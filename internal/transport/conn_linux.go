@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
@@ -56,7 +55,7 @@ type Conn struct {
 // link-local address is still tentative); the caller retries later.
 func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 	if fam != IPv4 && fam != IPv6 {
-		return nil, fmt.Errorf("transport: open %s: %w: %v", ifname, ErrFamily, fam)
+		return nil, fmt.Errorf("transport: open %s: %w: %v", ifname, errFamily, fam)
 	}
 	opt.Group, opt.Source = opt.Group.Unmap(), opt.Source.Unmap()
 	group := opt.Group
@@ -64,16 +63,13 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 		group = fam.Multicast()
 	}
 	if vrrp.FamilyOf(group) != fam || !group.IsMulticast() {
-		return nil, fmt.Errorf("transport: open %s: group %v is not an %v multicast address: %w", ifname, group, fam, ErrFamily)
+		return nil, fmt.Errorf("transport: open %s: group %v is not an %v multicast address: %w", ifname, group, fam, errFamily)
 	}
 	if opt.Source.IsValid() && vrrp.FamilyOf(opt.Source) != fam {
-		return nil, fmt.Errorf("transport: open %s: source %v: %w", ifname, opt.Source, ErrFamily)
+		return nil, fmt.Errorf("transport: open %s: source %v: %w", ifname, opt.Source, errFamily)
 	}
 	if opt.BatchSize <= 0 {
 		opt.BatchSize = DefaultBatchSize
-	}
-	if opt.ReadBuffer <= 0 {
-		opt.ReadBuffer = defaultReadBuffer
 	}
 
 	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
@@ -199,8 +195,8 @@ func (c *Conn) configure() error {
 		}
 	}
 	// Root (CAP_NET_ADMIN) may exceed rmem_max; otherwise settle for what SO_RCVBUF allows.
-	if err := c.setsockopt(unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, c.opt.ReadBuffer); err != nil {
-		_ = c.ipc.SetReadBuffer(c.opt.ReadBuffer)
+	if err := c.setsockopt(unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, readBuffer); err != nil {
+		_ = c.ipc.SetReadBuffer(readBuffer)
 	}
 	return nil
 }
@@ -231,11 +227,11 @@ func (c *Conn) Refresh() error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	oldIndex := c.IfIndex()
+	oldIndex := c.ifIndex()
 	if err := c.refresh(); err != nil {
 		return err
 	}
-	if idx := c.IfIndex(); idx != oldIndex {
+	if idx := c.ifIndex(); idx != oldIndex {
 		return fmt.Errorf("transport: %s was re-created (index %d, was %d): reopen: %w", c.ifname, idx, oldIndex, ErrNoInterface)
 	}
 	return nil
@@ -334,14 +330,8 @@ func (c *Conn) Source() netip.Addr {
 // Group is the multicast group this Conn joined (or would have, with NoJoin).
 func (c *Conn) Group() netip.Addr { return c.group }
 
-// Family is the Conn's address family.
-func (c *Conn) Family() Family { return c.fam }
-
-// Interface is the name of the Conn's interface.
-func (c *Conn) Interface() string { return c.ifname }
-
-// IfIndex is the index of the Conn's interface.
-func (c *Conn) IfIndex() int {
+// ifIndex is the index of the Conn's interface.
+func (c *Conn) ifIndex() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ifindex
@@ -350,15 +340,6 @@ func (c *Conn) IfIndex() int {
 // Stats returns the Conn's counters.
 func (c *Conn) Stats() Stats {
 	return Stats{Received: c.received.Load(), Dropped: c.dropped.Load()}
-}
-
-// SetReadDeadline makes a ReadBatch blocked now or later return an error wrapping
-// os.ErrDeadlineExceeded once t has passed; the zero time clears it.
-func (c *Conn) SetReadDeadline(t time.Time) error {
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	return c.ipc.SetReadDeadline(t)
 }
 
 // Close closes the socket; a ReadBatch blocked in another goroutine returns ErrClosed.

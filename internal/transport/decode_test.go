@@ -144,8 +144,8 @@ func TestOpenRejectsBadOptions(t *testing.T) {
 		{IPv6, Options{Source: netip.MustParseAddr("10.99.0.1")}},
 	}
 	for _, c := range cases {
-		if _, err := Open("lo", c.fam, c.opt); !errors.Is(err, ErrFamily) {
-			t.Errorf("Open(lo, %v, %+v) = %v, want ErrFamily", c.fam, c.opt, err)
+		if _, err := Open("lo", c.fam, c.opt); !errors.Is(err, errFamily) {
+			t.Errorf("Open(lo, %v, %+v) = %v, want errFamily", c.fam, c.opt, err)
 		}
 	}
 }

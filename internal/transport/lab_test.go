@@ -408,6 +408,22 @@ func TestSourceSkipsSecondary(t *testing.T) {
 	}
 }
 
+// TestSourceAddresses: the virtual addresses the daemon adds are never the source, neither
+// one in the interface's subnet (a secondary) nor a /32 in a subnet of its own, which the
+// kernel lists as a primary but after the interface's own address. (Moved here from package
+// vip with the one source-address rule.)
+func TestSourceAddresses(t *testing.T) {
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a")
+	a := lab.Host("a")
+	ipCmd(t, a, "addr", "add", "10.99.0.100/24", "dev", a.Link)
+	ipCmd(t, a, "addr", "add", "10.99.0.101/32", "dev", a.Link)
+	c := open(t, a, transport.IPv4, transport.Options{})
+	if c.Source() != a.Addr4 {
+		t.Errorf("Source = %v, want %v", c.Source(), a.Addr4)
+	}
+}
+
 // Malformed VRRP is the caller's to judge: the transport delivers a truncated message and
 // skips IP options, but never sees other protocols.
 func TestMalformedDelivered(t *testing.T) {

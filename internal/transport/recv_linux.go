@@ -120,7 +120,7 @@ func (c *Conn) ReadBatch(pkts []Packet) (int, error) {
 			}
 			return 0, c.wrap("recvmmsg", r.operr)
 		}
-		ifindex := c.IfIndex()
+		ifindex := c.ifIndex()
 		out := 0
 		for i := 0; i < r.n; i++ {
 			if c.decode(i, &pkts[out], ifindex) {

@@ -57,7 +57,7 @@ func (s *sender) sendmsg(fd uintptr) bool {
 func (c *Conn) Send(payload []byte, dst netip.Addr) error {
 	dst = dst.Unmap()
 	if !dst.IsValid() || vrrp.FamilyOf(dst) != c.fam {
-		return fmt.Errorf("transport: send on %s %v to %v: %w", c.ifname, c.fam, dst, ErrFamily)
+		return fmt.Errorf("transport: send on %s %v to %v: %w", c.ifname, c.fam, dst, errFamily)
 	}
 	if len(payload) == 0 || len(payload) > 65535-60 {
 		return fmt.Errorf("transport: send on %s: payload of %d bytes", c.ifname, len(payload))

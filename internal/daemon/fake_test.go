@@ -1,0 +1,320 @@
+package daemon
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/garp"
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vip"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// fakeHost stands in for everything the daemon touches outside its memory (host.go): the
+// VIP store, the announcers, the sockets and the links. It keeps the host's state (which
+// addresses are on, which links are up) and records every call, so that the tests drive
+// the loop's own functions on a virtual clock and check what would have reached the
+// kernel and the wire.
+type fakeHost struct {
+	held    map[vip.VIP]bool      // addresses on the host
+	stale   []vip.VIP             // what Recover finds, left by "a previous run"
+	linkErr map[string]error      // Running's answer per interface (nil: up)
+	openErr map[string]error      // Open's answer per interface (nil: opens)
+	source  map[string]netip.Addr // the address transport would pick per interface
+
+	socks     []*fakeSocket // every socket opened, in order
+	sent      []sentAdvert
+	announced []announceCall
+	cancelled []announceCall
+	vipCalls  []string // "add ..." / "remove ..." / "recover", in order
+
+	watching                            int
+	vipsClosed, garpClosed, linksClosed bool
+}
+
+type sentAdvert struct {
+	ifname   string
+	src, dst netip.Addr
+	adv      vrrp.Advertisement
+}
+
+type announceCall struct {
+	dev    string
+	addrs  []netip.Addr
+	rounds int
+	s      garp.Settings
+}
+
+func newFakeHost() *fakeHost {
+	return &fakeHost{
+		held:    map[vip.VIP]bool{},
+		linkErr: map[string]error{},
+		openErr: map[string]error{},
+		source: map[string]netip.Addr{
+			"eth0": netip.MustParseAddr("10.99.0.10"),
+			"eth1": netip.MustParseAddr("10.99.1.10"),
+		},
+	}
+}
+
+// vipStore
+
+func (h *fakeHost) Add(vs ...vip.VIP) error {
+	h.vipCalls = append(h.vipCalls, "add "+vipList(vs))
+	for _, v := range vs {
+		h.held[v] = true
+	}
+	return nil
+}
+
+func (h *fakeHost) Remove(vs ...vip.VIP) error {
+	h.vipCalls = append(h.vipCalls, "remove "+vipList(vs))
+	for _, v := range vs {
+		delete(h.held, v)
+	}
+	return nil
+}
+
+func (h *fakeHost) Recover() ([]vip.VIP, error) {
+	h.vipCalls = append(h.vipCalls, "recover "+vipList(h.stale))
+	for _, v := range h.stale {
+		delete(h.held, v)
+	}
+	s := h.stale
+	h.stale = nil
+	return s, nil
+}
+
+func (h *fakeHost) Close() error {
+	h.vipsClosed = true
+	return nil
+}
+
+func vipList(vs []vip.VIP) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// heldList is the addresses on the host, sorted.
+func (h *fakeHost) heldList() []string {
+	var s []string
+	for v := range h.held {
+		s = append(s, v.String())
+	}
+	slices.Sort(s)
+	return s
+}
+
+// announcers, under their own name since vipStore has Close too.
+
+type fakeAnnouncers struct{ h *fakeHost }
+
+func (a fakeAnnouncers) Announce(ifname string, s garp.Settings, addrs []netip.Addr, rounds int) error {
+	a.h.announced = append(a.h.announced, announceCall{ifname, slices.Clone(addrs), rounds, s})
+	return nil
+}
+
+func (a fakeAnnouncers) Cancel(ifname string, addrs []netip.Addr) {
+	a.h.cancelled = append(a.h.cancelled, announceCall{dev: ifname, addrs: slices.Clone(addrs)})
+}
+
+func (a fakeAnnouncers) Close() { a.h.garpClosed = true }
+
+// links, likewise.
+
+type fakeLinks struct{ h *fakeHost }
+
+func (l fakeLinks) Running(ifname string) error { return l.h.linkErr[ifname] }
+
+func (l fakeLinks) Watch(func()) func() {
+	l.h.watching++
+	return func() { l.h.watching-- }
+}
+
+func (l fakeLinks) Close() { l.h.linksClosed = true }
+
+// sockets
+
+func (h *fakeHost) open(ifname string, fam config.Family, opt transport.Options) (socket, error) {
+	if err := h.openErr[ifname]; err != nil {
+		return nil, fmt.Errorf("transport: open %s: %w", ifname, err)
+	}
+	s := &fakeSocket{h: h, ifname: ifname, fam: fam, opt: opt, source: opt.Source,
+		in: make(chan []transport.Packet), closed: make(chan struct{})}
+	if !s.source.IsValid() {
+		s.source = h.source[ifname]
+	}
+	h.socks = append(h.socks, s)
+	return s, nil
+}
+
+type fakeSocket struct {
+	h      *fakeHost
+	ifname string
+	fam    config.Family
+	opt    transport.Options
+	source netip.Addr
+	// refreshErr is what Refresh answers: the interface as transport would see it.
+	refreshErr error
+	dropped    uint64
+
+	in       chan []transport.Packet // what the next ReadBatch returns
+	closed   chan struct{}
+	isClosed bool
+}
+
+func (s *fakeSocket) Source() netip.Addr { return s.source }
+
+func (s *fakeSocket) Group() netip.Addr { return s.opt.Group }
+
+func (s *fakeSocket) Send(payload []byte, dst netip.Addr) error {
+	if s.isClosed {
+		return transport.ErrClosed
+	}
+	var a vrrp.Advertisement
+	if err := a.Unmarshal(payload, s.source, dst); err != nil {
+		return fmt.Errorf("fake socket: the daemon sent a bad advertisement: %w", err)
+	}
+	a.Addresses = slices.Clone(a.Addresses)
+	s.h.sent = append(s.h.sent, sentAdvert{s.ifname, s.source, dst, a})
+	return nil
+}
+
+func (s *fakeSocket) ReadBatch(pkts []transport.Packet) (int, error) {
+	select {
+	case ps := <-s.in:
+		return copy(pkts, ps), nil
+	case <-s.closed:
+		return 0, transport.ErrClosed
+	}
+}
+
+func (s *fakeSocket) Refresh() error { return s.refreshErr }
+
+func (s *fakeSocket) Stats() transport.Stats { return transport.Stats{Dropped: s.dropped} }
+
+func (s *fakeSocket) Close() error {
+	if !s.isClosed {
+		s.isClosed = true
+		close(s.closed)
+	}
+	return nil
+}
+
+// The virtual clock starts at t0.
+var t0 = time.Unix(1_700_000_000, 0)
+
+// newTestDaemon is a daemon on h, stopped at the end of the test.
+func newTestDaemon(t *testing.T, h *fakeHost) *Daemon {
+	t.Helper()
+	d, err := New(Options{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		select {
+		case <-d.done: // Run ended
+		default:
+			close(d.done) // ends the readers
+		}
+		for _, s := range h.socks {
+			s.Close()
+		}
+	})
+	return d
+}
+
+// startDaemon is Run's start-up without the loop: recovery, then every instance at t0.
+func startDaemon(t *testing.T, d *Daemon, ics ...config.Instance) {
+	t.Helper()
+	cfg := &config.Config{Instances: ics}
+	if err := validate(cfg); err != nil {
+		t.Fatal(err)
+	}
+	d.recoverVIPs()
+	d.start(cfg, t0)
+}
+
+// advance runs the loop's timers up to and including to, each at its own deadline, as
+// the loop's timerfd would.
+func advance(d *Daemon, to time.Time) {
+	for {
+		it, ok := d.timers.Peek()
+		if !ok || it.at.After(to) {
+			return
+		}
+		d.fireTimers(it.at)
+	}
+}
+
+// testInstance is an IPv4 multicast instance on eth0 advertising every second, with
+// two announcements a burst and the second burst 5 s after the first.
+func testInstance(name string, vrid, prio uint8, vips ...string) config.Instance {
+	ic := config.Instance{
+		Name: name, Interface: "eth0", Family: config.IPv4, VRID: vrid, Priority: prio,
+		Version: vrrp.Version3, AdvertInterval: time.Second, Preempt: true,
+		InitialState: config.StateBackup, MulticastGroup: vrrp.MulticastIPv4,
+		GARP: config.GARP{MasterDelay: 5 * time.Second, MasterRepeat: 2, MasterRefreshRepeat: 1},
+	}
+	for _, v := range vips {
+		ic.VIPs = append(ic.VIPs, config.VIP{Prefix: netip.MustParsePrefix(v), Dev: "eth0"})
+	}
+	return ic
+}
+
+// snapOf is the published view of the instance called name.
+func snapOf(t *testing.T, d *Daemon, name string) metrics.Instance {
+	t.Helper()
+	for _, in := range d.Snapshot().Instances {
+		if in.Name == name {
+			return in
+		}
+	}
+	t.Fatalf("instance %s not in the snapshot", name)
+	return metrics.Instance{}
+}
+
+// takeover is when an instance of priority prio that heard no master becomes Master.
+func takeover(prio uint8) time.Time {
+	return t0.Add(vrrp.MasterDownInterval(prio, time.Second))
+}
+
+// peerAdvert is what the transport hands over for an advert of vrid with priority prio
+// from 10.99.0.11, listing vips.
+func peerAdvert(t *testing.T, vrid, prio uint8, vips ...string) transport.Packet {
+	t.Helper()
+	src, dst := netip.MustParseAddr("10.99.0.11"), vrrp.MulticastIPv4
+	a := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: vrid, Priority: prio,
+		MaxAdvertInterval: 100}
+	for _, v := range vips {
+		a.Addresses = append(a.Addresses, netip.MustParsePrefix(v).Addr())
+	}
+	b, err := a.AppendMarshal(nil, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return transport.Packet{Payload: b, Src: src, Dst: dst, TTL: 255}
+}
+
+// priorities are the priorities of the adverts h saw sent, in order.
+func (h *fakeHost) priorities() []uint8 {
+	var p []uint8
+	for _, s := range h.sent {
+		p = append(p, s.adv.Priority)
+	}
+	return p
+}

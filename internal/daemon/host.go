@@ -1,0 +1,229 @@
+package daemon
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/vrrp-operator/vrrp-operator/garp"
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vip"
+)
+
+// The daemon's ties to the host, as the loop uses them. Each is the least the loop needs
+// of its package, so that the loop's logic runs in unit tests on in-memory fakes that
+// record calls (daemon_test.go), without root or a network namespace. New wires the real
+// ones; the tests put theirs in Options.
+
+// vipStore adds and removes the virtual addresses and remembers them across crashes:
+// *vip.Manager.
+type vipStore interface {
+	// Add and Remove take the addresses of one action in one call, so the crash record
+	// is written once for all of them.
+	Add(vs ...vip.VIP) error
+	Remove(vs ...vip.VIP) error
+	// Recover removes whatever a previous run recorded and returns it.
+	Recover() ([]vip.VIP, error)
+	Close() error
+}
+
+// announcers put gratuitous ARPs and unsolicited neighbour advertisements on the wire,
+// paced per interface, without making the loop wait: garpAnnouncers.
+type announcers interface {
+	// Announce queues rounds rounds of announcements of addrs on ifname. s sets the
+	// interface's pacing when its sender is opened.
+	Announce(ifname string, s garp.Settings, addrs []netip.Addr, rounds int) error
+	// Cancel drops the queued announcements of addrs on ifname (leaving Master).
+	Cancel(ifname string, addrs []netip.Addr)
+	// Close closes every sender (at shutdown).
+	Close()
+}
+
+// socket is one raw VRRP socket on an interface and address family: *transport.Conn.
+type socket interface {
+	// Source is the address adverts go out from: the configured one, or the one
+	// transport picks from the interface (invalid when it has none).
+	Source() netip.Addr
+	Group() netip.Addr
+	Send(payload []byte, dst netip.Addr) error
+	// ReadBatch blocks until packets arrive; transport.ErrClosed once closed.
+	ReadBatch(pkts []transport.Packet) (int, error)
+	// Refresh re-reads the interface: transport.ErrNoInterface, ErrInterfaceDown or
+	// ErrNoAddress when it is unusable.
+	Refresh() error
+	Stats() transport.Stats
+	Close() error
+}
+
+// openSocket opens a socket: transport.Open. A failure is not fatal (FAULT, retried).
+type openSocket func(ifname string, fam config.Family, opt transport.Options) (socket, error)
+
+func openTransport(ifname string, fam config.Family, opt transport.Options) (socket, error) {
+	c, err := transport.Open(ifname, fam, opt)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return c, nil
+}
+
+// links reports and watches the state of interfaces: netlinkLinks.
+type links interface {
+	// Running reports transport.ErrNoInterface when ifname does not exist and
+	// transport.ErrInterfaceDown when it is down or has no carrier.
+	Running(ifname string) error
+	// Watch calls wake after link or address changes until stop is called; wake must not
+	// block.
+	Watch(wake func()) (stop func())
+	Close()
+}
+
+// garpAnnouncers is the real announcers: one garp.Announcer per interface, opened on
+// first use and again when the interface was re-created. Pacing (vrrp_garp_interval,
+// vrrp_gna_interval) is per interface, as in keepalived; the first instance to announce
+// on it sets it.
+type garpAnnouncers struct {
+	log *slog.Logger
+	by  map[string]*garp.Announcer
+}
+
+func (g *garpAnnouncers) Announce(ifname string, s garp.Settings, addrs []netip.Addr, rounds int) error {
+	a, err := g.open(ifname, s)
+	if err != nil {
+		return err
+	}
+	a.Announce(addrs, rounds)
+	return nil
+}
+
+func (g *garpAnnouncers) open(ifname string, s garp.Settings) (*garp.Announcer, error) {
+	if g.by == nil {
+		g.by = make(map[string]*garp.Announcer)
+	}
+	a := g.by[ifname]
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		if a != nil {
+			a.Close()
+			delete(g.by, ifname)
+		}
+		return nil, err
+	}
+	if a != nil && a.Interface().Index == ifi.Index && a.Interface().HardwareAddr.String() == ifi.HardwareAddr.String() {
+		return a, nil
+	}
+	if a != nil {
+		a.Close()
+	}
+	a, err = garp.NewAnnouncer(ifname, s, func(err error) {
+		g.log.Debug("announcement not sent", "interface", ifname, "err", err)
+	})
+	if err != nil {
+		delete(g.by, ifname)
+		return nil, err
+	}
+	g.by[ifname] = a
+	return a, nil
+}
+
+func (g *garpAnnouncers) Cancel(ifname string, addrs []netip.Addr) {
+	if a := g.by[ifname]; a != nil && len(addrs) > 0 {
+		a.Cancel(addrs)
+	}
+}
+
+func (g *garpAnnouncers) Close() {
+	for name, a := range g.by {
+		a.Close()
+		delete(g.by, name)
+	}
+}
+
+// netlinkLinks is the real links, on netlink.
+type netlinkLinks struct {
+	log *slog.Logger
+	nl  *netlink.Handle // opened on first use
+}
+
+// Running reports an error when the interface has no carrier (IFF_RUNNING clear), as
+// keepalived treats a link without carrier as down.
+func (l *netlinkLinks) Running(ifname string) error {
+	if l.nl == nil {
+		// One handle for the daemon's life: the package-level calls open and close a
+		// netlink socket each time, and this runs on every interface check.
+		h, err := netlink.NewHandle()
+		if err != nil {
+			return fmt.Errorf("netlink: %w", err)
+		}
+		l.nl = h
+	}
+	link, err := l.nl.LinkByName(ifname)
+	if err != nil {
+		return transport.ErrNoInterface
+	}
+	a := link.Attrs()
+	if a.Flags&net.FlagUp == 0 || a.RawFlags&unix.IFF_RUNNING == 0 {
+		return transport.ErrInterfaceDown
+	}
+	return nil
+}
+
+// Watch subscribes to link and address changes. A subscription ends on its first receive
+// error (ENOBUFS after a burst, for one), so it is renewed at once, and the loop's poll
+// covers whatever was missed in between.
+func (l *netlinkLinks) Watch(wake func()) (stop func()) {
+	done := make(chan struct{})
+	onErr := func(err error) { l.log.Debug("netlink subscription ended; renewing", "err", err) }
+	go func() {
+		var links chan netlink.LinkUpdate
+		var addrs chan netlink.AddrUpdate
+		for {
+			if links == nil {
+				links = make(chan netlink.LinkUpdate, 64)
+				if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
+					l.log.Warn("no netlink link events; polling interfaces only", "err", err)
+					links = nil
+				}
+			}
+			if addrs == nil {
+				addrs = make(chan netlink.AddrUpdate, 64)
+				if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
+					l.log.Warn("no netlink address events; polling interfaces only", "err", err)
+					addrs = nil
+				}
+			}
+			var retry <-chan time.Time // only while a subscription could not be made
+			if links == nil || addrs == nil {
+				retry = time.After(time.Second)
+			}
+			select {
+			case _, ok := <-links:
+				if !ok {
+					links = nil
+				}
+				wake()
+			case _, ok := <-addrs:
+				if !ok {
+					addrs = nil
+				}
+				wake()
+			case <-retry:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func (l *netlinkLinks) Close() {
+	if l.nl != nil {
+		l.nl.Close()
+		l.nl = nil
+	}
+}
