@@ -54,7 +54,7 @@ func captureSeeds(f *testing.F) []captureSeed {
 
 var decodingErrors = []error{
 	vrrp.ErrPacketLength, vrrp.ErrAddressCount, vrrp.ErrVersion, vrrp.ErrInvalidType,
-	vrrp.ErrChecksum, vrrp.ErrAdvertIntervalZero,
+	vrrp.ErrChecksum, vrrp.ErrAdvertIntervalZero, vrrp.ErrNoAddresses,
 }
 
 // checkDecode is the property both decode targets check: Unmarshal never panics, fails only

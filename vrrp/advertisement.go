@@ -89,6 +89,10 @@ var (
 	// ErrAddressCount: the length is not the fixed part plus Count IPvX Addr addresses, too
 	// short or with trailing bytes (keepalived: "vrrp packet too long/short"). packet_len_err.
 	ErrAddressCount = errors.New("vrrp: address count does not match length")
+	// ErrNoAddresses: Count IPvX Addr is zero, which RFC 5798 / RFC 9568 §5.2.5 forbid
+	// (minimum 1; RFC 9568 erratum 8299 makes the receiver discard it). keepalived 2.2.7
+	// drops it as an address count differing from its VIPs: addr_list_err.
+	ErrNoAddresses = errors.New("vrrp: advertisement carries no addresses")
 	// ErrAdvertIntervalZero: a v3 Max Advertise Interval of 0. keepalived 2.2.7 neither
 	// rejects it nor ever increments advert_interval_err (it drops a v2 interval mismatch
 	// uncounted); vrrpd gives the counter its RFC 2787 meaning and counts both here.

@@ -51,8 +51,23 @@ type Config struct {
 	// preempted. Zero preempts at once. At most MaxPreemptDelay.
 	PreemptDelay time.Duration
 	// AcceptMode is Accept_Mode: a non-owner master accepts packets addressed to the VIPs.
-	// The state machine only carries it; the data plane enforces it.
+	// The state machine only carries it. Configuration sources default it to true, as
+	// keepalived without vrrp_strict does; nothing enforces false yet (the VIPs are local
+	// addresses of the master, which accepts traffic to them either way).
 	AcceptMode bool
+	// OwnerIgnoreAdverts makes an address owner (effective priority 255) discard every
+	// advertisement it receives, as RFC 3768 §7.1 and RFC 5798 §7.1 say (keepalived >=
+	// 2.3.3's owner_ignore_adverts). The default, false, processes them as keepalived
+	// 2.2.7 does and RFC 9568 with erratum 8298 says, so two owners of one VRID settle
+	// on one master instead of both staying master.
+	OwnerIgnoreAdverts bool
+	// LowerPrioNoAdvert makes a Master discard an advertisement of lower priority (or
+	// equal priority from a lower address), as RFC 3768 §6.4.3 and RFC 5798 §6.4.3 say
+	// (keepalived's lower_prio_no_advert, implied by vrrp_strict). The default, false,
+	// answers it at once as RFC 9568 §6.4.3 says and keepalived 2.2.7 does for v2 and v3,
+	// so a lower-priority router that became master goes back to Backup without waiting
+	// for the next Adver_Timer.
+	LowerPrioNoAdvert bool
 	// VIPs are the virtual addresses, all of one family (IPv4 only for v2), at most MaxVIPs,
 	// without duplicates. The prefix length says how to add them to the interface.
 	VIPs []netip.Prefix

@@ -17,7 +17,7 @@ type Counters struct {
 	AdvertIntervalErr uint64
 	IPTTLErr          uint64 // TTL / hop limit not 255
 	InvalidTypeRcvd   uint64 // message type other than Advertisement
-	AddrListErr       uint64 // address list differing from ours (counted, then accepted)
+	AddrListErr       uint64 // address list differing from ours, or no address at all
 	InvalidAuthType   uint64 // v2 auth type not 0 or 1
 	AuthTypeMismatch  uint64 // v2 auth type differing from ours
 	AuthFailure       uint64 // v2 password differing from ours
@@ -43,6 +43,8 @@ func (c *Counters) CountError(err error) bool {
 		c.VersionErr++
 	case errors.Is(err, ErrChecksum):
 		c.ChecksumErr++
+	case errors.Is(err, ErrNoAddresses):
+		c.AddrListErr++
 	case errors.Is(err, ErrAdvertIntervalZero):
 		c.AdvertIntervalErr++
 	case errors.Is(err, ErrAuthTypeMismatch):

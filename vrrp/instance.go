@@ -90,13 +90,16 @@ func (i *Instance) MasterPriority() uint8 { return i.masterPriority }
 // MasterAdverInterval returns Master_Adver_Interval.
 func (i *Instance) MasterAdverInterval() time.Duration { return i.masterAdverInterval }
 
-// SkewTime returns Skew_Time for the effective priority and Master_Adver_Interval.
-func (i *Instance) SkewTime() time.Duration { return SkewTime(i.priority, i.masterAdverInterval) }
+// SkewTime returns Skew_Time for the instance's version, effective priority and
+// Master_Adver_Interval (see Version.SkewTime: v2's does not scale with the interval).
+func (i *Instance) SkewTime() time.Duration {
+	return i.cfg.Version.SkewTime(i.priority, i.masterAdverInterval)
+}
 
-// MasterDownInterval returns Master_Down_Interval for the effective priority and
-// Master_Adver_Interval.
+// MasterDownInterval returns Master_Down_Interval for the instance's version, effective
+// priority and Master_Adver_Interval.
 func (i *Instance) MasterDownInterval() time.Duration {
-	return MasterDownInterval(i.priority, i.masterAdverInterval)
+	return i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)
 }
 
 // Fault reports whether a fault is set (SetFault), whatever the state.

@@ -522,7 +522,13 @@ func TestCounters(t *testing.T) {
 	}{
 		{"valid advert", v2, nil, higher, Counters{AdvertRcvd: 1}, true},
 		{"priority 0", v2, func(a *Advertisement) { a.Priority = 0 }, higher, Counters{AdvertRcvd: 1, PriZeroRcvd: 1}, true},
-		{"address list differs: counted, accepted", v2, func(a *Advertisement) { a.Addresses = a.Addresses[:1] }, higher, Counters{AdvertRcvd: 1, AddrListErr: 1}, true},
+		// RFC 3768 §7.1, keepalived 2.2.7: v2 drops another address list (a differing
+		// count before advert_rcvd, differing addresses after it), unless the owner sent it.
+		{"v2 address count differs: dropped, counted", v2, func(a *Advertisement) { a.Addresses = a.Addresses[:1] }, higher, Counters{AddrListErr: 1}, false},
+		{"v2 addresses differ: dropped, counted", v2, func(a *Advertisement) { a.Addresses[1] = vip3.Addr() }, higher, Counters{AdvertRcvd: 1, AddrListErr: 1}, false},
+		{"v2 address list of the owner differs: counted, accepted", v2, func(a *Advertisement) { a.Priority = PriorityOwner; a.Addresses = a.Addresses[:1] }, higher, Counters{AdvertRcvd: 1, AddrListErr: 1}, true},
+		// RFC 5798 / RFC 9568 §7.1 only ask to log it (keepalived >= 2.3.3 accepts it).
+		{"v3 address list differs: counted, accepted", v3Config(100), func(a *Advertisement) { a.Addresses = a.Addresses[:1] }, higher, Counters{AdvertRcvd: 1, AddrListErr: 1}, true},
 		{"address order differs: fine", v2, func(a *Advertisement) { a.Addresses[0], a.Addresses[1] = a.Addresses[1], a.Addresses[0] }, higher, Counters{AdvertRcvd: 1}, true},
 		{"v2 interval differs", v2, func(a *Advertisement) { a.AdvertIntervalSeconds = 2 }, higher, Counters{AdvertIntervalErr: 1}, false},
 		{"wrong password", v2, func(a *Advertisement) { a.AuthData[0] ^= 1 }, higher, Counters{AuthFailure: 1}, false},

@@ -38,8 +38,8 @@ func (a *Advertisement) Len() int {
 // AuthNone it should be zero (RFC 3768 §5.3.6.1).
 //
 // It refuses, leaving b as it was: a version other than 2 or 3, v2 over IPv6, src and dst
-// or the addresses of different families (ErrAddressFamily), more than MaxAddresses
-// addresses, an interval of zero or out of its field, an auth type other than none or
+// or the addresses of different families (ErrAddressFamily), no address (ErrNoAddresses)
+// or more than MaxAddresses addresses, an interval of zero or out of its field, an auth type other than none or
 // simple, and a Type other than 0 or TypeAdvertisement.
 func (a *Advertisement) AppendMarshal(b []byte, src, dst netip.Addr) ([]byte, error) {
 	if err := a.checkEncodable(src, dst); err != nil {
@@ -91,6 +91,10 @@ func (a *Advertisement) checkEncodable(src, dst netip.Addr) error {
 		if addr.Is4() != ipv4 || !addr.IsValid() {
 			return fmt.Errorf("%w: virtual address %v with %v header addresses", ErrAddressFamily, addr, src)
 		}
+	}
+	if len(a.Addresses) == 0 {
+		// RFC 5798 §5.2.5: the minimum count is 1, and receivers drop a zero count.
+		return fmt.Errorf("%w: at least one virtual address is required", ErrNoAddresses)
 	}
 	if len(a.Addresses) > MaxAddresses {
 		return fmt.Errorf("vrrp: %d virtual addresses, at most %d fit in one advertisement", len(a.Addresses), MaxAddresses)

@@ -11,10 +11,15 @@ import (
 // The checks that depend on the configuration happen here and feed the counters as
 // keepalived's do: a version other than ours (vrrpd_version_err), v2 authentication
 // (invalid_authtype, authtype_mismatch, auth_failure), a v2 interval other than ours or a
-// v3 interval of zero (advert_interval_err); such advertisements are dropped. One that
-// passes counts in advert_rcvd; an address list other than ours then counts in
-// addr_list_err but is accepted (RFC 9568 §7.1, keepalived >= 2.3.3), and priority 0
-// counts in pri_zero_rcvd.
+// v3 interval of zero (advert_interval_err); such advertisements are dropped. With
+// Config.OwnerIgnoreAdverts an address owner then drops everything, uncounted.
+//
+// The address list: RFC 3768 §7.1 has a v2 router drop an advertisement whose addresses
+// differ from its own unless the sender is the owner (priority 255); keepalived 2.2.7 drops
+// it too, counting addr_list_err before advert_rcvd when the count differs and after it
+// when only the addresses do, and so does this. A v3 router counts the difference in
+// addr_list_err and goes on (RFC 5798 / RFC 9568 §7.1 only ask to log it; keepalived
+// >= 2.3.3). One that passes counts in advert_rcvd, and priority 0 in pri_zero_rcvd.
 //
 // Advertisements for another VRID are not this instance's and are ignored uncounted, as
 // are those with our own Primary as source (our own, looped back) and those from the other
@@ -29,9 +34,24 @@ func (i *Instance) HandleAdvert(now time.Time, a *Advertisement, src netip.Addr,
 	if !i.check(a) {
 		return out
 	}
+	if i.cfg.OwnerIgnoreAdverts && i.priority == PriorityOwner {
+		// RFC 3768 §7.1 and RFC 5798 §7.1: the owner discards every advertisement.
+		// keepalived >= 2.3.3's owner_ignore_adverts drops them uncounted, here too.
+		return out
+	}
+	// RFC 3768 §7.1: a v2 advertisement with other addresses is dropped unless the
+	// address owner sent it.
+	dropList := i.cfg.Version == Version2 && a.Priority != PriorityOwner
+	if dropList && len(a.Addresses) != len(i.cfg.VIPs) {
+		i.counters.AddrListErr++
+		return out
+	}
 	i.counters.AdvertRcvd++
 	if !sameAddresses(a.Addresses, i.cfg.VIPs) {
 		i.counters.AddrListErr++
+		if dropList {
+			return out
+		}
 	}
 	if a.Priority == 0 {
 		i.counters.PriZeroRcvd++
@@ -98,7 +118,8 @@ func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr,
 	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 }
 
-// masterAdvert is RFC 5798 §6.4.3 on receiving an advertisement, as changed by RFC 9568.
+// masterAdvert is RFC 5798 §6.4.3 on receiving an advertisement, as changed by RFC 9568
+// (and as keepalived does, for v2 too), or as published with Config.LowerPrioNoAdvert.
 func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr, out []Action) []Action {
 	higher := a.Priority > i.priority
 	if higher || (a.Priority == i.priority && src.Compare(i.primary) > 0) {
@@ -116,9 +137,14 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 		i.masterPriority = a.Priority
 		return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 	}
-	// Priority 0 (RFC 5798) or a lower priority (RFC 9568): advertise at once, so a
-	// departing master's backups or a lower-priority router that thinks it is master
-	// hear from us without waiting for Adver_Timer.
+	if a.Priority != 0 && i.cfg.LowerPrioNoAdvert {
+		// RFC 3768 / RFC 5798 §6.4.3: discard a lower priority; Adver_Timer runs on.
+		return out
+	}
+	// Priority 0 (RFC 5798) or a lower priority (RFC 9568; keepalived 2.2.7 in v2 and
+	// v3 alike unless lower_prio_no_advert): advertise at once, so a departing master's
+	// backups or a lower-priority router that thinks it is master hear from us without
+	// waiting for Adver_Timer.
 	out = i.send(i.priority, out)
 	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
 }

@@ -278,8 +278,8 @@ func (l *lan) exactlyOneMaster(what string) int {
 }
 
 // newLAN builds a random LAN for seed: 2 to 5 routers, VRRPv3 over IPv4 or IPv6 (or v2
-// over IPv4), random priorities
-// with ties and sometimes an address owner, random intervals, delays and preemption.
+// over IPv4 at 1, 2 or 3 s), random priorities with ties and sometimes an address owner,
+// random intervals, delays and preemption.
 func newLAN(t *testing.T, seed uint64) *lan {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
 	l := &lan{t: t, seed: seed, rng: rng, now: t0, out: make([]Action, 0, 16)}
@@ -292,7 +292,9 @@ func newLAN(t *testing.T, seed uint64) *lan {
 	ivs := []time.Duration{10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond, time.Second}
 	base := ivs[rng.IntN(len(ivs))]
 	if version == Version2 {
-		base = time.Second
+		// Whole seconds, one interval for all (v2 drops any other); from 2s up the
+		// v2 Skew_Time, (256 - Priority)/256 s, is a fraction of the v3 one.
+		base = time.Duration(1+rng.IntN(3)) * time.Second
 	}
 	prios := []uint8{1, 50, 100, 100, 150, 200, 254}
 	hosts := rng.Perm(200)

@@ -46,7 +46,8 @@ func ParseHeader(b []byte) (v Version, vrid uint8, ok bool) {
 // The checks run in keepalived's order (vrrp_check_packet), so that a packet wrong in two
 // ways is counted where keepalived counts it: the length (which must be exactly the fixed
 // part plus count addresses, with nothing trailing, as keepalived requires), the version
-// (2 or 3, and 3 for IPv6), the message type, the checksum, then the v3 interval. The
+// (2 or 3, and 3 for IPv6), the message type, a count of zero, the checksum, then the v3
+// interval. The
 // v2 authentication is deliberately not checked here because it depends on the instance's
 // configuration: see CheckAuth.
 //
@@ -89,6 +90,13 @@ func (a *Advertisement) Unmarshal(b []byte, src, dst netip.Addr) error {
 	}
 	if b[0]&0x0f != TypeAdvertisement {
 		return ErrInvalidType
+	}
+	// RFC 9568 §5.2.5 (and erratum 8299 for §7.1): a count of zero MUST be ignored. A
+	// backup that took one for its master's advertisement would follow a router that
+	// claims no address. keepalived 2.2.7 counts it where it does (addr_list_err), just
+	// after the type and before the checksum.
+	if count == 0 {
+		return ErrNoAddresses
 	}
 
 	a.Checksum = binary.BigEndian.Uint16(b[6:8])
