@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -159,7 +160,7 @@ func checkWiring(t *testing.T, objs []*unstructured.Unstructured, name string) {
 			metricsPort, _ = pm["containerPort"].(int64)
 		}
 	}
-	if !slices.ContainsFunc(a, func(s string) bool { return s == "--metrics-bind-address=:"+itoa(metricsPort) }) {
+	if !slices.ContainsFunc(a, func(s string) bool { return s == "--metrics-bind-address=:"+strconv.FormatInt(metricsPort, 10) }) {
 		t.Errorf("args %v do not open the metrics port %d", a, metricsPort)
 	}
 
@@ -174,11 +175,6 @@ func checkWiring(t *testing.T, objs []*unstructured.Unstructured, name string) {
 	if sp["targetPort"] != "metrics" || sp["name"] != "metrics" {
 		t.Errorf("metrics Service port %v, want name and targetPort metrics", sp)
 	}
-}
-
-func itoa(n int64) string {
-	b, _ := yaml.Marshal(n)
-	return strings.TrimSpace(string(b))
 }
 
 // TestServiceMonitorComponent: the component's ServiceMonitor scrapes the metrics Service
