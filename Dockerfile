@@ -1,13 +1,19 @@
-# Images for the two programs, from one build stage:
-#   docker build --target vrrpd    -t ghcr.io/vrrp-operator/vrrpd:dev .
-#   docker build --target operator -t ghcr.io/vrrp-operator/operator:dev .
-# Both binaries are static (CGO_ENABLED=0), so the runtime stage is distroless/static.
-FROM golang:1.26 AS build
+# Images for the two programs, from one build stage, for any platform of `make cross`
+# (linux/amd64, arm64, ppc64le, s390x):
+#   docker buildx build --platform linux/amd64,linux/arm64,linux/ppc64le,linux/s390x \
+#     --target operator -t ghcr.io/vrrp-operator/operator:dev .
+#   docker buildx build --platform ... --target vrrpd -t ghcr.io/vrrp-operator/vrrpd:dev .
+# The build stage runs on the builder's own platform ($BUILDPLATFORM) and cross-compiles
+# for $TARGETARCH, so no stage runs under emulation. Both binaries are static
+# (CGO_ENABLED=0), so the runtime stage is distroless/static, which exists for all four.
+# A plain `docker build` (no BuildKit platform arguments) builds for the host.
+FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG TARGETOS TARGETARCH
+ARG TARGETOS=linux
+ARG TARGETARCH
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -o /out/vrrpd ./cmd/vrrpd \
  && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -o /out/operator ./cmd/operator
 
@@ -20,7 +26,9 @@ COPY --from=build /out/vrrpd /vrrpd
 EXPOSE 9650
 ENTRYPOINT ["/vrrpd"]
 
+# The operator runs as distroless' nonroot user; numeric, so that runAsNonRoot can verify it.
 FROM gcr.io/distroless/static-debian12:nonroot AS operator
 COPY --from=build /out/operator /operator
 USER 65532:65532
+EXPOSE 8080 8081
 ENTRYPOINT ["/operator"]

@@ -7,11 +7,16 @@ FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 CONTROLLER_GEN_VERSION ?= v0.22.0
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-PLATFORMS ?= linux/amd64 linux/arm64
+PLATFORMS ?= linux/amd64 linux/arm64 linux/ppc64le linux/s390x
+# Helm, pinned; exported so that the install tests (test/install) render the chart with it.
+HELM_VERSION ?= v3.22.0
+HELM ?= $(GO) run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+export HELM
+CHART := deploy/helm/vrrp-operator
 
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
-.PHONY: all build test unit lint fuzz bench cross manifests check-manifests envtest demo clean
+.PHONY: all build test unit lint fuzz bench cross manifests check-manifests envtest demo clean helm render
 
 all: build
 
@@ -45,7 +50,7 @@ fuzz:
 bench: envtest
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m ./...
 
-## cross: vrrpd and operator for every platform in PLATFORMS, static
+## cross: vrrpd and operator for every platform in PLATFORMS (the original's four), static
 cross:
 	@set -e; for p in $(PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; \
@@ -54,16 +59,33 @@ cross:
 	  done; \
 	done
 
+## helm: lint the chart and package it into bin/
+helm:
+	$(HELM) lint $(CHART)
+	$(HELM) lint $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) package $(CHART) -d $(BIN)
+
+## render: the install's manifests into bin/render/: kustomize's default and OpenShift variants
+## and the chart with its default values (what test/install checks against an API server)
+render: envtest
+	@mkdir -p $(BIN)/render
+	$(ENVTEST_ASSETS)/kubectl kustomize deploy/operator > $(BIN)/render/kustomize-default.yaml
+	$(ENVTEST_ASSETS)/kubectl kustomize deploy/openshift > $(BIN)/render/kustomize-openshift.yaml
+	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds > $(BIN)/render/helm-default.yaml
+	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds --set openshift.enabled=true > $(BIN)/render/helm-openshift.yaml
+
 ## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) rbac:roleName=vrrp-operator paths=./controller/... output:rbac:artifacts:config=deploy/operator/rbac
+	cp deploy/crds/*_*.yaml $(CHART)/crds/
+	cp deploy/operator/rbac/role.yaml $(CHART)/files/role.yaml
 
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale
 check-manifests: manifests
-	@git diff --exit-code -- deploy/crds deploy/operator/rbac api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
-	@new=$$(git ls-files --others --exclude-standard -- deploy/crds deploy/operator/rbac api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
+	@git diff --exit-code -- deploy/crds deploy/operator/rbac $(CHART)/crds $(CHART)/files api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard -- deploy/crds deploy/operator/rbac $(CHART)/crds $(CHART)/files api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
 
 ## demo: a bridge and three hosts in network namespaces; two vrrpd elect a master, the master's link
 ## is cut and the VIP moves, then a graceful stop (needs root; DEMO_FLAGS=--keep leaves the lab up)
