@@ -161,6 +161,20 @@ func desiredRoleBinding(g *v1alpha1.KeepalivedGroup) *rbacv1ac.RoleBindingApplyC
 		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(ownedName(g)).WithNamespace(g.Namespace))
 }
 
+// sccBindingName names the RoleBinding that lets a group's vrrpd use the
+// OpenShift SCC.
+func sccBindingName(g *v1alpha1.KeepalivedGroup) string { return ownedName(g) + "-scc" }
+
+// desiredSCCBinding binds the group's vrrpd ServiceAccount to the ClusterRole
+// that grants `use` of the SCC (Options.SCCClusterRole).
+func desiredSCCBinding(g *v1alpha1.KeepalivedGroup, clusterRole string) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(sccBindingName(g), g.Namespace).
+		WithLabels(podLabels(g)).
+		WithOwnerReferences(ownerRef(g)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(clusterRole)).
+		WithSubjects(rbacv1ac.Subject().WithKind(rbacv1.ServiceAccountKind).WithName(ownedName(g)).WithNamespace(g.Namespace))
+}
+
 // desiredPodMonitor scrapes vrrpd's metrics port for the Prometheus
 // operator; the label metrics: keepalived is the one the original used.
 func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {

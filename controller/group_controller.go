@@ -41,6 +41,8 @@ type GroupReconciler struct {
 	Mapper     meta.RESTMapper
 	Recorder   recorder.EventRecorder
 	VrrpdImage string
+	// SCCClusterRole is Options.SCCClusterRole.
+	SCCClusterRole string
 
 	mu sync.Mutex
 	// published holds the router IDs this process last wrote to each
@@ -320,6 +322,9 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 			errs = append(errs, fmt.Sprintf("%s %s: %v", strings.TrimPrefix(kind, "*v1."), name.Name, err))
 		}
 	}
+	if err := r.applySCCBinding(ctx, g); err != nil {
+		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", sccBindingName(g), err))
+	}
 	if _, err := r.Mapper.RESTMapping(podMonitorGVK.GroupKind(), podMonitorGVK.Version); err == nil {
 		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g))
 		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
@@ -433,4 +438,32 @@ func rangesToStrings(rs []v1alpha1.AddressRange) []string {
 		out[i] = string(r)
 	}
 	return out
+}
+
+// applySCCBinding keeps the group's SCC RoleBinding as Options.SCCClusterRole
+// says: applied when set, deleted when not (the operator was reinstalled
+// without the OpenShift switch). A RoleBinding's roleRef cannot change, so a
+// binding to another ClusterRole is deleted and made again.
+func (r *GroupReconciler) applySCCBinding(ctx context.Context, g *v1alpha1.KeepalivedGroup) error {
+	key := types.NamespacedName{Namespace: g.Namespace, Name: sccBindingName(g)}
+	var cur rbacv1.RoleBinding
+	err := r.Client.Get(ctx, key, &cur)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case r.SCCClusterRole == "" || cur.RoleRef.Kind != "ClusterRole" || cur.RoleRef.Name != r.SCCClusterRole:
+		if err := r.Client.Delete(ctx, &cur); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		r.mu.Lock()
+		delete(r.applied, g.Namespace+"/"+g.Name+"/SCCRoleBinding")
+		r.mu.Unlock()
+	}
+	if r.SCCClusterRole == "" {
+		return nil
+	}
+	return r.applyIfChanged(ctx, g, "SCCRoleBinding", desiredSCCBinding(g, r.SCCClusterRole), func() bool {
+		return r.Client.Get(ctx, key, &rbacv1.RoleBinding{}) == nil
+	})
 }

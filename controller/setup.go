@@ -30,6 +30,12 @@ type Options struct {
 	// ServiceWorkers is how many Services are reconciled at once (address
 	// decisions are serialised anyway). Default 4.
 	ServiceWorkers int
+	// SCCClusterRole, when set, is a ClusterRole granting `use` of an
+	// OpenShift SecurityContextConstraints (deploy/components/openshift):
+	// each group's vrrpd ServiceAccount is bound to it by a RoleBinding
+	// "<group>-vrrpd-scc", so the DaemonSet's pods are admitted with
+	// hostNetwork, NET_ADMIN and NET_RAW and nothing more.
+	SCCClusterRole string
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -71,10 +77,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 
 	rec := mgr.GetEventRecorder(reportingController)
 	groups := &GroupReconciler{
-		Client:     mgr.GetClient(),
-		Mapper:     mgr.GetRESTMapper(),
-		Recorder:   rec,
-		VrrpdImage: opts.VrrpdImage,
+		Client:         mgr.GetClient(),
+		Mapper:         mgr.GetRESTMapper(),
+		Recorder:       rec,
+		VrrpdImage:     opts.VrrpdImage,
+		SCCClusterRole: opts.SCCClusterRole,
 	}
 	groups.init()
 	err := ctrl.NewControllerManagedBy(mgr).

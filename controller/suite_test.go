@@ -91,6 +91,12 @@ func startManager(t testing.TB, namespaces ...string) *testManager {
 // startManagerAs runs the operator with the given credentials.
 func startManagerAs(t testing.TB, cfg *rest.Config, namespaces ...string) *testManager {
 	t.Helper()
+	return startManagerWith(t, cfg, Options{VrrpdImage: testImage}, namespaces...)
+}
+
+// startManagerWith runs the operator with the given credentials and options.
+func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces ...string) *testManager {
+	t.Helper()
 	defaults := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		defaults[ns] = cache.Config{}
@@ -106,7 +112,7 @@ func startManagerAs(t testing.TB, cfg *rest.Config, namespaces ...string) *testM
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Setup(mgr, Options{VrrpdImage: testImage})
+	r, err := Setup(mgr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

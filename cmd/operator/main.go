@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string) error {
 		leaderNS      = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
 		serviceWorker = fs.Int("service-workers", 4, "Services reconciled concurrently")
+		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
 		logFormat     = fs.String("log-format", "json", "log format: json or text")
 		verbosity     = fs.Int("v", 0, "log verbosity (0 info, 1 and up debug)")
 	)
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, SCCClusterRole: *sccRole}); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

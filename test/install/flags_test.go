@@ -9,11 +9,9 @@ import (
 	"testing"
 )
 
-// pendingFlags are flags the manifests pass that the operator does not define yet. The
-// OpenShift variants tell the operator which ClusterRole to bind to each group's
-// ServiceAccount; the operator's side of that is being written. Remove the entry when
-// cmd/operator defines the flag.
-var pendingFlags = []string{"scc-cluster-role"}
+// pendingFlags are flags the manifests pass that the operator does not define yet (none
+// now: --scc-cluster-role, which the OpenShift variants pass, is defined).
+var pendingFlags []string
 
 // TestManifestFlagsExist: every flag the Deployments of the kustomizations and the chart
 // pass to the operator is one cmd/operator defines (an unknown flag stops it at start).
