@@ -61,7 +61,7 @@ func TestKeepalivedInterop(t *testing.T) {
 				}
 				t.Logf("%s (priority 150) is master", high.name)
 
-				hi.stop(t)
+				hi.MustStop(t)
 				for _, v := range tc.vips {
 					waitSoleHolder(t, tc.timeout, settle, v, h1, hosts...)
 				}
