@@ -12,7 +12,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
-// TestElectionFailoverAndGracefulStop is the core of issue 3 on real sockets: two vrrpd
+// TestElectionFailoverAndGracefulStop is vrrpd's core promise on real sockets: two vrrpd
 // elect one master; cutting the master's link hands over within Master_Down_Interval +
 // 20 ms; the client's neighbour entries follow the VIPs by themselves (GARP, NA); the old
 // master preempts back when its link returns; a graceful stop hands over within
