@@ -78,9 +78,6 @@ func TestProcLogFileAndWait(t *testing.T) {
 	if pgid, err := unix.Getpgid(p.Pid()); err != nil || pgid != p.Pid() {
 		t.Errorf("process group %d (%v), want its own (%d)", pgid, err, p.Pid())
 	}
-	if pids, err := h.Pids(); err != nil || !slices.Contains(pids, p.Pid()) {
-		t.Errorf("Pids() = %v, %v; want it to list %d", pids, err, p.Pid())
-	}
 	if p.Err() != nil {
 		t.Errorf("Err = %v while running", p.Err())
 	}
@@ -90,6 +87,10 @@ func TestProcLogFileAndWait(t *testing.T) {
 			t.Fatalf("output %q, want the second run's line", p.Output())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// It wrote, so `ip netns exec` has entered the namespace and exec'd it.
+	if pids, err := h.Pids(); err != nil || !slices.Contains(pids, p.Pid()) {
+		t.Errorf("Pids() = %v, %v; want it to list %d", pids, err, p.Pid())
 	}
 	if b, err := os.ReadFile(log); err != nil || string(b) != "first run\nsecond run\n" || p.Output() != string(b) {
 		t.Errorf("log file %q (%v), Output %q: want both runs, appended", b, err, p.Output())
