@@ -38,9 +38,13 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## fuzz: run each fuzz target for FUZZTIME
+## fuzz: run every Fuzz* target of the module, each for FUZZTIME. The targets live next to
+## the code they exercise (and in ./fuzz for the VRRP codec and state machine), so the
+## packages are found by grepping the test files, then go test -list names the targets.
 fuzz:
-	@set -e; for pkg in ./fuzz/...; do \
+	@set -e; pkgs=$$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.git '^func Fuzz' . | xargs -n1 dirname | sort -u); \
+	if [ -z "$$pkgs" ]; then echo "no fuzz targets found"; exit 1; fi; \
+	for pkg in $$pkgs; do \
 	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,15 +75,15 @@ func TestSampleManifestsApply(t *testing.T) {
 	ensureNamespace(t, "keepalived-operator")
 	ensureNamespace(t, "demo")
 	// Start from nothing, so the test can run more than once per API server.
-	for _, f := range []string{"testdata/groups.yaml", "testdata/services.yaml"} {
+	for _, f := range []string{fixture.Operator("groups.yaml"), fixture.Operator("services.yaml")} {
 		for _, u := range readObjects(t, f) {
 			if err := k8s.Delete(context.Background(), u); err != nil && !apierrors.IsNotFound(err) {
 				t.Fatal(err)
 			}
 		}
 	}
-	groups := applyFile(t, "testdata/groups.yaml")
-	services := applyFile(t, "testdata/services.yaml")
+	groups := applyFile(t, fixture.Operator("groups.yaml"))
+	services := applyFile(t, fixture.Operator("services.yaml"))
 	if len(groups) != 3 || len(services) != 2 {
 		t.Fatalf("applied %d group-file objects and %d services, want 3 and 2", len(groups), len(services))
 	}
@@ -101,8 +102,8 @@ func TestSampleManifestsBehave(t *testing.T) {
 	ctx := context.Background()
 	var g v1alpha1.KeepalivedGroup
 	if err := k8s.Get(ctx, types.NamespacedName{Namespace: "keepalived-operator", Name: "keepalivedgroup-router"}, &g); apierrors.IsNotFound(err) {
-		applyFile(t, "testdata/groups.yaml")
-		applyFile(t, "testdata/services.yaml")
+		applyFile(t, fixture.Operator("groups.yaml"))
+		applyFile(t, fixture.Operator("services.yaml"))
 	}
 	newNodes(t, "sample-lb", 3, map[string]string{"node-role.kubernetes.io/loadbalancer": ""})
 	newNodes(t, "sample-worker", 2, map[string]string{"node-role.kubernetes.io/worker": ""})

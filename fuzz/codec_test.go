@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
-	"path/filepath"
 	"testing"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -18,13 +18,13 @@ type captureSeed struct {
 	src, dst netip.Addr
 }
 
-// captureSeeds reads every VRRP message of the keepalived captures in vrrp/testdata,
+// captureSeeds reads every VRRP message of the keepalived captures in testdata/keepalived,
 // without duplicates (keepalived repeats the same bytes every interval).
 func captureSeeds(f *testing.F) []captureSeed {
 	f.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "vrrp", "testdata", "*.pcap"))
+	files, err := fixture.KeepalivedCaptures()
 	if err != nil || len(files) == 0 {
-		f.Fatalf("no captures in ../vrrp/testdata: %v", err)
+		f.Fatalf("no captures in testdata/keepalived: %v", err)
 	}
 	seen := map[string]bool{}
 	var seeds []captureSeed

@@ -7,10 +7,11 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 )
 
-// The capture of keepalived 2.2.7 becoming master (testdata/garp-na-h1.conf:
+// The capture of keepalived 2.2.7 becoming master (testdata/keepalived/garp-na-h1.conf:
 // vrrp_garp_master_repeat 2, vrrp_garp_master_delay 1) on an interface with
 // this MAC, for VIPs 10.99.0.150 and fd00:99::150.
 var (
@@ -22,7 +23,7 @@ var (
 // capturedFrames returns keepalived's GARP and NA frames from the capture.
 func capturedFrames(t *testing.T) (garps, nas [][]byte) {
 	t.Helper()
-	pkts, err := pcapfile.ReadFile("testdata/keepalived-garp-na.pcap")
+	pkts, err := pcapfile.ReadFile(fixture.Keepalived("keepalived-garp-na.pcap"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 )
 
@@ -71,7 +72,7 @@ func TestScheduleBecomeMasterDefaults(t *testing.T) {
 // frames of each kind, one second apart.
 func TestScheduleMatchesCapture(t *testing.T) {
 	s := Defaults()
-	s.MasterRepeat, s.MasterDelay = 2, time.Second // testdata/garp-na-h1.conf
+	s.MasterRepeat, s.MasterDelay = 2, time.Second // testdata/keepalived/garp-na-h1.conf
 	c := NewSchedule(s)
 	c.BecomeMaster(t0)
 	got := run(c, time.Hour)
@@ -79,7 +80,7 @@ func TestScheduleMatchesCapture(t *testing.T) {
 		t.Fatalf("schedule %v, want %v", got, want)
 	}
 
-	pkts, err := pcapfile.ReadFile("testdata/keepalived-garp-na.pcap")
+	pkts, err := pcapfile.ReadFile(fixture.Keepalived("keepalived-garp-na.pcap"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,11 @@ import (
 	"bytes"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/pcapfile"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -22,11 +22,11 @@ type capturedAdvert struct {
 	msg      []byte
 }
 
-// readAdverts returns every VRRP message of a capture in testdata, and the number of
+// readAdverts returns every VRRP message of a capture in testdata/keepalived, and the number of
 // packets in the file.
 func readAdverts(t testing.TB, file string) ([]capturedAdvert, int) {
 	t.Helper()
-	pkts, err := pcapfile.ReadFile(filepath.Join("testdata", file))
+	pkts, err := pcapfile.ReadFile(fixture.Keepalived(file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func readAdverts(t testing.TB, file string) ([]capturedAdvert, int) {
 	return out, len(pkts)
 }
 
-// authPass reads auth_type and auth_pass from a keepalived config in testdata/configs, so
+// authPass reads auth_type and auth_pass from a keepalived config in testdata/keepalived, so
 // the golden test checks the password the capture was made with, not a copy of it.
 func authPass(t *testing.T, conf string) (vrrp.AuthType, [8]byte) {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "configs", conf))
+	f, err := os.Open(fixture.Keepalived(conf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func authPass(t *testing.T, conf string) (vrrp.AuthType, [8]byte) {
 	return typ, pass
 }
 
-// The golden vectors: what each keepalived 2.2.7 capture holds (see testdata/README.md),
+// The golden vectors: what each keepalived 2.2.7 capture holds (see testdata/keepalived/README.md),
 // counted independently with tcpdump.
 var goldenCaptures = []struct {
 	file       string

@@ -8,13 +8,15 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 )
 
 // TestOriginalManifestsDecodeStrictly: every field of the original
 // operator's sample groups has a Go field with the same JSON name (strict
 // decoding fails on any unknown field).
 func TestOriginalManifestsDecodeStrictly(t *testing.T) {
-	data, err := os.ReadFile("testdata/groups.yaml")
+	data, err := os.ReadFile(fixture.Operator("groups.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -404,7 +404,7 @@ func (d *Demo) CutAndRestore(ctx context.Context) error {
 func (d *Demo) StopMaster(ctx context.Context) error {
 	h := &d.report.Handover
 	h.SkewTime = vrrp.SkewTime(priorityH2, d.opts.Adverts)
-	d.say("   # kill -TERM %d   (vrrpd in h1)", d.r1.cmd.Process.Pid)
+	d.say("   # kill -TERM %d   (vrrpd in h1)", d.r1.proc.Pid())
 	stopAt := time.Now()
 	if err := d.r1.terminate(); err != nil {
 		return err

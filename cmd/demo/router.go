@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -31,9 +30,7 @@ type router struct {
 	stateDir string
 	logPath  string
 
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit status, valid after done
+	proc *netlab.Proc // the process started last, nil before the first start
 	// stopping marks a deliberate stop, so that the exit is not reported as a crash.
 	stopping bool
 }
@@ -57,49 +54,29 @@ func (r *router) args() []string {
 
 // start runs vrrpd in the host's namespace, its output appended to the log. The process
 // gets a process group of its own: a Ctrl-C at the terminal goes to the demo alone, which
-// then stops the routers itself; and with --keep the routers outlive the demo.
+// then stops the routers itself; and with --keep the routers outlive the demo, logging
+// to their files.
 func (r *router) start() error {
 	if err := os.MkdirAll(r.stateDir, 0o755); err != nil {
 		return err
 	}
-	log, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := r.host.StartWith("vrrpd in "+r.host.Name, netlab.ProcOptions{LogFile: r.logPath, OwnGroup: true}, r.bin, r.args()...)
 	if err != nil {
 		return err
 	}
-	defer log.Close() // the child has its own copy
-	cmd := r.host.Command(context.Background(), r.bin, r.args()...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start vrrpd in %s: %w", r.host.Name, err)
-	}
-	r.cmd, r.done, r.err, r.stopping = cmd, make(chan struct{}), nil, false
-	go func(done chan struct{}) {
-		r.err = cmd.Wait()
-		close(done)
-	}(r.done)
+	r.proc, r.stopping = p, false
 	return nil
 }
 
 // running reports whether the process started last is still there.
-func (r *router) running() bool {
-	if r.cmd == nil {
-		return false
-	}
-	select {
-	case <-r.done:
-		return false
-	default:
-		return true
-	}
-}
+func (r *router) running() bool { return r.proc != nil && r.proc.Running() }
 
 // crashed returns an error, with the end of the log, if vrrpd exited without being asked.
 func (r *router) crashed() error {
-	if r.cmd == nil || r.stopping || r.running() {
+	if r.proc == nil || r.stopping || r.proc.Running() {
 		return nil
 	}
-	return fmt.Errorf("vrrpd in %s exited unexpectedly (%v); end of %s:\n%s", r.host.Name, r.err, r.logPath, r.logTail(15))
+	return fmt.Errorf("vrrpd in %s exited unexpectedly (%v); end of %s:\n%s", r.host.Name, r.proc.Err(), r.logPath, r.logTail(15))
 }
 
 // terminate sends SIGTERM: vrrpd resigns its masterships (priority-0 advertisements)
@@ -109,7 +86,7 @@ func (r *router) terminate() error {
 		return fmt.Errorf("vrrpd in %s is not running", r.host.Name)
 	}
 	r.stopping = true
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := r.proc.Signal(syscall.SIGTERM); err != nil {
 		return fmt.Errorf("SIGTERM to vrrpd in %s: %w", r.host.Name, err)
 	}
 	return nil
@@ -118,16 +95,10 @@ func (r *router) terminate() error {
 // wait waits up to timeout for the process to exit and returns its exit status (nil for
 // exit 0). After the timeout the process is killed.
 func (r *router) wait(timeout time.Duration) error {
-	if r.cmd == nil {
+	if r.proc == nil {
 		return nil
 	}
-	select {
-	case <-r.done:
-		return r.err
-	case <-time.After(timeout):
-		r.kill()
-		return fmt.Errorf("vrrpd in %s did not exit within %v of SIGTERM; killed", r.host.Name, timeout)
-	}
+	return r.proc.Wait(timeout)
 }
 
 // stop is terminate and wait; stopping a router that is not running is not an error.
@@ -135,19 +106,8 @@ func (r *router) stop(timeout time.Duration) error {
 	if !r.running() {
 		return nil
 	}
-	if err := r.terminate(); err != nil {
-		return err
-	}
-	return r.wait(timeout)
-}
-
-func (r *router) kill() {
-	if !r.running() {
-		return
-	}
 	r.stopping = true
-	_ = r.cmd.Process.Kill()
-	<-r.done
+	return r.proc.Stop(timeout)
 }
 
 // httpClient makes its connections from inside the host's namespace, where vrrpd's
@@ -209,11 +169,7 @@ func (r *router) metricLines(ctx context.Context, names ...string) ([]string, er
 
 // logTail returns the last n lines of the log, for error messages.
 func (r *router) logTail(n int) string {
-	b, err := os.ReadFile(r.logPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read: %v)", err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(r.proc.Output(), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

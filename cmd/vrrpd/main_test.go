@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 )
 
 func writeFile(t *testing.T, text string) string {
@@ -73,7 +75,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckRealKeepalivedConfigs(t *testing.T) {
-	files, _ := filepath.Glob("../../test/vrrpd/testdata/*.conf")
+	files, _ := fixture.KeepalivedConfigs()
 	if len(files) == 0 {
 		t.Fatal("no configs found")
 	}

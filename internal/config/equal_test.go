@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
 func TestInstanceEqual(t *testing.T) {
-	cfg, _, err := Load(filepath.Join("testdata", "keepalived", "v3-unicast-h1.conf"))
+	cfg, _, err := Load(fixture.Keepalived("v3-unicast-h1.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestInstanceEqual(t *testing.T) {
 }
 
 func TestConfigInstanceLookup(t *testing.T) {
-	cfg, _, err := Load(filepath.Join("testdata", "keepalived", "garp-na-h1.conf"))
+	cfg, _, err := Load(fixture.Keepalived("garp-na-h1.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +78,8 @@ func TestConfigInstanceLookup(t *testing.T) {
 // Every instance the loader accepts is one the state machine accepts.
 func TestStateMachineConfigValid(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*"))
+	confs, _ := fixture.KeepalivedConfigs()
+	files = append(files, confs...)
 	files = append(files, filepath.Join("..", "..", "deploy", "vrrpd", "vrrpd.yaml"))
 	n := 0
 	for _, f := range files {

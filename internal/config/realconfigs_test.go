@@ -2,15 +2,15 @@ package config
 
 import (
 	"net/netip"
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
 // The nine configurations keepalived 2.2.7 ran to record the captures in
-// /work/shared/testdata/keepalived (copied here): each must load unchanged, with no
+// testdata/keepalived at the module root: each must load unchanged, with no
 // warnings, to exactly these instances.
 func TestRealKeepalivedConfigs(t *testing.T) {
 	vip := func(s string) VIP { return VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
@@ -59,7 +59,7 @@ func TestRealKeepalivedConfigs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			path := filepath.Join("testdata", "keepalived", tt.file)
+			path := fixture.Keepalived(tt.file)
 			cfg, ws, err := Load(path)
 			if err != nil {
 				t.Fatalf("Load: %v", err)

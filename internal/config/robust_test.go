@@ -6,11 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 )
 
 // seedConfigs are the real keepalived configs and the YAML files of this package.
 func seedConfigs(t testing.TB) map[string][]byte {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*"))
+	confs, _ := fixture.KeepalivedConfigs()
+	files = append(files, confs...)
 	files = append(files, filepath.Join("..", "..", "deploy", "vrrpd", "vrrpd.yaml"))
 	out := map[string][]byte{}
 	for _, f := range files {
@@ -90,7 +94,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func BenchmarkLoadKeepalived(b *testing.B) {
-	path := filepath.Join("testdata", "keepalived", "garp-na-h1.conf")
+	path := fixture.Keepalived("garp-na-h1.conf")
 	for b.Loop() {
 		if _, _, err := Load(path); err != nil {
 			b.Fatal(err)

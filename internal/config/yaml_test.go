@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -56,7 +57,7 @@ func TestYAMLMatchesKeepalived(t *testing.T) {
 			if err != nil || len(ws) > 0 {
 				t.Fatalf("YAML: err %v warnings %v", err, ws)
 			}
-			k, _, err := Load(filepath.Join("testdata", "keepalived", name+".conf"))
+			k, _, err := Load(fixture.Keepalived(name + ".conf"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,9 @@
 // Package metrics is vrrpd's HTTP surface: Prometheus metrics named as the
 // keepalived_exporter that the original keepalived-operator runs beside keepalived
-// (gen2brain/keepalived_exporter 0.5.0), so existing dashboards and alerts keep working,
-// plus vrrpd_-prefixed extras, a /healthz probe and the JSON /status that `vrrpd status`
-// prints.
+// (gen2brain/keepalived_exporter 0.5.0), so existing dashboards and alerts keep working;
+// a state gauge, which that exporter lacks, named keepalived_vrrp_state as the other
+// common exporter (mehdy/keepalived-exporter) names its own; vrrpd_-prefixed extras; a
+// /healthz probe and the JSON /status that `vrrpd status` prints.
 //
 // Nothing here holds VRRP state. The daemon publishes a Snapshot of its instances (see
 // Source) and every scrape or status request reads the latest one, so serving HTTP never

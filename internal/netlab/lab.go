@@ -162,17 +162,15 @@ func netnsExists(name string) bool {
 // them to go, so that deleting the namespace really frees its devices.
 func killAll(ns string) error {
 	for range 50 {
-		out, err := exec.Command("ip", "netns", "pids", ns).Output()
+		pids, err := nsPids(ns)
 		if err != nil {
-			return fmt.Errorf("ip netns pids %s: %w", ns, err)
+			return err
 		}
-		pids := strings.Fields(string(out))
 		if len(pids) == 0 {
 			return nil
 		}
-		for _, p := range pids {
-			pid, err := strconv.Atoi(p)
-			if err != nil || pid <= 1 || pid == os.Getpid() {
+		for _, pid := range pids {
+			if pid <= 1 || pid == os.Getpid() {
 				continue
 			}
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -180,6 +178,21 @@ func killAll(ns string) error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("processes in namespace %s survive SIGKILL", ns)
+}
+
+// nsPids lists the processes running in the namespace (`ip netns pids`).
+func nsPids(ns string) ([]int, error) {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip netns pids %s: %w", ns, err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
 }
 
 // ip runs one iproute2 command and turns its stderr into the error.

@@ -32,6 +32,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testoperator"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
 const (
@@ -124,13 +125,13 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	args := daemonSetArgs(t, ns)
 	kubeconfig := vrrpdKubeconfig(t, ns)
 	environ := []string{"KUBECONFIG=" + kubeconfig}
-	stateDirs := map[string]string{"h1": newStateDir(t), "h2": newStateDir(t)}
+	stateDirs := map[string]string{"h1": vrrpdtest.NewStateDir(t), "h2": vrrpdtest.NewStateDir(t)}
 	run := func(node string) *vrrpd {
 		a := make([]string, 0, len(args)+6)
 		for _, s := range args {
 			a = append(a, strings.ReplaceAll(s, "$(NODE_NAME)", node))
 		}
-		a = append(a, "--state-dir", stateDirs[node], "--metrics-address", "127.0.0.1:9650", "--log-level", "debug")
+		a = append(a, "--state-dir", stateDirs[node], "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
 		return startVrrpd(t, hosts[node], environ, a...)
 	}
 	daemons := map[string]*vrrpd{"h1": run("h1"), "h2": run("h2")}
@@ -177,9 +178,9 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		t.Fatal(err)
 	}
 	cutAt := time.Now()
-	waitFor(t, 3*time.Second, other+" holds every VIP while "+m+" is cut off", func() bool {
+	vrrpdtest.WaitFor(t, 3*time.Second, other+" holds every VIP while "+m+" is cut off", func() bool {
 		for _, v := range []netip.Addr{vipWeb, vipSpread1, vipSpread2} {
-			if !hasAddr(t, hosts[other], v) {
+			if !vrrpdtest.HasAddr(t, hosts[other], v) {
 				return false
 			}
 		}
@@ -219,7 +220,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		t.Fatal("the API server is still reachable from h1 after the proxy closed")
 	}
 	for node, d := range daemons {
-		waitFor(t, 5*time.Second, "vrrpd on "+node+" noticing the API server is away", func() bool {
+		vrrpdtest.WaitFor(t, 5*time.Second, "vrrpd on "+node+" noticing the API server is away", func() bool {
 			return strings.Contains(d.Output()[logged[node]:], `msg="kubernetes API"`)
 		})
 	}
@@ -230,7 +231,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	// back.
 	mr := masters[vipSpread1]
 	or := otherNode(mr)
-	daemons[mr].stop(t)
+	daemons[mr].MustStop(t)
 	waitHolders(t, 3*time.Second, or+" covers while "+mr+" restarts",
 		map[netip.Addr]string{vipWeb: "", vipSpread1: or, vipSpread2: or}, h1, h2, cl)
 	restarted := run(mr)
@@ -268,7 +269,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	// groupsource's backoff is at most a few seconds after an outage this short.
 	waitHolders(t, 15*time.Second, "the API server back, the new VIP served", want, h1, h2, cl)
 	for node, d := range daemons {
-		waitFor(t, 15*time.Second, "vrrpd on "+node+" taking its configuration from the API server again", func() bool {
+		vrrpdtest.WaitFor(t, 15*time.Second, "vrrpd on "+node+" taking its configuration from the API server again", func() bool {
 			return strings.Contains(d.Output()[logged[node]:], "from_cache=false")
 		})
 	}
@@ -440,7 +441,7 @@ func parseVIP(s string) (netip.Addr, error) {
 func daemonSetArgs(t *testing.T, ns string) []string {
 	t.Helper()
 	var ds appsv1.DaemonSet
-	waitFor(t, 10*time.Second, "the group's DaemonSet", func() bool {
+	vrrpdtest.WaitFor(t, 10*time.Second, "the group's DaemonSet", func() bool {
 		return env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName + "-vrrpd"}, &ds) == nil
 	})
 	cs := ds.Spec.Template.Spec.Containers
@@ -467,7 +468,7 @@ func vrrpdKubeconfig(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	var token string
-	waitFor(t, 10*time.Second, "the group's ServiceAccount, Role and RoleBinding", func() bool {
+	vrrpdtest.WaitFor(t, 10*time.Second, "the group's ServiceAccount, Role and RoleBinding", func() bool {
 		if _, err := cs.RbacV1().RoleBindings(ns).Get(ctx, sa, metav1.GetOptions{}); err != nil {
 			return false
 		}
@@ -491,7 +492,7 @@ func vrrpdKubeconfig(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	var g v1alpha1.KeepalivedGroup
-	waitFor(t, 5*time.Second, "the ServiceAccount's token reading its group (RBAC)", func() bool {
+	vrrpdtest.WaitFor(t, 5*time.Second, "the ServiceAccount's token reading its group (RBAC)", func() bool {
 		return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName}, &g) == nil
 	})
 	var svcs corev1.ServiceList
@@ -515,35 +516,13 @@ func vrrpdKubeconfig(t *testing.T, ns string) string {
 	return path
 }
 
-// hasAddr reports whether h's eth0 holds v.
-func hasAddr(t testing.TB, h *netlab.Host, v netip.Addr) bool {
-	t.Helper()
-	ok, err := h.HasAddr(netip.PrefixFrom(v, v.BitLen()))
-	if err != nil {
-		t.Fatalf("%s: %v", h.Name, err)
-	}
-	return ok
-}
-
-// holdersOf lists the hosts that hold v.
-func holdersOf(t testing.TB, v netip.Addr, hosts ...*netlab.Host) []string {
-	t.Helper()
-	var out []string
-	for _, h := range hosts {
-		if hasAddr(t, h, v) {
-			out = append(out, h.Name)
-		}
-	}
-	return out
-}
-
 // holdersMatch reports whether each VIP is held by exactly its named host ("" = by none).
 func holdersMatch(t testing.TB, want map[netip.Addr]string, hosts ...*netlab.Host) (bool, string) {
 	t.Helper()
 	var got []string
 	ok := true
 	for v, w := range want {
-		hs := holdersOf(t, v, hosts...)
+		hs := vrrpdtest.Holders(t, v, hosts...)
 		got = append(got, fmt.Sprintf("%v on %v", v, hs))
 		if (w == "" && len(hs) != 0) || (w != "" && (len(hs) != 1 || hs[0] != w)) {
 			ok = false

@@ -1,18 +1,15 @@
 package vrrpd_test
 
 import (
-	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -24,59 +21,11 @@ import (
 // benchDaemons are the two implementations compared.
 var benchDaemons = []daemonKind{vrrpdKind, keepalivedKind}
 
-func requireKeepalived(b *testing.B) {
-	if _, err := exec.LookPath("keepalived"); err != nil {
-		if os.Getenv("CI") == "true" {
-			b.Fatalf("keepalived not installed: %v", err)
-		}
-		b.Skipf("keepalived not installed: %v", err)
-	}
-}
-
-// oneInstanceConf is one virtual router with VIP 10.99.0.100: VRRPv2 with PASS auth at
-// 1 s, or VRRPv3 at 100 ms.
-func oneInstanceConf(v2 bool, priority int) string {
-	if v2 {
-		return fmt.Sprintf(`global_defs {
-  vrrp_version 2
-}
-vrrp_instance VI_1 {
-  state BACKUP
-  interface eth0
-  virtual_router_id 51
-  priority %d
-  advert_int 1
-  authentication {
-    auth_type PASS
-    auth_pass secret1
-  }
-  virtual_ipaddress {
-    10.99.0.100/24
-  }
-}
-`, priority)
-	}
-	return fmt.Sprintf(`global_defs {
-  vrrp_version 3
-}
-vrrp_instance VI_1 {
-  state BACKUP
-  interface eth0
-  virtual_router_id 51
-  priority %d
-  advert_int 0.1
-  virtual_ipaddress {
-    10.99.0.100/24
-  }
-}
-`, priority)
-}
-
 // BenchmarkFailover measures the takeover after the master's link is cut, from the
 // master's last advertisement (as the backup received it) to the VIP appearing on the
 // backup, and reports it with its excess over Master_Down_Interval.
 func BenchmarkFailover(b *testing.B) {
-	requireKeepalived(b)
+	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
 	for _, mode := range []struct {
 		name     string
 		v2       bool
@@ -86,7 +35,11 @@ func BenchmarkFailover(b *testing.B) {
 		for _, kind := range benchDaemons {
 			b.Run(mode.name+"/"+kind.name, func(b *testing.B) {
 				t := b
-				mdi := vrrp.MasterDownInterval(100, mode.interval)
+				version := vrrp.Version3
+				if mode.v2 {
+					version = vrrp.Version2 // Skew_Time in seconds whatever the interval
+				}
+				mdi := version.MasterDownInterval(100, mode.interval)
 				var total, worst time.Duration
 				n := 0
 				for range b.N {
@@ -99,7 +52,7 @@ func BenchmarkFailover(b *testing.B) {
 						time.Sleep(3 * mode.interval)
 						cutAt := time.Now()
 						cut(t, h1)
-						waitFor(t, 2*mdi+time.Second, "backup taking over", func() bool { return hasAddr(t, h2, vip4) })
+						vrrpdtest.WaitFor(t, 2*mdi+time.Second, "backup taking over", func() bool { return hasAddr(t, h2, vip4) })
 						added, ok := obs.addedAt(vip4.Addr(), cutAt.Add(-mode.interval))
 						last, ok2 := obs.lastAdvert(h1.Addr4, 51, -1, added)
 						if !ok || !ok2 {
@@ -122,43 +75,6 @@ func BenchmarkFailover(b *testing.B) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// manyConf is n instances at 100 ms adverts, VRIDs 1..n, with one VIP each: 10.99.0.<12+n>
-// (so at most 243 IPv4 instances fit in the lab's /24), or fd00:99::1:<vrid>.
-func manyConf(n, priority int, ipv6 bool) string {
-	var sb strings.Builder
-	sb.WriteString("global_defs {\n  vrrp_version 3\n}\n")
-	for i := 1; i <= n; i++ {
-		vip := fmt.Sprintf("10.99.0.%d/24", 12+i) // after the hosts' .10-.12
-		if ipv6 {
-			vip = fmt.Sprintf("fd00:99::1:%x/64", i)
-		}
-		fmt.Fprintf(&sb, `vrrp_instance VI_%d {
-  state BACKUP
-  interface eth0
-  virtual_router_id %d
-  priority %d
-  advert_int 0.1
-  virtual_ipaddress {
-    %s
-  }
-}
-`, i, i, priority, vip)
-	}
-	return sb.String()
-}
-
-func manyVIPs(n int, ipv6 bool) []netip.Prefix {
-	var out []netip.Prefix
-	for i := 1; i <= n; i++ {
-		if ipv6 {
-			out = append(out, netip.MustParsePrefix(fmt.Sprintf("fd00:99::1:%x/64", i)))
-		} else {
-			out = append(out, netip.MustParsePrefix(fmt.Sprintf("10.99.0.%d/24", 12+i)))
-		}
-	}
-	return out
-}
 
 // runResult is what a steady-state run measured.
 type runResult struct {
@@ -239,68 +155,10 @@ func countTransitions(log string) int {
 	return n
 }
 
-// nsPIDs lists the processes running in h's namespace.
-func nsPIDs(t testing.TB, h *netlab.Host) []int {
-	out, err := exec.Command("ip", "netns", "pids", h.Netns).Output()
-	if err != nil {
-		t.Fatalf("ip netns pids: %v", err)
-	}
-	var pids []int
-	for _, f := range strings.Fields(string(out)) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids
-}
-
-// nsCPU sums the CPU time of every thread of every process in h's namespace (keepalived
-// runs a parent and a VRRP child; vrrpd one process with a few threads), from
-// /proc/PID/task/TID/schedstat, which counts nanoseconds, not 10 ms ticks. Threads that
-// exited take their time with them, which in a steady state is nothing.
-func nsCPU(t testing.TB, h *netlab.Host) float64 {
-	var ns float64
-	for _, pid := range nsPIDs(t, h) {
-		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-		for _, f := range tasks {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			if fs := strings.Fields(string(b)); len(fs) > 0 {
-				v, _ := strconv.ParseFloat(fs[0], 64)
-				ns += v
-			}
-		}
-	}
-	return ns / 1e9
-}
-
-// nsPeakRSS sums VmHWM (peak resident set) of the processes in h's namespace, in MiB.
-func nsPeakRSS(t testing.TB, h *netlab.Host) float64 {
-	var kib float64
-	for _, pid := range nsPIDs(t, h) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				f := strings.Fields(v)
-				if len(f) > 0 {
-					n, _ := strconv.ParseFloat(f[0], 64)
-					kib += n
-				}
-			}
-		}
-	}
-	return kib / 1024
-}
-
 // BenchmarkLoad50 runs 50 instances at 100 ms on a master/backup pair for 20 s and reports
 // CPU seconds (both hosts), the peak RSS of one host's daemon, and flaps.
 func BenchmarkLoad50(b *testing.B) {
-	requireKeepalived(b)
+	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
 	hold := benchHold(20 * time.Second)
 	for _, kind := range benchDaemons {
 		b.Run(kind.name, func(b *testing.B) {
@@ -324,7 +182,7 @@ func BenchmarkLoad50(b *testing.B) {
 // stopping at the first failure: IPv6 up to all 255 VRIDs, and IPv4 up to 240 (the most
 // VIPs the lab's /24 leaves).
 func BenchmarkCapacity(b *testing.B) {
-	requireKeepalived(b)
+	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
 	hold := benchHold(30 * time.Second)
 	for _, fam := range []struct {
 		name  string

@@ -8,46 +8,11 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
-var (
-	vip4 = netip.MustParsePrefix("10.99.0.100/24")
-	vip6 = netip.MustParsePrefix("fd00:99::100/64")
-)
-
-// dualConf is a keepalived.conf with one IPv4 and one IPv6 instance at 100 ms adverts.
-func dualConf(priority int) string {
-	return fmt.Sprintf(`global_defs {
-  router_id test
-  vrrp_version 3
-  vrrp_garp_master_delay 1
-  vrrp_garp_master_repeat 2
-}
-vrrp_instance VI_4 {
-  state BACKUP
-  interface eth0
-  virtual_router_id 51
-  priority %[1]d
-  advert_int 0.1
-  virtual_ipaddress {
-    10.99.0.100/24
-  }
-}
-vrrp_instance VI_6 {
-  state BACKUP
-  interface eth0
-  virtual_router_id 52
-  priority %[1]d
-  advert_int 0.1
-  virtual_ipaddress {
-    fd00:99::100/64
-  }
-}
-`, priority)
-}
-
-// TestElectionFailoverAndGracefulStop is the core of issue 3 on real sockets: two vrrpd
+// TestElectionFailoverAndGracefulStop is vrrpd's core promise on real sockets: two vrrpd
 // elect one master; cutting the master's link hands over within Master_Down_Interval +
 // 20 ms; the client's neighbour entries follow the VIPs by themselves (GARP, NA); the old
 // master preempts back when its link returns; a graceful stop hands over within
@@ -68,7 +33,7 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 	}
 
 	// `vrrpd status` shows the running daemon's view.
-	out, err := h1.Command(t.Context(), vrrpdBinary(t), "status", "--metrics-address", "127.0.0.1:9650").CombinedOutput()
+	out, err := h1.Command(t.Context(), vrrpdBinary(t), "status", "--metrics-address", vrrpdtest.MetricsAddress).CombinedOutput()
 	if err != nil {
 		t.Fatalf("vrrpd status: %v\n%s", err, out)
 	}
@@ -92,7 +57,7 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let the observer see a few of h1's adverts
 	cutAt := time.Now()
 	cut(t, h1)
-	waitFor(t, 3*time.Second, "h2 holding the VIP after the cut", func() bool { return hasAddr(t, h2, vip4) })
+	vrrpdtest.WaitFor(t, 3*time.Second, "h2 holding the VIP after the cut", func() bool { return hasAddr(t, h2, vip4) })
 	added, ok := obs.addedAt(vip4.Addr(), cutAt.Add(-time.Second))
 	if !ok {
 		t.Fatal("observer missed the VIP being added on h2")
@@ -107,9 +72,9 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 	if failover > mdi+20*time.Millisecond || failover < mdi-10*time.Millisecond {
 		t.Errorf("failover took %v, want Master_Down_Interval %v (+20ms)", failover, mdi)
 	}
-	waitFor(t, 3*time.Second, "h2 holding the IPv6 VIP", func() bool { return hasAddr(t, h2, vip6) })
+	vrrpdtest.WaitFor(t, 3*time.Second, "h2 holding the IPv6 VIP", func() bool { return hasAddr(t, h2, vip6) })
 	// h1 lost carrier: FAULT, and its VIPs are gone.
-	waitFor(t, 3*time.Second, "h1 in FAULT without VIPs", func() bool {
+	vrrpdtest.WaitFor(t, 3*time.Second, "h1 in FAULT without VIPs", func() bool {
 		return d1.instance(t, "VI_4").State == "FAULT" && !hasAddr(t, h1, vip4) && !hasAddr(t, h1, vip6)
 	})
 	// The client's entries moved to h2's MAC without the client sending anything.
@@ -126,8 +91,8 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 	// Graceful stop: priority 0, h2 takes over after Skew_Time.
 	time.Sleep(200 * time.Millisecond)
 	stopAt := time.Now()
-	d1.stop(t)
-	waitFor(t, 3*time.Second, "h2 holding the VIP after h1 stopped", func() bool { return hasAddr(t, h2, vip4) })
+	d1.MustStop(t)
+	vrrpdtest.WaitFor(t, 3*time.Second, "h2 holding the VIP after h1 stopped", func() bool { return hasAddr(t, h2, vip4) })
 	added, ok = obs.addedAt(vip4.Addr(), stopAt)
 	if !ok {
 		t.Fatal("observer missed the VIP being added on h2")
@@ -151,7 +116,7 @@ func TestElectionFailoverAndGracefulStop(t *testing.T) {
 // waitNeighbor waits until h's neighbour entry for ip points at owner's MAC.
 func waitNeighbor(t *testing.T, h *netlab.Host, ip netip.Addr, owner *netlab.Host) {
 	t.Helper()
-	waitFor(t, 3*time.Second, fmt.Sprintf("%s's neighbour entry for %v to point at %s (%v)", h.Name, ip, owner.Name, owner.MAC), func() bool {
+	vrrpdtest.WaitFor(t, 3*time.Second, fmt.Sprintf("%s's neighbour entry for %v to point at %s (%v)", h.Name, ip, owner.Name, owner.MAC), func() bool {
 		mac, _, err := h.Neighbor(ip)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
 func ipIn(t *testing.T, h *netlab.Host, args ...string) {
@@ -28,7 +29,7 @@ func TestInterfaceFault(t *testing.T) {
 
 	d1 := startVrrpd(t, h1, writeConf(t, "h1.conf", v4only), "")
 	startVrrpd(t, h2, writeConf(t, "h2.conf", strings.Replace(v4only, "priority 150", "priority 100", 1)), "")
-	waitFor(t, 2*time.Second, "h1 in FAULT without an IPv4 address", func() bool {
+	vrrpdtest.WaitFor(t, 2*time.Second, "h1 in FAULT without an IPv4 address", func() bool {
 		return d1.instance(t, "VI_4").State == "FAULT"
 	})
 	waitSoleHolder(t, 3*time.Second, 300*time.Millisecond, vip4, h2, hosts...)
@@ -42,7 +43,7 @@ func TestInterfaceFault(t *testing.T) {
 
 	// The interface goes down: FAULT, the VIP goes, h2 takes over; back up, h1 again.
 	ipIn(t, h1, "link", "set", h1.Link, "down")
-	waitFor(t, 2*time.Second, "h1 in FAULT with eth0 down", func() bool {
+	vrrpdtest.WaitFor(t, 2*time.Second, "h1 in FAULT with eth0 down", func() bool {
 		return d1.instance(t, "VI_4").State == "FAULT"
 	})
 	waitSoleHolder(t, 3*time.Second, 300*time.Millisecond, vip4, h2, hosts...)

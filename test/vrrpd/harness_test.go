@@ -2,7 +2,6 @@ package vrrpd_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net/netip"
 	"os"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testbin"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
 // The lab: client is 10.99.0.10, h1 10.99.0.11, h2 10.99.0.12 (netlab numbers hosts from
@@ -40,39 +39,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is a daemon (vrrpd or keepalived) running in a lab host. It is killed when the test
-// ends, and its output goes to the test log if the test failed.
-type proc struct{ *netlab.Proc }
-
-func startProc(t testing.TB, name string, h *netlab.Host, bin string, args ...string) *proc {
-	t.Helper()
-	p, err := h.Start(name, nil, bin, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		p.Kill()
-		if t.Failed() {
-			t.Logf("---- %s output ----\n%s", p.Name, p.Output())
-		}
-	})
-	return &proc{p}
-}
-
-// stop sends SIGTERM and waits for the exit; it fails the test unless the exit is clean.
-func (p *proc) stop(t testing.TB) {
-	t.Helper()
-	if err := p.Stop(10 * time.Second); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (p *proc) signal(t testing.TB, s syscall.Signal) {
-	t.Helper()
-	if err := p.Signal(s); err != nil {
-		t.Fatalf("signal %s: %v", p.Name, err)
-	}
-}
+// proc is a daemon (vrrpd or keepalived) running in a lab host, killed when the test ends.
+type proc = vrrpdtest.Proc
 
 // vrrpd is one vrrpd daemon with its config and state directory.
 type vrrpd struct {
@@ -80,50 +48,20 @@ type vrrpd struct {
 	conf, stateDir string
 }
 
-// writeConf writes a config into the test's temp dir.
-func writeConf(t testing.TB, name, text string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string) *vrrpd {
 	t.Helper()
 	if stateDir == "" {
-		stateDir = newStateDir(t)
+		stateDir = vrrpdtest.NewStateDir(t)
 	}
-	p := startProc(t, "vrrpd@"+h.Name, h, vrrpdBinary(t),
-		"--config", conf, "--state-dir", stateDir, "--metrics-address", "127.0.0.1:9650", "--log-level", "debug")
-	v := &vrrpd{proc: p, conf: conf, stateDir: stateDir}
-	waitFor(t, 5*time.Second, p.Name+" serving /status", func() bool {
-		_, err := v.status()
-		return err == nil
-	})
-	return v
+	p := vrrpdtest.Start(t, h, "vrrpd@"+h.Name, nil, vrrpdBinary(t),
+		"--config", conf, "--state-dir", stateDir, "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
+	vrrpdtest.WaitServing(t, h, p.Name)
+	return &vrrpd{proc: p, conf: conf, stateDir: stateDir}
 }
 
-// newStateDir returns a state directory on tmpfs, as /run/vrrpd is on a real host: the VIP
-// record is synced before every VIP is added, and on this test machine's disk an fsync can
-// take hundreds of milliseconds, which would be measured as failover time.
-func newStateDir(t testing.TB) string {
-	t.Helper()
-	base := "/dev/shm"
-	if _, err := os.Stat(base); err != nil {
-		base = ""
-	}
-	dir, err := os.MkdirTemp(base, "vrrpd-state-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// startKeepalived runs the real keepalived (VRRP only) in h with conf.
-func startKeepalived(t testing.TB, h *netlab.Host, conf string) *proc {
+// keepalivedBinary is the installed keepalived; without one it skips t, or fails it under
+// CI=true.
+func keepalivedBinary(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("keepalived")
 	if err != nil {
@@ -132,19 +70,22 @@ func startKeepalived(t testing.TB, h *netlab.Host, conf string) *proc {
 		}
 		t.Skipf("keepalived not installed: %v", err)
 	}
+	return bin
+}
+
+// startKeepalived runs the real keepalived (VRRP only) in h with conf.
+func startKeepalived(t testing.TB, h *netlab.Host, conf string) *proc {
+	t.Helper()
+	bin := keepalivedBinary(t)
 	dir := t.TempDir()
-	return startProc(t, "keepalived@"+h.Name, h, bin,
+	return vrrpdtest.Start(t, h, "keepalived@"+h.Name, nil, bin,
 		"-f", conf, "-l", "-D", "-n", "-G", "-P",
 		"-p", filepath.Join(dir, "keepalived.pid"),
 		"-r", filepath.Join(dir, "vrrp.pid"),
 		"-c", filepath.Join(dir, "checkers.pid"))
 }
 
-func (v *vrrpd) status() (metrics.Status, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	return metrics.GetStatus(ctx, v.Host.HTTPClient(3*time.Second), "http://127.0.0.1:9650")
-}
+func (v *vrrpd) status() (metrics.Status, error) { return vrrpdtest.Status(v.Host) }
 
 func (v *vrrpd) mustStatus(t testing.TB) metrics.Status {
 	t.Helper()
@@ -170,7 +111,7 @@ func (v *vrrpd) instance(t testing.TB, name string) metrics.InstanceStatus {
 // scrape reads /metrics and returns every sample as "name{labels}" -> value.
 func (v *vrrpd) scrape(t testing.TB) map[string]float64 {
 	t.Helper()
-	resp, err := v.Host.HTTPClient(3 * time.Second).Get("http://127.0.0.1:9650/metrics")
+	resp, err := v.Host.HTTPClient(3 * time.Second).Get("http://" + vrrpdtest.MetricsAddress + "/metrics")
 	if err != nil {
 		t.Fatalf("%s /metrics: %v", v.Name, err)
 	}
@@ -218,53 +159,22 @@ func metric(samples map[string]float64, name string, labels ...string) float64 {
 	return sum
 }
 
-// waitFor polls cond every 10 ms until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func hasAddr(t testing.TB, h *netlab.Host, p netip.Prefix) bool {
 	t.Helper()
-	ok, err := h.HasAddr(p)
-	if err != nil {
-		t.Fatalf("%s: %v", h.Name, err)
-	}
-	return ok
-}
-
-// holders returns the hosts that hold p.
-func holders(t testing.TB, p netip.Prefix, hosts ...*netlab.Host) []string {
-	t.Helper()
-	var out []string
-	for _, h := range hosts {
-		if hasAddr(t, h, p) {
-			out = append(out, h.Name)
-		}
-	}
-	return out
+	return vrrpdtest.HasAddr(t, h, p.Addr())
 }
 
 // waitSoleHolder waits until exactly want holds p among hosts, then checks for settle
 // that it stays that way: never the VIP on two hosts once settled.
 func waitSoleHolder(t testing.TB, timeout, settle time.Duration, p netip.Prefix, want *netlab.Host, hosts ...*netlab.Host) {
 	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("%v held by %s alone", p, want.Name), func() bool {
-		hs := holders(t, p, hosts...)
+	vrrpdtest.WaitFor(t, timeout, fmt.Sprintf("%v held by %s alone", p, want.Name), func() bool {
+		hs := vrrpdtest.Holders(t, p.Addr(), hosts...)
 		return len(hs) == 1 && hs[0] == want.Name
 	})
 	end := time.Now().Add(settle)
 	for time.Now().Before(end) {
-		if hs := holders(t, p, hosts...); len(hs) != 1 || hs[0] != want.Name {
+		if hs := vrrpdtest.Holders(t, p.Addr(), hosts...); len(hs) != 1 || hs[0] != want.Name {
 			t.Fatalf("%v held by %v after settling on %s", p, hs, want.Name)
 		}
 		time.Sleep(20 * time.Millisecond)

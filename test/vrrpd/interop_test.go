@@ -2,11 +2,11 @@ package vrrpd_test
 
 import (
 	"net/netip"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 )
 
 // daemonKind starts either vrrpd or keepalived with a config and stops it gracefully.
@@ -31,7 +31,7 @@ var (
 func TestKeepalivedInterop(t *testing.T) {
 	cases := []struct {
 		name string
-		conf string // testdata/<conf>-h1.conf (priority 100) and -h2.conf (priority 150)
+		conf string // testdata/keepalived/<conf>-h1.conf (priority 100) and -h2.conf (priority 150)
 		vips []netip.Prefix
 		// timeout covers Master_Down_Interval plus startup.
 		timeout time.Duration
@@ -50,8 +50,8 @@ func TestKeepalivedInterop(t *testing.T) {
 			t.Run(tc.name+"/"+high.name+"-high", func(t *testing.T) {
 				_, _, h1, h2 := newLab(t)
 				hosts := []*netlab.Host{h1, h2}
-				conf1, _ := filepath.Abs(filepath.Join("testdata", tc.conf+"-h1.conf"))
-				conf2, _ := filepath.Abs(filepath.Join("testdata", tc.conf+"-h2.conf"))
+				conf1 := fixture.Keepalived(tc.conf + "-h1.conf")
+				conf2 := fixture.Keepalived(tc.conf + "-h2.conf")
 				settle := 500 * time.Millisecond
 
 				low.start(t, h1, conf1)
@@ -61,7 +61,7 @@ func TestKeepalivedInterop(t *testing.T) {
 				}
 				t.Logf("%s (priority 150) is master", high.name)
 
-				hi.stop(t)
+				hi.MustStop(t)
 				for _, v := range tc.vips {
 					waitSoleHolder(t, tc.timeout, settle, v, h1, hosts...)
 				}

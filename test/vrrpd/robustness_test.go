@@ -12,6 +12,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport/rawinject"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -30,7 +31,7 @@ func TestKill9AndRestart(t *testing.T) {
 	waitSoleHolder(t, 3*time.Second, 0, vip6, h1, hosts...)
 
 	d1.Kill()
-	waitFor(t, 3*time.Second, "h2 taking over from the killed master", func() bool {
+	vrrpdtest.WaitFor(t, 3*time.Second, "h2 taking over from the killed master", func() bool {
 		return hasAddr(t, h2, vip4) && hasAddr(t, h2, vip6)
 	})
 	if !hasAddr(t, h1, vip4) {
@@ -61,9 +62,9 @@ func TestReload(t *testing.T) {
 
 	before1, before2 := d1.instance(t, "VI_4"), d2.instance(t, "VI_4")
 	hupAt := time.Now()
-	d1.signal(t, syscall.SIGHUP)
-	d2.signal(t, syscall.SIGHUP)
-	waitFor(t, 2*time.Second, "both daemons reloading", func() bool {
+	d1.MustSignal(t, syscall.SIGHUP)
+	d2.MustSignal(t, syscall.SIGHUP)
+	vrrpdtest.WaitFor(t, 2*time.Second, "both daemons reloading", func() bool {
 		return strings.Count(d1.Output(), "configuration reloaded") == 1 &&
 			strings.Count(d2.Output(), "configuration reloaded") == 1
 	})
@@ -93,7 +94,7 @@ func TestReload(t *testing.T) {
 	if err := os.WriteFile(conf2, []byte(dualConf(200)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d2.signal(t, syscall.SIGHUP)
+	d2.MustSignal(t, syscall.SIGHUP)
 	waitSoleHolder(t, 3*time.Second, 300*time.Millisecond, vip4, h2, hosts...)
 	waitSoleHolder(t, 3*time.Second, 0, vip6, h2, hosts...)
 
@@ -103,7 +104,7 @@ func TestReload(t *testing.T) {
 	if err := os.WriteFile(conf2, []byte(onlyV4), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	d2.signal(t, syscall.SIGHUP)
+	d2.MustSignal(t, syscall.SIGHUP)
 	waitSoleHolder(t, 3*time.Second, 300*time.Millisecond, vip6, h1, hosts...)
 	waitSoleHolder(t, 0, 0, vip4, h2, hosts...)
 	if n := len(d2.mustStatus(t).Instances); n != 1 {
@@ -118,23 +119,7 @@ func TestMalformedPackets(t *testing.T) {
 	_, client, h1, h2 := newLab(t)
 	hosts := []*netlab.Host{h1, h2}
 	conf := func(prio int) string {
-		return dualConf(prio) + fmt.Sprintf(`
-vrrp_instance VI_2 {
-  state BACKUP
-  interface eth0
-  version 2
-  virtual_router_id 53
-  priority %d
-  advert_int 1
-  authentication {
-    auth_type PASS
-    auth_pass secret1
-  }
-  virtual_ipaddress {
-    10.99.0.102/24
-  }
-}
-`, prio)
+		return dualConf(prio) + vrrpInstance("VI_2", 53, prio, "1", "version 2\n"+passAuth, "10.99.0.102/24")
 	}
 	d1 := startVrrpd(t, h1, writeConf(t, "h1.conf", conf(150)), "")
 	d2 := startVrrpd(t, h2, writeConf(t, "h2.conf", conf(100)), "")
@@ -189,7 +174,7 @@ vrrp_instance VI_2 {
 				}
 			}
 			key := tc.counter + "/" + tc.instance
-			waitFor(t, 2*time.Second, key+" to count the injected packets", func() bool {
+			vrrpdtest.WaitFor(t, 2*time.Second, key+" to count the injected packets", func() bool {
 				return errorCounters(d2.scrape(t))[key] >= before[key]+n
 			})
 			time.Sleep(250 * time.Millisecond) // anything else that would change has by now
@@ -229,7 +214,7 @@ vrrp_instance VI_2 {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, 2*time.Second, "two packets counted on eth0", func() bool {
+		vrrpdtest.WaitFor(t, 2*time.Second, "two packets counted on eth0", func() bool {
 			return metric(d2.scrape(t), key[0], key[1:]...) == before+2
 		})
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
 // v2SkewConf is a keepalived.conf (read by keepalived and by vrrpd alike) for one VRRPv2
@@ -70,11 +71,11 @@ func TestV2SkewAgainstKeepalived(t *testing.T) {
 				k := startKeepalived(t, kb, writeConf(t, "kbackup.conf", v2SkewConf("kbackup", arr.keepalivedPrio, "BACKUP")))
 				v := startVrrpd(t, vb, writeConf(t, "vbackup.conf", v2SkewConf("vbackup", arr.vrrpdPrio, "BACKUP")), "")
 				// Both backups have heard the master once its next advertisement is in.
-				waitFor(t, 8*time.Second, "vrrpd following the master", func() bool {
+				vrrpdtest.WaitFor(t, 8*time.Second, "vrrpd following the master", func() bool {
 					in := v.instance(t, "VI_1")
 					return in.State == "BACKUP" && in.Master == master.Addr4.String()
 				})
-				if got := holders(t, vip, backups...); len(got) != 0 {
+				if got := vrrpdtest.Holders(t, vip.Addr(), backups...); len(got) != 0 {
 					t.Fatalf("backups %v hold the VIP before the failure", got)
 				}
 

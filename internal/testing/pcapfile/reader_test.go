@@ -8,12 +8,15 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 )
 
 // The pcapng capture was taken by dumpcap with nanosecond timestamps; the classic copies
 // were written from it by tcpdump (-w, and -w with --time-stamp-precision=nano).
+var ngFile = fixture.Keepalived("keepalived-v2-ipv4-auth.pcap")
+
 const (
-	ngFile    = "testdata/keepalived-v2-ipv4-auth.pcap"
 	microFile = "testdata/keepalived-v2-ipv4-auth-classic.pcap"
 	nanoFile  = "testdata/keepalived-v2-ipv4-auth-classic-nano.pcap"
 )

@@ -1,0 +1,44 @@
+// Package cmd_test checks what the project's programs link: none of them may carry the
+// test helpers (internal/testing/...) or the standard testing package, which would add
+// test flags and test-only code paths to a binary shipped to nodes.
+package cmd_test
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The programs built for users: the daemon, the operator, and the demo people run as root.
+var programs = []string{
+	"github.com/vrrp-operator/vrrp-operator/cmd/vrrpd",
+	"github.com/vrrp-operator/vrrp-operator/cmd/operator",
+	"github.com/vrrp-operator/vrrp-operator/cmd/demo",
+}
+
+func TestProgramsLinkNoTestCode(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Fatalf("the go command is needed to list the programs' dependencies: %v", err)
+	}
+	for _, prog := range programs {
+		out, err := exec.Command("go", "list", "-deps", prog).Output()
+		if err != nil {
+			var stderr []byte
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+				stderr = ee.Stderr
+			}
+			t.Fatalf("go list -deps %s: %v\n%s", prog, err, stderr)
+		}
+		deps := strings.Fields(string(out))
+		if len(deps) < 10 {
+			t.Fatalf("go list -deps %s listed only %v", prog, deps)
+		}
+		for _, d := range deps {
+			if d == "testing" || strings.HasPrefix(d, "testing/") ||
+				strings.HasPrefix(d, "github.com/vrrp-operator/vrrp-operator/internal/testing/") {
+				t.Errorf("%s links %s", prog, d)
+			}
+		}
+	}
+}
