@@ -25,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/poll"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
@@ -141,17 +142,7 @@ func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces .
 // fails with cond's last error.
 func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, timeout, cond)
 }
 
 func getGroup(t testing.TB, ns, name string) *v1alpha1.KeepalivedGroup {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/poll"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
@@ -43,20 +42,7 @@ func TestOperatorBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = e.Stop() }()
-	env := e.Environment()
-	user, err := env.AddUser(envtest.User{Name: "operator", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("KUBECONFIG", path)
+	t.Setenv("KUBECONFIG", e.AdminKubeconfig(t, "operator"))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,7 +69,7 @@ func TestOperatorBinary(t *testing.T) {
 	if err := c.Create(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
-	wait(t, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for _, p := range []string{"/healthz", "/readyz"} {
 			resp, err := http.Get("http://" + probe + p)
 			if err != nil {
@@ -107,19 +93,4 @@ func TestOperatorBinary(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-func wait(t *testing.T, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/poll"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -349,17 +350,7 @@ func eventuallyCache(t *testing.T, dir, ns, name, rv string) {
 
 func eventually(t *testing.T, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20s: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, 20*time.Second, cond)
 }
 
 // TestWatchExpiredResourceVersion: a watch from a resourceVersion the API

@@ -3,7 +3,6 @@ package install
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,19 +53,7 @@ func openCRD(group, kind, plural string, scope apiextensionsv1.ResourceScope) *a
 func kubeconfig(t testing.TB) string {
 	t.Helper()
 	testenv.Require(t, env)
-	user, err := env.Environment().AddUser(envtest.User{Name: "install-test", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return env.AdminKubeconfig(t, "install-test")
 }
 
 // dryRunApply sends a rendering to the API server with a server-side dry run: defaulting,

@@ -98,18 +98,7 @@ func runInstallBlock(t *testing.T, cmds []string) {
 			t.Error(err)
 		}
 	}()
-	user, err := fresh.Environment().AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(cfg, kc, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := fresh.AdminKubeconfig(t, "admin")
 
 	for _, line := range cmds {
 		// The lines are plain words; quoting would need a shell, and a split that ignored

@@ -145,3 +145,23 @@ func moduleRoot() (string, error) {
 		dir = parent
 	}
 }
+
+// AdminKubeconfig writes a kubeconfig for a new cluster-admin user (group system:masters)
+// of the API server into the test's temporary directory and returns its path, for the
+// programs and kubectl commands a test runs against it.
+func (e *Env) AdminKubeconfig(t testing.TB, user string) string {
+	t.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
