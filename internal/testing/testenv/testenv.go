@@ -9,6 +9,7 @@ package testenv
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,7 +98,13 @@ func (e *Env) Stop() error { return e.env.Stop() }
 // os.Exit(testenv.Main(m, nil, func(e *testenv.Env) { env = e })). Without the binaries it
 // runs the tests with no server (set is not called; tests needing one skip), except under
 // CI=true, where it fails the package.
+//
+// A fuzzing run (go test -fuzz, and each of its worker processes) runs no test that needs
+// the server, so it starts none: one API server per fuzz worker would starve the machine.
 func Main(m *testing.M, configure func(*envtest.Environment), set func(*Env)) int {
+	if fuzzing() {
+		return m.Run()
+	}
 	if why := Missing(); why != "" {
 		if os.Getenv("CI") == "true" {
 			fmt.Fprintln(os.Stderr, "envtest:", why)
@@ -114,6 +121,19 @@ func Main(m *testing.M, configure func(*envtest.Environment), set func(*Env)) in
 	defer func() { _ = e.Stop() }()
 	set(e)
 	return m.Run()
+}
+
+// fuzzing reports whether the test binary runs as a fuzzer or one of its workers.
+func fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
+			return true
+		}
+	}
+	return false
 }
 
 // Require skips t when there is no API server to use (e == nil), or fails it under CI=true.
