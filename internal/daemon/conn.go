@@ -204,6 +204,7 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 func (d *Daemon) checkInterfaces(now time.Time) {
 	for _, c := range d.conns {
 		if c.tc == nil {
+			d.vmacRetry(c)
 			d.open(c)
 		}
 		var err error

@@ -100,6 +100,20 @@ func (d *Daemon) vmacUp(in *instance) {
 	d.log.Info(fmt.Sprintf("(%s) VMAC interface up", in.cfg.Name), "vmac", m.Name, "mac", m.MAC.String(), "parent", m.Parent)
 }
 
+// vmacRetry makes again the macvlans of c's instances while c has no socket: the parent
+// was missing when the instance started, or was deleted (which takes its macvlans with
+// it) and is back; keepalived re-creates them when the parent reappears.
+func (d *Daemon) vmacRetry(c *conn) {
+	for _, in := range c.insts {
+		if in.vmac == nil {
+			continue
+		}
+		if _, err := d.vmacs.Up(*in.vmac); err != nil {
+			d.log.Debug(fmt.Sprintf("(%s) VMAC interface not made yet", in.cfg.Name), "vmac", in.vmac.Name, "err", err)
+		}
+	}
+}
+
 // vmacDown removes the instance's macvlan after it stopped.
 func (d *Daemon) vmacDown(in *instance) {
 	if in.vmac == nil {

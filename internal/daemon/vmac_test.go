@@ -1,24 +1,30 @@
 package daemon
 
 import (
+	"errors"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
 // fakeVMACs records the macvlans the daemon makes and removes.
 type fakeVMACs struct {
+	fail    error // what Up answers, when set
 	up      map[string]vip.VMAC
 	created []string
 	removed []string
 }
 
 func (f *fakeVMACs) Up(m vip.VMAC) (int, error) {
+	if f.fail != nil {
+		return 0, f.fail
+	}
 	f.up[m.Name] = m
 	f.created = append(f.created, m.Name)
 	return len(f.created), nil
@@ -104,5 +110,31 @@ func TestVMACNames(t *testing.T) {
 	}
 	if a.Interface != "eth0" || a.VIPs[0].Dev != "eth0" {
 		t.Error("vmacConfig changed its input")
+	}
+}
+
+// TestVMACRetry: a macvlan that could not be made (its parent missing) is made again by
+// the interface check while the instance's socket cannot open, and the instance leaves
+// FAULT once it exists.
+func TestVMACRetry(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	f := &fakeVMACs{up: map[string]vip.VMAC{}, fail: errors.New("parent eth0 missing")}
+	d.vmacs = f
+	h.openErr["vrrp.51"] = transport.ErrNoInterface
+	ic := testInstance("VI_1", 51, 100, "10.99.0.100/24")
+	ic.VMAC = config.VMAC{Enabled: true}
+	startDaemon(t, d, ic)
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateFault || len(f.up) != 0 {
+		t.Fatalf("without its macvlan: %v, macvlans %v", s.State, f.up)
+	}
+	f.fail = nil
+	delete(h.openErr, "vrrp.51")
+	d.checkInterfaces(t0.Add(time.Second))
+	if _, ok := f.up["vrrp.51"]; !ok {
+		t.Fatal("macvlan not made again by the interface check")
+	}
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateBackup {
+		t.Errorf("with its macvlan: %v, want BACKUP", s.State)
 	}
 }
