@@ -40,7 +40,14 @@ func TestVerbatimContract(t *testing.T) {
 		"mcast_dst_ip": {"224.0.0.19", func(in config.Instance) bool {
 			return in.MulticastGroup == netip.MustParseAddr("224.0.0.19")
 		}},
+		"use_vmac": {"vrrp.svc", func(in config.Instance) bool {
+			return in.VMAC.Enabled && in.VMAC.Interface == "vrrp.svc"
+		}},
+		"vmac_xmit_base": {"", func(in config.Instance) bool { return !in.VMAC.XmitBase }},
 	}
+	// The warning keepalived gives for an applied keyword alone: vmac_xmit_base needs
+	// use_vmac and is dropped with this message without it.
+	warns := map[string]string{"vmac_xmit_base": "vmac_xmit_base is only valid with a vmac"}
 	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2")}
 	seenApplied := map[string]bool{}
 	for _, kw := range append(v1alpha1.InstanceKeywords(), "bogus_keyword") {
@@ -90,7 +97,8 @@ func TestVerbatimContract(t *testing.T) {
 		case !reached:
 		case ok:
 			seenApplied[kw] = true
-			if len(ws) != 0 || !a.check(cfg.Instances[0]) {
+			w := warns[kw]
+			if (len(ws) != 0) != (w != "") || (w != "" && !strings.Contains(ws[0].Message, w)) || !a.check(cfg.Instances[0]) {
 				t.Errorf("%s %q: not applied (warnings %v): %+v", kw, value, ws, cfg.Instances[0])
 			}
 		case len(named) != 1 || !strings.Contains(named[0], "not supported by vrrpd"):

@@ -11,6 +11,10 @@
 // it joins its virtual routers: a restart never leaves one VIP on two hosts.
 // One state directory belongs to one daemon; [New] locks it.
 //
+// [VMACs] makes and removes the private-mode macvlan interfaces that carry a
+// virtual router's MAC (RFC 5798 §7.3, keepalived's use_vmac), with the
+// sysctls keepalived sets on them and on their parent.
+//
 // The package also answers which interface reaches an address
 // ([InterfaceFor], keepalived-operator's interfaceFromIP), for Kubernetes
 // mode. Which address the adverts go out from is internal/transport's

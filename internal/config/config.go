@@ -72,6 +72,8 @@ type Instance struct {
 	ExcludedVIPs []VIP
 	// GARP are the gratuitous ARP / unsolicited neighbour advertisement settings.
 	GARP GARP
+	// VMAC is the virtual MAC setting (use_vmac, vmac_xmit_base).
+	VMAC VMAC
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -159,7 +161,8 @@ func (a Instance) Equal(b Instance) bool {
 		a.AuthPass == b.AuthPass &&
 		slices.Equal(a.VIPs, b.VIPs) &&
 		slices.Equal(a.ExcludedVIPs, b.ExcludedVIPs) &&
-		a.GARP == b.GARP
+		a.GARP == b.GARP &&
+		a.VMAC.Equal(b.VMAC)
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.

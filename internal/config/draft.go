@@ -160,6 +160,11 @@ func (d *Draft) set(s *statement) error {
 		var v int
 		v, err = s.repeat()
 		n.garp.masterRefreshRepeat = &v
+	case "use_vmac":
+		s.useVMAC(&n.vmac)
+	case "vmac_xmit_base":
+		s.noValue()
+		n.vmac.xmitBase = true
 	default:
 		return ErrUnknownKeyword
 	}

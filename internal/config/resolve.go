@@ -73,6 +73,7 @@ type Draft struct {
 	mcast        netip.Addr
 	mcastPos     Position
 	garp         garpDraft
+	vmac         vmacDraft
 }
 
 // garpDraft holds the per-instance announcement overrides.
@@ -130,6 +131,7 @@ func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	for _, step := range []func() error{
 		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
 		r.preemption, r.transport, r.addresses, r.announcements,
+		r.vmac,
 	} {
 		if err := step(); err != nil {
 			return Instance{}, r.ws, err

@@ -62,6 +62,7 @@ type yamlInstance struct {
 	MulticastGroup string        `json:"multicastGroup"`
 	Auth           *yamlAuth     `json:"auth"`
 	GARP           yamlGARP      `json:"garp"`
+	VMAC           *yamlVMAC     `json:"vmac"`
 }
 
 type yamlUnicast struct {
@@ -526,6 +527,11 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 	}
 	if d.garp, err = ix.garp(y.GARP, append(append([]any{}, base...), "garp"), what, ws); err != nil {
 		return d, err
+	}
+	if y.VMAC != nil {
+		if d.vmac, err = y.VMAC.draft(at("vmac")); err != nil {
+			return fail(at("vmac"), "%v", err)
+		}
 	}
 	return d, nil
 }

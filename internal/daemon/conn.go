@@ -21,6 +21,7 @@ type connKey struct {
 	source  netip.Addr // unicast_src_ip; zero means the interface's own address
 	group   netip.Addr
 	unicast bool
+	srcIf   string // the interface the source address comes from, when not ifname (vmac.go)
 }
 
 // conn is one shared socket and the instances routed through it.
@@ -55,7 +56,7 @@ type batch struct {
 }
 
 func (d *Daemon) connFor(ic config.Instance) *conn {
-	k := connKey{ifname: ic.Interface, fam: ic.Family, source: ic.UnicastSrc, unicast: ic.Unicast()}
+	k := connKey{ifname: ic.Interface, fam: ic.Family, source: ic.UnicastSrc, unicast: ic.Unicast(), srcIf: d.vmacSourceIf(ic)}
 	if !ic.Unicast() {
 		k.group = ic.MulticastGroup
 	}
@@ -76,6 +77,8 @@ func (d *Daemon) open(c *conn) {
 		NoJoin:    c.key.unicast,
 		Source:    c.key.source,
 		BatchSize: d.opts.batchSize,
+		// A macvlan has no address: the parent's is the source (vmac.go).
+		SourceInterface: c.key.srcIf,
 	})
 	if err != nil {
 		if c.err == nil || c.err.Error() != err.Error() { // once per distinct cause
@@ -201,6 +204,7 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 func (d *Daemon) checkInterfaces(now time.Time) {
 	for _, c := range d.conns {
 		if c.tc == nil {
+			d.vmacRetry(c)
 			d.open(c)
 		}
 		var err error

@@ -40,6 +40,7 @@ type Options struct {
 	garp  announcers
 	open  openSocket
 	links links
+	vmacs vmacHost
 }
 
 // A Daemon runs a set of virtual routers. Create it with New, run it with Run; Reload and
@@ -51,6 +52,10 @@ type Daemon struct {
 	vips  vipStore
 	garp  announcers
 	links links
+	vmacs vmacHost
+
+	// vmacOf are the macvlans of the running configuration's use_vmac instances (vmac.go).
+	vmacOf map[string]vip.VMAC
 
 	// Everything below is owned by the loop goroutine once Run has started.
 	instances []*instance
@@ -128,6 +133,9 @@ func New(opts Options) (*Daemon, error) {
 	if opts.open == nil {
 		opts.open = openTransport
 	}
+	if opts.vmacs == nil {
+		opts.vmacs = vip.NewVMACs(nil)
+	}
 	if opts.links == nil {
 		opts.links = &netlinkLinks{log: opts.Logger}
 	}
@@ -137,6 +145,7 @@ func New(opts Options) (*Daemon, error) {
 		vips:     opts.vips,
 		garp:     opts.garp,
 		links:    opts.links,
+		vmacs:    opts.vmacs,
 		byName:   make(map[string]*instance),
 		conns:    make(map[connKey]*conn),
 		batches:  make(chan *batch, 16),
@@ -218,6 +227,7 @@ func (d *Daemon) recoverVIPs() {
 
 // start starts every instance of cfg, which validate accepted.
 func (d *Daemon) start(cfg *config.Config, now time.Time) {
+	cfg, d.vmacOf = vmacConfig(cfg)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}

@@ -154,6 +154,9 @@ func (h *fakeHost) open(ifname string, fam config.Family, opt transport.Options)
 		in: make(chan []transport.Packet), closed: make(chan struct{})}
 	if !s.source.IsValid() {
 		s.source = h.source[ifname]
+		if opt.SourceInterface != "" { // a macvlan sends from its parent's address
+			s.source = h.source[opt.SourceInterface]
+		}
 	}
 	h.socks = append(h.socks, s)
 	return s, nil

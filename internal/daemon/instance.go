@@ -27,7 +27,8 @@ type instance struct {
 	announceKey int
 	announce    announceState
 
-	holdsExcluded bool // the virtual_ipaddress_excluded are on the interface
+	vmac          *vip.VMAC // the macvlan made for it (vmac.go), nil for none
+	holdsExcluded bool      // the virtual_ipaddress_excluded are on the interface
 	faultErr      error
 
 	transitions    uint64
@@ -42,6 +43,7 @@ func (d *Daemon) addInstance(ic config.Instance, now time.Time) *instance {
 	in.announceKey = d.newTimer(in, timerAnnounce)
 	d.instances = append(d.instances, in)
 	d.byName[ic.Name] = in
+	d.vmacUp(in)
 	in.conn = d.connFor(ic)
 	in.conn.insts = append(in.conn.insts, in)
 	in.conn.byVRID[ic.VRID] = in
@@ -287,6 +289,7 @@ func (d *Daemon) excluded(in *instance, add bool) {
 // removeInstance resigns the instance (priority 0 if master), drops its VIPs and forgets it.
 func (d *Daemon) removeInstance(in *instance, now time.Time) {
 	d.stopInstance(in, now)
+	d.vmacDown(in)
 	c := in.conn
 	c.byVRID[in.cfg.VRID] = nil
 	c.insts = slices.DeleteFunc(c.insts, func(x *instance) bool { return x == in })
@@ -317,6 +320,7 @@ func (d *Daemon) stopInstance(in *instance, now time.Time) {
 func (d *Daemon) shutdown(now time.Time) {
 	for _, in := range d.instances {
 		d.stopInstance(in, now)
+		d.vmacDown(in)
 	}
 	for _, c := range d.conns {
 		d.closeConn(c)
@@ -332,6 +336,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
+	cfg, d.vmacOf = vmacConfig(cfg)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true
@@ -381,7 +386,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 
 // sameRoute reports whether b can take over a's socket and VRID slot in place.
 func sameRoute(a, b config.Instance) bool {
-	return a.Interface == b.Interface && a.Family == b.Family && a.VRID == b.VRID &&
+	return a.Interface == b.Interface && a.Family == b.Family && a.VRID == b.VRID && a.VMAC.Equal(b.VMAC) &&
 		a.UnicastSrc == b.UnicastSrc && a.Unicast() == b.Unicast() &&
 		(a.Unicast() || a.MulticastGroup == b.MulticastGroup)
 }

@@ -54,6 +54,10 @@ type Options struct {
 	// Source is the source address to send from (keepalived's unicast_src_ip). Zero means
 	// the interface's primary IPv4 address, or its IPv6 link-local address.
 	Source netip.Addr
+	// SourceInterface, when set, is the interface whose address Source defaults to,
+	// instead of the one the Conn is on: a virtual MAC interface (keepalived's use_vmac)
+	// has no address of its own, and keepalived sends from its parent's.
+	SourceInterface string
 	// BatchSize is the most packets one ReadBatch returns; zero means DefaultBatchSize.
 	BatchSize int
 }

@@ -250,7 +250,13 @@ func (c *Conn) refresh() error {
 	attrs := link.Attrs()
 	src, srcErr := c.opt.Source, error(nil)
 	if !src.IsValid() {
-		src, srcErr = c.pickSource(link)
+		srcLink := link
+		if c.opt.SourceInterface != "" {
+			if srcLink, err = c.nl.LinkByName(c.opt.SourceInterface); err != nil {
+				return fmt.Errorf("transport: source interface %s: %w", c.opt.SourceInterface, ErrNoInterface)
+			}
+		}
+		src, srcErr = c.pickSource(srcLink)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
