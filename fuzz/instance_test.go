@@ -158,7 +158,10 @@ func (c *checker) step(what string, now time.Time, acts []vrrp.Action) {
 				delete(c.held, p)
 			}
 		case vrrp.ActionSendAdvert:
-			if a.Priority != 0 && (state != vrrp.StateMaster || a.Priority != i.Priority()) {
+			// Becoming Master sends its first advertisement just before the StateChange
+			// (RFC 5798 §6.4.2; see vrrp.ActionKind).
+			becoming := k+1 < len(acts) && acts[k+1].Kind == vrrp.ActionStateChange && acts[k+1].To == vrrp.StateMaster
+			if a.Priority != 0 && ((state != vrrp.StateMaster && !becoming) || a.Priority != i.Priority()) {
 				fail("sends priority %d in state %v (priority %d)", a.Priority, state, i.Priority())
 			}
 			if a.Priority == 0 && !c.heldAny() {

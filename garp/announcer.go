@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,15 +20,16 @@ import (
 // by [Settings.Interval] and [Settings.NAInterval], so a VRRP loop never
 // blocks on pacing. It is safe for concurrent use.
 //
-// The interface's MAC and its IPv6 forwarding setting (the NA Router flag)
-// are read when the Announcer is made, in the calling thread's network
-// namespace; its packet sockets stay bound to that interface wherever they
-// are used from afterwards.
+// The interface's MAC is read when the Announcer is made, in the calling
+// thread's network namespace; its packet sockets, and the file its IPv6
+// forwarding setting is read from when an NA is sent (the NA Router flag, see
+// routerFlag), stay bound to that interface and namespace wherever they are
+// used from afterwards.
 type Announcer struct {
 	ifi    *net.Interface
-	router bool
-	arp    *packet.Conn
-	ip6    *packet.Conn
+	router *routerFlag // read by the sending goroutine only
+	arp    frameConn
+	ip6    frameConn
 
 	mu      sync.Mutex
 	pace4   pacer
@@ -86,11 +85,23 @@ func NewAnnouncer(ifname string, s Settings, onError func(error)) (*Announcer, e
 		arpConn.Close()
 		return nil, fmt.Errorf("garp: IPv6 socket on %s: %w", ifname, err)
 	}
+	return start(ifi, s, onError, arpConn, ip6Conn, newRouterFlag(openForwarding(ifname))), nil
+}
+
+// frameConn is where an Announcer writes its frames: a *packet.Conn bound to
+// the interface, or the tests' recorder.
+type frameConn interface {
+	WriteTo(b []byte, addr net.Addr) (int, error)
+	Close() error
+}
+
+// start makes the Announcer of ifi on its sockets and starts its sender.
+func start(ifi *net.Interface, s Settings, onError func(error), arp, ip6 frameConn, router *routerFlag) *Announcer {
 	a := &Announcer{
 		ifi:     ifi,
-		router:  ipv6Forwarding(ifname),
-		arp:     arpConn,
-		ip6:     ip6Conn,
+		router:  router,
+		arp:     arp,
+		ip6:     ip6,
 		pace4:   pacer{Interval: s.Interval},
 		pace6:   pacer{Interval: s.NAInterval},
 		wake:    make(chan struct{}, 1),
@@ -99,14 +110,7 @@ func NewAnnouncer(ifname string, s Settings, onError func(error)) (*Announcer, e
 	}
 	a.idle = sync.NewCond(&a.mu)
 	go a.run()
-	return a, nil
-}
-
-// ipv6Forwarding reads whether the interface routes IPv6: keepalived then
-// sets the Router flag of its NAs, so hosts keep using it as a router.
-func ipv6Forwarding(ifname string) bool {
-	b, err := os.ReadFile("/proc/sys/net/ipv6/conf/" + ifname + "/forwarding")
-	return err == nil && strings.TrimSpace(string(b)) == "1"
+	return a
 }
 
 // Interface is the interface the Announcer sends on.
@@ -198,7 +202,7 @@ func (a *Announcer) Close() error {
 	a.mu.Unlock()
 	close(a.wake)
 	<-a.done
-	return errors.Join(a.arp.Close(), a.ip6.Close())
+	return errors.Join(a.arp.Close(), a.ip6.Close(), a.router.close())
 }
 
 func (a *Announcer) run() {
@@ -256,14 +260,14 @@ func (a *Announcer) send(ip netip.Addr) {
 	var (
 		frame []byte
 		err   error
-		conn  *packet.Conn
+		conn  frameConn
 		dst   net.HardwareAddr
 	)
 	if ip.Is4() {
 		frame, err = garpFrame(a.ifi.HardwareAddr, ip)
 		conn, dst = a.arp, broadcastMAC
 	} else {
-		frame, err = naFrame(a.ifi.HardwareAddr, ip, a.router)
+		frame, err = naFrame(a.ifi.HardwareAddr, ip, a.router.get())
 		conn, dst = a.ip6, allNodesMAC
 	}
 	if err == nil {

@@ -8,8 +8,9 @@
 //     2.2.7 puts on the wire, byte for byte (an ARP request to broadcast with
 //     sender IP = target IP = VIP and target MAC ff:ff:ff:ff:ff:ff; an NA from
 //     the VIP to ff02::1, hop limit 255, Override set, Solicited clear, Router
-//     set only when the interface forwards IPv6, with a target link-layer
-//     address option), using mdlayher/arp and mdlayher/ndp;
+//     set only when the interface forwards IPv6, read when the NA is sent as
+//     keepalived reads it, with a target link-layer address option), using
+//     mdlayher/arp and mdlayher/ndp;
 //   - timing: [Settings] holds keepalived's knobs with keepalived's defaults,
 //     [Schedule] says when an instance sends how many rounds and a pacer
 //     spaces messages on one interface. Both are pure values driven by the

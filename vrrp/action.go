@@ -12,12 +12,12 @@ type ActionKind uint8
 //
 // Every input appends its actions in this fixed order, skipping those that do not apply:
 //
-//	StateChange, SendAdvert (priority 0 when leaving Master), RemoveVIPs, AddVIPs,
-//	SendAdvert, Announce, ArmTimer or StopTimer
+//	SendAdvert (becoming Master), StateChange, SendAdvert (priority 0 when leaving Master),
+//	RemoveVIPs, AddVIPs, SendAdvert, Announce, ArmTimer or StopTimer
 //
 // The sequences that occur:
 //
-//	become Master:        StateChange, AddVIPs, SendAdvert, Announce, ArmTimer(Adver_Timer)
+//	become Master:        SendAdvert, StateChange, AddVIPs, Announce, ArmTimer(Adver_Timer)
 //	become Backup:        StateChange, ArmTimer(Master_Down_Timer)
 //	Master -> Backup:     StateChange, RemoveVIPs, ArmTimer(Master_Down_Timer)
 //	Master shutdown:      StateChange, SendAdvert(priority 0), RemoveVIPs, StopTimer
@@ -33,6 +33,14 @@ type ActionKind uint8
 //
 // Leaving Master sends the priority-0 advertisement before the VIPs go, as keepalived does,
 // so the backups start their Skew_Time takeover while this router still answers.
+//
+// Becoming Master sends the first advertisement before anything else, as RFC 5798 §6.4.1
+// and §6.4.2 order it and keepalived 2.2.7 does (vrrp_state_master_tx): the other backups'
+// Master_Down_Timers may run out a few milliseconds after ours (Skew_Time differs by
+// Master_Adver_Interval/256 per priority step), and only the advertisement stops them. A
+// caller carrying the actions out in order thus puts it on the wire before it logs the
+// transition, publishes it, or adds the addresses (which may write and sync a crash
+// record): everything that can block comes after it.
 const (
 	// ActionStateChange reports a transition From -> To, with a Reason.
 	ActionStateChange ActionKind = iota + 1

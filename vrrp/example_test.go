@@ -47,9 +47,9 @@ func ExampleInstance() {
 	// Output:
 	// INIT -> BACKUP (startup)
 	// call HandleTimer at +3.4140625s (Master_Down_Timer)
+	// send advertisement, priority 150
 	// BACKUP -> MASTER (master down timer expired)
 	// add [10.99.0.100/24]
-	// send advertisement, priority 150
 	// gratuitous ARP for [10.99.0.100/24]
 	// call HandleTimer at +4.4140625s (Adver_Timer)
 }

@@ -246,11 +246,16 @@ func (i *Instance) becomeMaster(now time.Time, from State, reason Reason, out []
 	i.master = i.cfg.Primary
 	i.masterPriority = i.priority
 	i.preemptAt = time.Time{}
+	// The advertisement goes first (RFC 5798 §6.4.1, §6.4.2 list it first; keepalived's
+	// vrrp_state_master_tx sends it before it logs, adds the addresses or announces them):
+	// the other backups, whose Master_Down_Timers may run out a few milliseconds later, must
+	// hear it before then, and whatever the caller does for the actions that follow (log,
+	// publish, add addresses through netlink, write a crash record) can take that long.
+	out = i.send(i.priority, out)
 	out = append(out,
 		Action{Kind: ActionStateChange, From: from, To: StateMaster, Reason: reason},
-		Action{Kind: ActionAddVIPs, VIPs: i.cfg.VIPs})
-	out = i.send(i.priority, out)
-	out = append(out, Action{Kind: ActionAnnounce, VIPs: i.cfg.VIPs})
+		Action{Kind: ActionAddVIPs, VIPs: i.cfg.VIPs},
+		Action{Kind: ActionAnnounce, VIPs: i.cfg.VIPs})
 	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
 }
 

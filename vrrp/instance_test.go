@@ -94,7 +94,7 @@ func expect(t *testing.T, what string, got []Action, want string) {
 }
 
 const (
-	becomeMasterFromBackup = "State(BACKUP->MASTER: master down timer expired) Add[10.99.0.100/24 10.99.0.101/24] Send(%d) Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@%v)"
+	becomeMasterFromBackup = "Send(%d) State(BACKUP->MASTER: master down timer expired) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@%v)"
 )
 
 // backupAt starts an instance of c at t0 and checks it is a Backup.
@@ -211,7 +211,7 @@ func TestInitialize(t *testing.T) {
 		{"lowest priority waits longest", 1,
 			"State(INIT->BACKUP: startup) Arm(Master_Down_Timer@3.99609375s)", StateBackup},
 		{"address owner becomes master at once", 255,
-			"State(INIT->MASTER: address owner (priority 255)) Add[10.99.0.100/24 10.99.0.101/24] Send(255) Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@1s)", StateMaster},
+			"Send(255) State(INIT->MASTER: address owner (priority 255)) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@1s)", StateMaster},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -455,7 +455,7 @@ func TestFault(t *testing.T) {
 		i.Start(t0, nil)
 		i.SetFault(t0, true, ReasonInterfaceDown, nil)
 		expect(t, "clear", i.SetFault(at(time.Second), false, "", nil),
-			"State(FAULT->MASTER: fault cleared) Add[10.99.0.100/24 10.99.0.101/24] Send(255) Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@2s)")
+			"Send(255) State(FAULT->MASTER: fault cleared) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@2s)")
 	})
 	t.Run("fault before start", func(t *testing.T) {
 		i := mustInstance(t, c)
@@ -649,7 +649,7 @@ func TestReconfigure(t *testing.T) {
 		n := c
 		n.Priority = 255
 		got, _ := i.Reconfigure(at(time.Second), n, nil)
-		expect(t, "Reconfigure", got, "State(BACKUP->MASTER: priority changed to address owner (255)) Add[10.99.0.100/24 10.99.0.101/24] Send(255) Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@2s)")
+		expect(t, "Reconfigure", got, "Send(255) State(BACKUP->MASTER: priority changed to address owner (255)) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@2s)")
 	})
 	t.Run("VRID change restarts", func(t *testing.T) {
 		i, now := masterAt(t, c)

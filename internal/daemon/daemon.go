@@ -72,7 +72,10 @@ type Daemon struct {
 	buf  []byte             // reused encode buffer
 	ann  []netip.Addr       // reused announce address list
 	due  []*instance        // reused list of masters sending in one wake-up
-	vipl []vip.VIP          // reused VIP list
+	// firedKeys and fired are the timers of one wake-up (fireTimers), reused.
+	firedKeys []int
+	fired     []firedTimer
+	vipl      []vip.VIP // reused VIP list
 
 	batches  chan *batch
 	reloads  chan reloadRequest
@@ -285,35 +288,93 @@ func (d *Daemon) loop(ctx context.Context) error {
 
 // fireTimers runs every timer that is due, and with them the advertisement timers that
 // are nearly due (see collectAdverts).
+//
+// The advertisements go first: every state machine whose timer fell due runs, and the
+// advertisements its actions begin with (a backup taking over sends its first one before
+// anything else) are sent before any instance's other actions are carried out. Those
+// others can block for milliseconds (logging, publishing the snapshot, adding VIPs through
+// netlink after syncing the crash record), and when many instances take over in one
+// wake-up (a reload that added many at once times them out together) the last one's
+// advertisement would otherwise wait for all the others' VIPs, while the other backups'
+// Master_Down_Timers, a few milliseconds of Skew_Time behind, run out.
 func (d *Daemon) fireTimers(now time.Time) {
 	d.collectAdverts(now)
 	for {
-		key, ok := d.timers.PopDue(now)
-		if !ok {
+		d.firedKeys = d.firedKeys[:0]
+		for {
+			key, ok := d.timers.PopDue(now)
+			if !ok {
+				break
+			}
+			d.firedKeys = append(d.firedKeys, key)
+		}
+		if len(d.firedKeys) == 0 {
 			break
 		}
-		o := d.owners[key]
-		switch o.kind {
-		case timerVRRP:
-			if sm := o.in.sm; sm != nil {
-				takeover := sm.Timer() == vrrp.TimerMasterDown
-				late := now.Sub(sm.Deadline())
-				d.acts = sm.HandleTimer(now, d.acts[:0])
-				d.execute(o.in, now)
-				if takeover {
-					// The failover time beyond Master_Down_Interval is this lateness plus
-					// adding the VIPs; both are worth seeing when tuning.
-					d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", o.in.cfg.Name),
-						"late", late.String(), "took", time.Since(now).String())
-				}
+		n := 0
+		for _, key := range d.firedKeys {
+			o := d.owners[key]
+			if o.kind != timerVRRP || o.in.sm == nil {
+				continue
 			}
-		case timerAnnounce:
-			d.announceDue(o.in, now)
-		case timerPublish:
-			d.publish(now)
+			if n == len(d.fired) {
+				d.fired = append(d.fired, firedTimer{})
+			}
+			f := &d.fired[n]
+			n++
+			sm := o.in.sm
+			f.key, f.in = key, o.in
+			f.takeover = sm.Timer() == vrrp.TimerMasterDown
+			f.late = now.Sub(sm.Deadline())
+			f.acts = sm.HandleTimer(now, f.acts[:0])
+			f.next = 0
+			for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionSendAdvert {
+				d.send(o.in, f.acts[f.next].Priority)
+				f.next++
+			}
+			f.sent = time.Since(now)
+		}
+		// Then everything else, in the order the timers fell due.
+		n = 0
+		for _, key := range d.firedKeys {
+			o := d.owners[key]
+			switch o.kind {
+			case timerVRRP:
+				if n == len(d.fired) || d.fired[n].key != key {
+					continue // no state machine
+				}
+				f := &d.fired[n]
+				n++
+				d.executeActs(f.in, f.acts[f.next:], now)
+				if f.takeover {
+					// The failover time beyond Master_Down_Interval is this lateness plus the
+					// advertisement's delay; took adds the VIPs and the rest. All worth
+					// seeing when tuning.
+					d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", f.in.cfg.Name),
+						"late", f.late.String(), "advert", f.sent.String(), "took", time.Since(now).String())
+				}
+				f.in = nil
+			case timerAnnounce:
+				d.announceDue(o.in, now)
+			case timerPublish:
+				d.publish(now)
+			}
 		}
 	}
 	d.maybePublish(now)
+}
+
+// firedTimer is an instance whose state machine timer fell due in this wake-up, with the
+// actions still to carry out once every due instance has sent its advertisements. The
+// daemon keeps them between wake-ups, so firing allocates nothing once warm.
+type firedTimer struct {
+	key      int
+	in       *instance
+	takeover bool          // it was Master_Down_Timer
+	late     time.Duration // how long after its deadline the loop ran it
+	sent     time.Duration // from the wake-up to its advertisements handed to the socket
+	acts     []vrrp.Action
+	next     int // acts[:next] are done (the advertisements)
 }
 
 // advertSlack is how much earlier than its Adver_Timer a master may send when the loop is

@@ -20,7 +20,10 @@
 //  1. election and takeover: a backup that hears no master for Master_Down_Interval
 //     becomes master, adds its VIPs (with their device and label) and advertises every
 //     interval; a backup follows the master it hears (TestElectionTakeover,
-//     TestBackupFollowsMaster);
+//     TestBackupFollowsMaster). The takeover's advertisement leaves first, before the
+//     transition is logged or published and before any VIP is added, for every instance
+//     taking over in one wake-up, so lower-priority backups hear it before their own
+//     timers run out (TestTakeoverAdvertisesFirst, BenchmarkTakeoverAdvert);
 //  2. stepping down: a master preempted by a higher priority removes its VIPs and stops
 //     its announcements (TestMasterStepsDown);
 //  3. packet routing: each packet goes to its instance by (interface, family, VRID), with

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,6 +36,13 @@ type fakeHost struct {
 	announced []announceCall
 	cancelled []announceCall
 	vipCalls  []string // "add ..." / "remove ..." / "recover", in order
+	// events is every advert sent, VIP added or removed and announcement queued, in the
+	// order they happened, with what a recordingHandler logs in between.
+	events []string
+	// onSend, if set, runs as an advert is handed to the socket (to look at the daemon
+	// then); addDelay is how long Add takes (a slow netlink or fsync).
+	onSend   func()
+	addDelay time.Duration
 
 	watching                            int
 	vipsClosed, garpClosed, linksClosed bool
@@ -69,6 +77,10 @@ func newFakeHost() *fakeHost {
 
 func (h *fakeHost) Add(vs ...vip.VIP) error {
 	h.vipCalls = append(h.vipCalls, "add "+vipList(vs))
+	h.events = append(h.events, "add "+vipList(vs))
+	if h.addDelay > 0 {
+		time.Sleep(h.addDelay)
+	}
 	for _, v := range vs {
 		h.held[v] = true
 	}
@@ -77,6 +89,7 @@ func (h *fakeHost) Add(vs ...vip.VIP) error {
 
 func (h *fakeHost) Remove(vs ...vip.VIP) error {
 	h.vipCalls = append(h.vipCalls, "remove "+vipList(vs))
+	h.events = append(h.events, "remove "+vipList(vs))
 	for _, v := range vs {
 		delete(h.held, v)
 	}
@@ -122,6 +135,7 @@ type fakeAnnouncers struct{ h *fakeHost }
 
 func (a fakeAnnouncers) Announce(ifname string, s garp.Settings, addrs []netip.Addr, rounds int) error {
 	a.h.announced = append(a.h.announced, announceCall{ifname, slices.Clone(addrs), rounds, s})
+	a.h.events = append(a.h.events, "announce "+ifname)
 	return nil
 }
 
@@ -185,12 +199,16 @@ func (s *fakeSocket) Send(payload []byte, dst netip.Addr) error {
 	if s.isClosed {
 		return transport.ErrClosed
 	}
+	if s.h.onSend != nil {
+		s.h.onSend()
+	}
 	var a vrrp.Advertisement
 	if err := a.Unmarshal(payload, s.source, dst); err != nil {
 		return fmt.Errorf("fake socket: the daemon sent a bad advertisement: %w", err)
 	}
 	a.Addresses = slices.Clone(a.Addresses)
 	s.h.sent = append(s.h.sent, sentAdvert{s.ifname, s.source, dst, a})
+	s.h.events = append(s.h.events, fmt.Sprintf("advert vrid %d priority %d", a.VRID, a.Priority))
 	return nil
 }
 
@@ -298,7 +316,7 @@ func takeover(prio uint8) time.Time {
 
 // peerAdvert is what the transport hands over for an advert of vrid with priority prio
 // from 10.99.0.11, listing vips.
-func peerAdvert(t *testing.T, vrid, prio uint8, vips ...string) transport.Packet {
+func peerAdvert(t testing.TB, vrid, prio uint8, vips ...string) transport.Packet {
 	t.Helper()
 	src, dst := netip.MustParseAddr("10.99.0.11"), vrrp.MulticastIPv4
 	a := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: vrid, Priority: prio,
@@ -321,3 +339,18 @@ func (h *fakeHost) priorities() []uint8 {
 	}
 	return p
 }
+
+// recordingHandler is a slog.Handler that puts each log message in h.events, so that
+// tests see where logging falls among the calls to the host.
+type recordingHandler struct{ h *fakeHost }
+
+func (r recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r recordingHandler) Handle(_ context.Context, rec slog.Record) error {
+	r.h.events = append(r.h.events, "log "+rec.Message)
+	return nil
+}
+
+func (r recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return r }
+
+func (r recordingHandler) WithGroup(string) slog.Handler { return r }

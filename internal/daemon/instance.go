@@ -134,9 +134,15 @@ func (d *Daemon) sourceChanged(in *instance, now time.Time) {
 }
 
 // execute carries out d.acts for in, in order.
-func (d *Daemon) execute(in *instance, now time.Time) {
-	for i := range d.acts {
-		a := &d.acts[i]
+func (d *Daemon) execute(in *instance, now time.Time) { d.executeActs(in, d.acts, now) }
+
+// executeActs carries out acts for in, in order. The state machine puts a new master's
+// first advertisement before everything else (vrrp.ActionKind), so it leaves before the
+// transition is logged and published and before the VIPs are added, which may wait for
+// netlink and for the crash record's fsync.
+func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
+	for i := range acts {
+		a := &acts[i]
 		switch a.Kind {
 		case vrrp.ActionStateChange:
 			d.transition(in, a, now)
