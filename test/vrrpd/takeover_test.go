@@ -11,6 +11,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -62,7 +63,7 @@ func TestLowestPriorityNeverTakesOver(t *testing.T) {
 	for i := range cuts {
 		cutAt := time.Now()
 		cut(t, h1)
-		waitFor(t, mdi+2*time.Second, fmt.Sprintf("cut %d: h2 taking over", i+1), func() bool { return hasAddr(t, h2, vip4) })
+		vrrpdtest.WaitFor(t, mdi+2*time.Second, fmt.Sprintf("cut %d: h2 taking over", i+1), func() bool { return hasAddr(t, h2, vip4) })
 		// h3's timer ran out 3.9 ms after h2's; give a late h3 an advert interval to show.
 		time.Sleep(time.Second)
 		if n := obs.countFrom(h3.Addr4, 51, cutAt); n > 0 {
@@ -121,14 +122,14 @@ func BenchmarkTakeoverAdvert(b *testing.B) {
 			b.Fatal(err)
 		}
 		// Started: the first takeover happens on its own, Master_Down_Interval after start.
-		waitFor(b, 5*time.Second, "vrrpd's first takeover", func() bool { return masterDownLine.MatchString(d.Output()) })
+		vrrpdtest.WaitFor(b, 5*time.Second, "vrrpd's first takeover", func() bool { return masterDownLine.MatchString(d.Output()) })
 		for i := range takeovers {
 			seen := len(masterDownLine.FindAllString(d.Output(), -1))
 			sentAt := time.Now()
 			if err := master.Send(pkt, vrrp.MulticastIPv4); err != nil {
 				b.Fatal(err)
 			}
-			waitFor(b, 5*time.Second, fmt.Sprintf("takeover %d", i+1), func() bool {
+			vrrpdtest.WaitFor(b, 5*time.Second, fmt.Sprintf("takeover %d", i+1), func() bool {
 				return len(masterDownLine.FindAllString(d.Output(), -1)) > seen
 			})
 			m := masterDownLine.FindAllStringSubmatch(d.Output(), -1)[seen]
