@@ -40,6 +40,10 @@ func TestVerbatimContract(t *testing.T) {
 		"mcast_dst_ip": {"224.0.0.19", func(in config.Instance) bool {
 			return in.MulticastGroup == netip.MustParseAddr("224.0.0.19")
 		}},
+		"lower_prio_no_advert": {"", func(in config.Instance) bool { return in.LowerPrioNoAdvert }},
+		"strict_mode": {"", func(in config.Instance) bool {
+			return in.Strict && in.LowerPrioNoAdvert && !in.AcceptMode
+		}},
 	}
 	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2")}
 	seenApplied := map[string]bool{}

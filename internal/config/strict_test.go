@@ -65,7 +65,9 @@ func TestStrictRules(t *testing.T) {
 		{"strict_mode on, non-owner", "", "strict_mode on", 0, "",
 			func(in Instance) bool { return in.Strict && !in.AcceptMode && in.LowerPrioNoAdvert }},
 		{"strict_mode off beats vrrp_strict", strict, "strict_mode off\npreempt_delay 5", 0, "",
-			func(in Instance) bool { return !in.Strict && in.AcceptMode && !in.LowerPrioNoAdvert && in.PreemptDelay == 5*time.Second }},
+			func(in Instance) bool {
+				return !in.Strict && in.AcceptMode && !in.LowerPrioNoAdvert && in.PreemptDelay == 5*time.Second
+			}},
 		{"not strict: MASTER non-owner stays MASTER", "", "state MASTER\npriority 100", 0, "",
 			func(in Instance) bool { return !in.Strict && in.InitialState == StateMaster && in.AcceptMode }},
 	}
