@@ -43,7 +43,11 @@ func TestVerbatimContract(t *testing.T) {
 		"use_vmac": {"vrrp.svc", func(in config.Instance) bool {
 			return in.VMAC.Enabled && in.VMAC.Interface == "vrrp.svc"
 		}},
-		"vmac_xmit_base": {"", func(in config.Instance) bool { return !in.VMAC.XmitBase }},
+		"vmac_xmit_base":       {"", func(in config.Instance) bool { return !in.VMAC.XmitBase }},
+		"lower_prio_no_advert": {"", func(in config.Instance) bool { return in.LowerPrioNoAdvert }},
+		"strict_mode": {"", func(in config.Instance) bool {
+			return in.Strict && in.LowerPrioNoAdvert && !in.AcceptMode
+		}},
 	}
 	// The warning keepalived gives for an applied keyword alone: vmac_xmit_base needs
 	// use_vmac and is dropped with this message without it.

@@ -163,6 +163,9 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 	if g.Spec.Preempt != nil {
 		s.Preempt = *g.Spec.Preempt
 	}
+	if g.Spec.V3ChecksumAsV2 != nil {
+		s.V3ChecksumAsV2 = *g.Spec.V3ChecksumAsV2
+	}
 	if pa := g.Spec.PasswordAuth; pa != nil {
 		s.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: pa.SecretRef, SecretKey: cmp.Or(pa.SecretKey, "password")}
 	}

@@ -63,7 +63,8 @@ type Advertisement struct {
 	// Checksum is the checksum as read from the wire (decoding) or as computed (encoding).
 	Checksum uint16
 	// ChecksumForm is the form the received checksum matched (decoding only; encoding
-	// always uses ChecksumPseudoHeader). Only v3 over IPv4 has more than one form.
+	// takes the form as an argument of AppendMarshalForm). Only v3 over IPv4 has more
+	// than one form.
 	ChecksumForm ChecksumForm
 
 	// Addresses are the virtual addresses: all IPv4 or all IPv6.

@@ -8,8 +8,9 @@ import (
 // ChecksumForm says how the checksum of a received advertisement was computed by its sender.
 //
 // VRRPv2 and VRRPv3 over IPv6 have exactly one form. VRRPv3 over IPv4 has three in the wild,
-// and a receiver that wants to interoperate accepts them all; a sender only ever uses
-// ChecksumPseudoHeader, as keepalived does.
+// and a receiver that wants to interoperate accepts them all; a sender uses
+// ChecksumPseudoHeader, as keepalived does by default, or ChecksumNoPseudoHeader when
+// configured to (Config.V3ChecksumAsV2, RFC 9568 §5.2.8).
 type ChecksumForm uint8
 
 const (
@@ -18,8 +19,9 @@ const (
 	// (which has no pseudo-header) it is the only form and means "over the VRRP message".
 	ChecksumPseudoHeader ChecksumForm = iota
 	// ChecksumNoPseudoHeader is a v3 IPv4 checksum over the VRRP message alone, as RFC 3768
-	// computes it for v2. Some implementations send v3 this way (FRR's
-	// "no vrrp checksum-with-ipv4-pseudoheader").
+	// computes it for v2 and RFC 9568 §5.2.8 settled it for v3 over IPv4. Cisco and
+	// Juniper send v3 this way; keepalived >= 2.2.8 with v3_checksum_as_v2 and FRR with
+	// "no vrrp checksum-with-ipv4-pseudoheader" do too.
 	ChecksumNoPseudoHeader
 	// ChecksumMulticastPseudoHeader is a v3 IPv4 unicast advertisement whose pseudo-header
 	// carries 224.0.0.18 instead of the real unicast destination, as keepalived before 1.3.5

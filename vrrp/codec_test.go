@@ -385,6 +385,54 @@ func TestAppendMarshal(t *testing.T) {
 	}
 }
 
+// Each checksum form a v3 IPv4 router can be configured to send is written as its
+// definition says and decodes as that form: the pseudo-header one (RFC 5798 as keepalived
+// reads it, the default) and the message-only one (RFC 9568 §5.2.8, v3_checksum_as_v2).
+// v2 and IPv6 have one form and ignore the choice; the legacy multicast form is refused.
+func TestAppendMarshalForm(t *testing.T) {
+	a := vrrp.Advertisement{
+		Version: vrrp.Version3, VRID: 51, Priority: 150, MaxAdvertInterval: 5,
+		Addresses: []netip.Addr{netip.MustParseAddr("10.99.0.100"), netip.MustParseAddr("10.99.0.101")},
+	}
+	for _, dst := range []netip.Addr{m4, h1} {
+		for _, tt := range []struct {
+			form vrrp.ChecksumForm
+			want []byte
+		}{
+			{vrrp.ChecksumPseudoHeader, v3ipv4(h2, dst)},
+			{vrrp.ChecksumNoPseudoHeader, withChecksum(v3ipv4(h2, dst), nil)},
+		} {
+			out, err := a.AppendMarshalForm(nil, h2, dst, tt.form)
+			if err != nil || !slices.Equal(out, tt.want) {
+				t.Errorf("%v to %v: %x %v, want %x", tt.form, dst, out, err, tt.want)
+				continue
+			}
+			var b vrrp.Advertisement
+			if err := b.Unmarshal(out, h2, dst); err != nil || b.ChecksumForm != tt.form {
+				t.Errorf("%v to %v: decodes as %v (%v)", tt.form, dst, b.ChecksumForm, err)
+			}
+		}
+	}
+	if pseudo, _ := a.AppendMarshal(nil, h2, m4); slices.Equal(pseudo, withChecksum(pseudo, nil)) {
+		t.Fatal("the test message has the same checksum in both forms; it cannot tell them apart")
+	}
+	if out, err := a.AppendMarshalForm([]byte("kept"), h2, m4, vrrp.ChecksumMulticastPseudoHeader); err == nil || string(out) != "kept" {
+		t.Errorf("multicast pseudo-header form: %x %v, want a refusal leaving the buffer", out, err)
+	}
+
+	pass, _ := vrrp.SimplePassword("secret1")
+	v2 := vrrp.Advertisement{Version: vrrp.Version2, VRID: 51, Priority: 100, AdvertIntervalSeconds: 1,
+		AuthType: vrrp.AuthSimple, AuthData: pass, Addresses: []netip.Addr{netip.MustParseAddr("10.99.0.100")}}
+	if out, err := v2.AppendMarshalForm(nil, h1, m4, vrrp.ChecksumNoPseudoHeader); err != nil || !slices.Equal(out, v2ipv4()) {
+		t.Errorf("v2: %x %v, want %x", out, err, v2ipv4())
+	}
+	v6 := vrrp.Advertisement{Version: vrrp.Version3, VRID: 52, Priority: 100,
+		MaxAdvertInterval: 10, Addresses: []netip.Addr{netip.MustParseAddr("fd00:99::100")}}
+	if out, err := v6.AppendMarshalForm(nil, ll1, m6, vrrp.ChecksumNoPseudoHeader); err != nil || !slices.Equal(out, v3ipv6(ll1, m6)) {
+		t.Errorf("v3 IPv6 keeps its pseudo-header: %x %v, want %x", out, err, v3ipv6(ll1, m6))
+	}
+}
+
 func TestAppendMarshalErrors(t *testing.T) {
 	addr4 := []netip.Addr{netip.MustParseAddr("10.99.0.100")}
 	addr6 := []netip.Addr{netip.MustParseAddr("fd00:99::100")}

@@ -68,6 +68,12 @@ type Config struct {
 	// so a lower-priority router that became master goes back to Backup without waiting
 	// for the next Adver_Timer.
 	LowerPrioNoAdvert bool
+	// V3ChecksumAsV2 makes a v3 IPv4 router send its checksum without the pseudo-header,
+	// as RFC 9568 §5.2.8 says (keepalived >= 2.2.8's v3_checksum_as_v2; FRR's "no vrrp
+	// checksum-with-ipv4-pseudoheader"). The default, false, includes it as keepalived
+	// 2.2.7 always does and FRR does by default. Receiving accepts both forms either way.
+	// v2 and IPv6 have one form and ignore it.
+	V3ChecksumAsV2 bool
 	// VIPs are the virtual addresses, all of one family (IPv4 only for v2), at most MaxVIPs,
 	// without duplicates. The prefix length says how to add them to the interface.
 	VIPs []netip.Prefix
@@ -182,6 +188,15 @@ func (c Config) AuthData() [8]byte {
 	var d [8]byte
 	copy(d[:], c.AuthPass)
 	return d
+}
+
+// SendChecksumForm is the checksum form the router's v3 IPv4 advertisements carry, for
+// AppendMarshalForm.
+func (c Config) SendChecksumForm() ChecksumForm {
+	if c.V3ChecksumAsV2 {
+		return ChecksumNoPseudoHeader
+	}
+	return ChecksumPseudoHeader
 }
 
 // AdvertisementFields fills the fields of a that come from the configuration (version,

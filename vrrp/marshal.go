@@ -32,8 +32,9 @@ func (a *Advertisement) Len() int {
 // them through the pseudo-header, so in unicast dst must be the real peer, not 224.0.0.18,
 // and a message sent to several peers is encoded once per peer.
 //
-// The checksum is computed (v3 over IPv4 always in the pseudo-header form, as keepalived
-// sends it) and stored into a.Checksum; a.ChecksumForm is ignored. Type may be left zero;
+// The checksum is computed (v3 over IPv4 in the pseudo-header form, as keepalived sends it
+// by default; AppendMarshalForm chooses the other) and stored into a.Checksum;
+// a.ChecksumForm is ignored. Type may be left zero;
 // TypeAdvertisement is written either way. For v2 the AuthData is written as it is, so with
 // AuthNone it should be zero (RFC 3768 §5.3.6.1).
 //
@@ -42,8 +43,22 @@ func (a *Advertisement) Len() int {
 // or more than MaxAddresses addresses, an interval of zero or out of its field, an auth type other than none or
 // simple, and a Type other than 0 or TypeAdvertisement.
 func (a *Advertisement) AppendMarshal(b []byte, src, dst netip.Addr) ([]byte, error) {
+	return a.AppendMarshalForm(b, src, dst, ChecksumPseudoHeader)
+}
+
+// AppendMarshalForm is AppendMarshal with the checksum form of a v3 IPv4 advertisement
+// chosen: ChecksumPseudoHeader (RFC 5798 §5.2.8 as keepalived and FRR read it, and what
+// they send by default) or ChecksumNoPseudoHeader (RFC 9568 §5.2.8, which settled that
+// IPv4 has no pseudo-header; keepalived >= 2.2.8's v3_checksum_as_v2, FRR's "no
+// checksum-with-ipv4-pseudoheader"). VRRPv2 and IPv6 have one form each, so form is
+// ignored for them. ChecksumMulticastPseudoHeader is refused: receivers accept it only
+// for compatibility with old keepalived, nobody should send it.
+func (a *Advertisement) AppendMarshalForm(b []byte, src, dst netip.Addr, form ChecksumForm) ([]byte, error) {
 	if err := a.checkEncodable(src, dst); err != nil {
 		return b, err
+	}
+	if form != ChecksumPseudoHeader && form != ChecksumNoPseudoHeader {
+		return b, fmt.Errorf("vrrp: cannot send checksum form %v", form)
 	}
 	ipv4 := src.Unmap().Is4()
 
@@ -70,7 +85,7 @@ func (a *Advertisement) AppendMarshal(b []byte, src, dst netip.Addr) ([]byte, er
 
 	msg := b[start:]
 	s := messageSum(msg)
-	if a.Version == Version3 {
+	if a.Version == Version3 && (!ipv4 || form == ChecksumPseudoHeader) {
 		s += pseudoHeaderSum(src.Unmap(), dst.Unmap(), len(msg))
 	}
 	a.Checksum = finish(s)

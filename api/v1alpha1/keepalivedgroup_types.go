@@ -68,6 +68,18 @@ type KeepalivedGroupSpec struct {
 	// +optional
 	UnicastEnabled bool `json:"unicastEnabled,omitempty"`
 
+	// V3ChecksumAsV2 computes the checksum of VRRPv3 IPv4 advertisements
+	// without the IPv4 pseudo-header, as RFC 9568 section 5.2.8 specifies and
+	// Cisco and Juniper routers send (keepalived's v3_checksum_as_v2, FRR's
+	// "no vrrp checksum-with-ipv4-pseudoheader"). Unset or false includes the
+	// pseudo-header, as keepalived and FRR do by default. Set it only when
+	// such a router shares the virtual routers' segment and VRIDs: vrrpd
+	// accepts both forms on receive either way, but a keepalived peer
+	// accepts only the one it is configured for. VRRPv2 and IPv6 have one
+	// checksum form and ignore it.
+	// +optional
+	V3ChecksumAsV2 *bool `json:"v3ChecksumAsV2,omitempty"`
+
 	// DaemonsetPodPriorityClassName is the priority class of the vrrpd pods.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -235,6 +247,10 @@ type InstanceSettings struct {
 	// Unicast sends advertisements to the other member nodes' addresses.
 	// +optional
 	Unicast bool `json:"unicast,omitempty"`
+	// V3ChecksumAsV2 sends VRRPv3 IPv4 checksums without the pseudo-header
+	// (the group's v3ChecksumAsV2).
+	// +optional
+	V3ChecksumAsV2 bool `json:"v3ChecksumAsV2,omitempty"`
 	// PasswordAuth is the group's password Secret, when set.
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`

@@ -42,6 +42,9 @@ var instanceKeywords = map[string]Owner{
 	"authentication": OwnerOperator, "auth_type": OwnerOperator, "auth_pass": OwnerOperator,
 	"interface": OwnerOperator, "virtual_router_id": OwnerOperator,
 	"virtual_ipaddress": OwnerOperator, "virtual_ipaddress_excluded": OwnerOperator,
+	// The group's v3ChecksumAsV2 decides the checksum form, which every
+	// member and the group's other routers must agree on.
+	"v3_checksum_as_v2": OwnerOperator,
 
 	"notify": OwnerRefused, "notify_backup": OwnerRefused, "notify_deleted": OwnerRefused,
 	"notify_fault": OwnerRefused, "notify_master": OwnerRefused,
@@ -58,8 +61,14 @@ var instanceKeywords = map[string]Owner{
 	"kernel_rx_buf_size": OwnerUser, "linkbeat_use_polling": OwnerUser,
 	"lower_prio_no_advert": OwnerUser, "native_ipv6": OwnerUser,
 	"old_unicast_checksum": OwnerUser, "promote_secondaries": OwnerUser,
-	"skip_check_adv_addr": OwnerUser, "smtp_alert": OwnerUser, "strict_mode": OwnerUser,
-	"track_bfd": OwnerUser, "track_file": OwnerUser, "track_interface": OwnerUser,
+	"skip_check_adv_addr": OwnerUser, "smtp_alert": OwnerUser,
+	// strict_mode applies keepalived's strict rules to the Service's instance,
+	// as it did under the original operator: every member reads the same
+	// status, so all agree, and nothing it changes (no password, no accept
+	// mode, lower_prio_no_advert) reaches beyond the instance. Placement's
+	// priorities are never 255, so its state rule changes nothing.
+	"strict_mode": OwnerUser,
+	"track_bfd":   OwnerUser, "track_file": OwnerUser, "track_interface": OwnerUser,
 	"track_process": OwnerUser, "track_src_ip": OwnerUser,
 	"unicast_fault_no_peer": OwnerUser, "unicast_ttl": OwnerUser,
 	"use_vmac": OwnerUser, "vmac_xmit_base": OwnerUser,
@@ -69,8 +78,9 @@ var instanceKeywords = map[string]Owner{
 // the operator or the node decides, with the reason; every other key is
 // passed to vrrpd, which applies what it implements and warns about the rest.
 var globalKeywords = map[string]string{
-	"router_id":    "vrrpd names itself after its node",
-	"vrrp_version": "the group's vrrpVersion decides",
+	"router_id":         "vrrpd names itself after its node",
+	"vrrp_version":      "the group's vrrpVersion decides",
+	"v3_checksum_as_v2": "the group's v3ChecksumAsV2 decides",
 }
 
 // InstanceKeyword reports who decides vrrp_instance keyword k, and false

@@ -194,6 +194,11 @@ func (in *KeepalivedGroupSpec) DeepCopyInto(out *KeepalivedGroupSpec) {
 		*out = make([]int, len(*in))
 		copy(*out, *in)
 	}
+	if in.V3ChecksumAsV2 != nil {
+		in, out := &in.V3ChecksumAsV2, &out.V3ChecksumAsV2
+		*out = new(bool)
+		**out = **in
+	}
 	if in.DaemonsetPodAnnotations != nil {
 		in, out := &in.DaemonsetPodAnnotations, &out.DaemonsetPodAnnotations
 		*out = make(map[string]string, len(*in))

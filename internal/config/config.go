@@ -74,6 +74,18 @@ type Instance struct {
 	GARP GARP
 	// VMAC is the virtual MAC setting (use_vmac, vmac_xmit_base).
 	VMAC VMAC
+	// Strict says keepalived's strict mode applies (global_defs vrrp_strict, or the
+	// instance's strict_mode): its adjustments are already made in the other fields.
+	Strict bool
+	// LowerPrioNoAdvert makes a master ignore lower-priority advertisements instead of
+	// answering them (lower_prio_no_advert; always on in strict mode).
+	LowerPrioNoAdvert bool
+	// OwnerIgnoreAdverts makes an address owner ignore every advertisement (YAML
+	// ownerIgnoreAdverts; keepalived 2.2.7 has no keyword for it).
+	OwnerIgnoreAdverts bool
+	// V3ChecksumAsV2 sends the VRRPv3 IPv4 checksum without the pseudo-header, as RFC
+	// 9568 §5.2.8 says (keepalived >= 2.2.8's v3_checksum_as_v2).
+	V3ChecksumAsV2 bool
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -162,7 +174,11 @@ func (a Instance) Equal(b Instance) bool {
 		slices.Equal(a.VIPs, b.VIPs) &&
 		slices.Equal(a.ExcludedVIPs, b.ExcludedVIPs) &&
 		a.GARP == b.GARP &&
-		a.VMAC.Equal(b.VMAC)
+		a.VMAC.Equal(b.VMAC) &&
+		a.Strict == b.Strict &&
+		a.LowerPrioNoAdvert == b.LowerPrioNoAdvert &&
+		a.OwnerIgnoreAdverts == b.OwnerIgnoreAdverts &&
+		a.V3ChecksumAsV2 == b.V3ChecksumAsV2
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.
@@ -207,5 +223,9 @@ func (a Instance) StateMachineConfig(primary netip.Addr) vrrp.Config {
 		Primary:        primary,
 		AuthType:       a.AuthType,
 		AuthPass:       a.AuthPass,
+
+		LowerPrioNoAdvert:  a.LowerPrioNoAdvert,
+		OwnerIgnoreAdverts: a.OwnerIgnoreAdverts,
+		V3ChecksumAsV2:     a.V3ChecksumAsV2,
 	}
 }

@@ -54,6 +54,16 @@ func (g *Globals) set(s *statement) error {
 		n.mcast4, err = s.multicast(IPv4)
 	case "vrrp_mcast_group6":
 		n.mcast6, err = s.multicast(IPv6)
+	case "vrrp_strict":
+		// keepalived takes no value here (its handler ignores any).
+		s.noValue()
+		n.strict = true
+	case "vrrp_lower_prio_no_advert":
+		n.lowerPrioNoAdvert, err = s.flag()
+	case "v3_checksum_as_v2":
+		// keepalived >= 2.2.8; like vrrp_strict it ignores any value.
+		s.noValue()
+		n.v3ChecksumAsV2 = true
 	default:
 		return ErrUnknownKeyword
 	}
@@ -100,7 +110,7 @@ func (d *Draft) set(s *statement) error {
 		if v, err = s.one(); err == nil && v != StateMaster && v != StateBackup {
 			err = fmt.Errorf("state must be MASTER or BACKUP, not %q", v)
 		}
-		n.state = v
+		n.state, n.statePos = v, s.pos
 	case "interface":
 		n.iface, err = s.one()
 		if err == nil && len(n.iface) > 15 {
@@ -138,6 +148,18 @@ func (d *Draft) set(s *statement) error {
 	case "no_accept":
 		s.noValue()
 		n.accept = &no
+	case "strict_mode":
+		var v bool
+		v, err = s.flag()
+		n.strict = &v
+	case "lower_prio_no_advert":
+		var v bool
+		v, err = s.flag()
+		n.lowerPrioNoAdvert, n.lpnaPos = &v, s.pos
+	case "v3_checksum_as_v2":
+		var v bool
+		v, err = s.flag()
+		n.v3ChecksumAsV2 = &v
 	case "unicast_src_ip", "mcast_src_ip":
 		n.src, err = s.addr()
 		n.srcPos = s.pos
@@ -201,6 +223,10 @@ func (d *Draft) SetVersion(v vrrp.Version) { d.version = v }
 // SetAdvertInterval sets the advertisement interval (advert_int); Resolve rounds it to
 // what the version carries.
 func (d *Draft) SetAdvertInterval(i time.Duration) { d.advert = i }
+
+// SetV3ChecksumAsV2 sets the VRRPv3 IPv4 checksum form: on, without the pseudo-header
+// as RFC 9568 says (v3_checksum_as_v2).
+func (d *Draft) SetV3ChecksumAsV2(on bool) { d.v3ChecksumAsV2 = &on }
 
 // SetPreempt sets preemption (preempt / nopreempt).
 func (d *Draft) SetPreempt(on bool) { d.preempt = &on }

@@ -18,6 +18,14 @@ type Globals struct {
 	advertInterval time.Duration
 	garp           GARP
 	mcast4, mcast6 netip.Addr
+	// strict is vrrp_strict: every instance that does not say otherwise (strict_mode)
+	// follows keepalived's strict rules.
+	strict bool
+	// lowerPrioNoAdvert (vrrp_lower_prio_no_advert), v3ChecksumAsV2 (v3_checksum_as_v2)
+	// and ownerIgnoreAdverts (YAML only) are the defaults of the instance settings.
+	lowerPrioNoAdvert  bool
+	v3ChecksumAsV2     bool
+	ownerIgnoreAdverts bool
 }
 
 // DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
@@ -62,18 +70,26 @@ type Draft struct {
 	delayPos     Position
 	accept       *bool
 	state        string
-	src          netip.Addr
-	srcPos       Position
-	peers        []draftVIP // Prefix holds the single address
-	auth         *vrrp.AuthType
-	authPass     string
-	authPos      Position
-	vips         []draftVIP
-	evips        []draftVIP
-	mcast        netip.Addr
-	mcastPos     Position
-	garp         garpDraft
-	vmac         vmacDraft
+	statePos     Position
+	strict       *bool
+	// lowerPrioNoAdvert, v3ChecksumAsV2 and ownerIgnoreAdverts are nil when unset: the
+	// global default applies.
+	lowerPrioNoAdvert  *bool
+	lpnaPos            Position
+	v3ChecksumAsV2     *bool
+	ownerIgnoreAdverts *bool
+	src                netip.Addr
+	srcPos             Position
+	peers              []draftVIP // Prefix holds the single address
+	auth               *vrrp.AuthType
+	authPass           string
+	authPos            Position
+	vips               []draftVIP
+	evips              []draftVIP
+	mcast              netip.Addr
+	mcastPos           Position
+	garp               garpDraft
+	vmac               vmacDraft
 }
 
 // garpDraft holds the per-instance announcement overrides.
@@ -130,7 +146,7 @@ func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	r := &resolver{d: d, g: g, opt: opt}
 	for _, step := range []func() error{
 		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
-		r.preemption, r.transport, r.addresses, r.announcements,
+		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
 		r.vmac,
 	} {
 		if err := step(); err != nil {
@@ -146,7 +162,10 @@ func (r *resolver) identity() error {
 	if d.name == "" {
 		return &Error{Pos: d.pos, Message: "instance has no name"}
 	}
-	r.in = Instance{Name: d.name, Interface: d.iface, Source: d.pos}
+	r.in = Instance{Name: d.name, Interface: d.iface, Source: d.pos, Strict: r.g.strict}
+	if d.strict != nil {
+		r.in.Strict = *d.strict
+	}
 	if d.iface == "" {
 		return r.fail(d.pos, "no interface given")
 	}
@@ -219,11 +238,17 @@ func (r *resolver) priorityAndState() error {
 	default:
 		in.Priority = DefaultPriority
 	}
-	if in.InitialState == "" {
-		in.InitialState = StateBackup
-		if in.Priority == 255 {
-			in.InitialState = StateMaster
-		}
+	owner := StateBackup
+	if in.Priority == 255 {
+		owner = StateMaster
+	}
+	switch {
+	case in.InitialState == "":
+		in.InitialState = owner
+	case in.Strict && in.InitialState != owner:
+		// keepalived's strict mode: MASTER if and only if the address owner.
+		r.warn(r.or(d.statePos), "strict mode: state MASTER must match being address owner (priority 255); using %s", owner)
+		in.InitialState = owner
 	}
 	return nil
 }
@@ -236,6 +261,8 @@ func (r *resolver) auth() error {
 	}
 	pos := r.or(d.authPos)
 	switch {
+	case in.Strict:
+		r.warn(pos, "strict mode does not support authentication; ignoring it")
 	case in.Version == vrrp.Version3:
 		r.warn(pos, "VRRP version 3 does not support authentication; ignoring it")
 	case d.authPass == "" && r.opt.MissingPassword != "":
@@ -298,14 +325,26 @@ func (r *resolver) preemption() error {
 			in.PreemptDelay = 0
 		}
 	}
+	if in.PreemptDelay != 0 && in.Strict {
+		r.warn(delayPos, "preempt_delay is incompatible with strict mode; clearing it")
+		in.PreemptDelay = 0
+	}
 	if in.PreemptDelay != 0 && !in.Preempt {
 		r.warn(delayPos, "preempt_delay is incompatible with nopreempt; clearing it")
 		in.PreemptDelay = 0
 	}
-	// keepalived enables accept mode unless told otherwise (outside its strict mode).
+	// keepalived enables accept mode unless told otherwise; in strict mode only for the
+	// address owner, and never for a VRRPv2 non-owner (RFC 3768 has no Accept_Mode).
 	in.AcceptMode = DefaultAcceptMode
+	if in.Strict {
+		in.AcceptMode = in.Priority == 255
+	}
 	if d.accept != nil {
 		in.AcceptMode = *d.accept
+	}
+	if in.Strict && in.AcceptMode && in.Priority != 255 && in.Version == vrrp.Version2 {
+		r.warn(r.d.pos, "strict mode: accept mode for VRRP version 2 does not comply with RFC 3768; using no_accept")
+		in.AcceptMode = false
 	}
 	return nil
 }
@@ -331,9 +370,14 @@ func (r *resolver) transport() error {
 }
 
 // addresses: no address twice, labels on their device, and VIPs beyond what an
-// advertisement can carry moved to the excluded list, as keepalived does.
+// advertisement can carry moved to the excluded list, as keepalived does. In strict mode
+// a multicast IPv6 instance's first VIP should be link-local (RFC 5798 §5.2.9);
+// keepalived only says so, and runs the instance.
 func (r *resolver) addresses() error {
 	d, in := r.d, &r.in
+	if in.Strict && in.Family == IPv6 && len(d.peers) == 0 && len(d.vips) > 0 && !d.vips[0].Prefix.Addr().IsLinkLocalUnicast() {
+		r.warn(d.vips[0].pos, "strict mode: the first IPv6 VIP address must be link local")
+	}
 	seen := map[netip.Addr]Position{}
 	for i, v := range append(append([]draftVIP(nil), d.vips...), d.evips...) {
 		if p, dup := seen[v.Prefix.Addr()]; dup {
@@ -365,6 +409,29 @@ func (r *resolver) addresses() error {
 func (r *resolver) announcements() error {
 	r.in.GARP = r.g.garp
 	applyGARP(&r.in.GARP, r.d.garp)
+	return nil
+}
+
+// advertHandling: how the instance treats and writes advertisements. Strict mode forces
+// lower_prio_no_advert on, as keepalived does.
+func (r *resolver) advertHandling() error {
+	d, in := r.d, &r.in
+	in.LowerPrioNoAdvert = r.g.lowerPrioNoAdvert || in.Strict
+	if d.lowerPrioNoAdvert != nil {
+		in.LowerPrioNoAdvert = *d.lowerPrioNoAdvert
+	}
+	if in.Strict && !in.LowerPrioNoAdvert {
+		r.warn(r.or(d.lpnaPos), "strict mode requires lower_prio_no_advert; setting it")
+		in.LowerPrioNoAdvert = true
+	}
+	in.OwnerIgnoreAdverts = r.g.ownerIgnoreAdverts
+	if d.ownerIgnoreAdverts != nil {
+		in.OwnerIgnoreAdverts = *d.ownerIgnoreAdverts
+	}
+	in.V3ChecksumAsV2 = r.g.v3ChecksumAsV2
+	if d.v3ChecksumAsV2 != nil {
+		in.V3ChecksumAsV2 = *d.v3ChecksumAsV2
+	}
 	return nil
 }
 

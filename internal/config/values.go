@@ -42,6 +42,25 @@ func (s *statement) noValue() {
 	}
 }
 
+// flag reads keepalived's optional boolean (check_true_false): no value means true,
+// else true/on/yes or false/off/no, exactly as written.
+func (s *statement) flag() (bool, error) {
+	if len(s.args) == 0 {
+		return true, nil
+	}
+	v, err := s.one()
+	if err != nil {
+		return false, err
+	}
+	switch v {
+	case "true", "on", "yes":
+		return true, nil
+	case "false", "off", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s %q is not a boolean (true, on, yes, false, off or no)", s.key, v)
+}
+
 func (s *statement) uint(lo, hi uint64) (uint64, error) {
 	v, err := s.one()
 	if err != nil {

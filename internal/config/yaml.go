@@ -30,6 +30,16 @@ type yamlDefaults struct {
 	MulticastGroup4 string         `json:"multicastGroup4"`
 	MulticastGroup6 string         `json:"multicastGroup6"`
 	GARP            yamlGlobalGARP `json:"garp"`
+	yamlAdvertHandling
+}
+
+// yamlAdvertHandling are the settings that both defaults and an instance carry, each
+// keepalived's keyword of the same meaning (ownerIgnoreAdverts has none in 2.2.7).
+type yamlAdvertHandling struct {
+	Strict             *bool `json:"strict"`
+	LowerPrioNoAdvert  *bool `json:"lowerPrioNoAdvert"`
+	OwnerIgnoreAdverts *bool `json:"ownerIgnoreAdverts"`
+	V3ChecksumAsV2     *bool `json:"v3ChecksumAsV2"`
 }
 
 type yamlGlobalGARP struct {
@@ -63,6 +73,7 @@ type yamlInstance struct {
 	Auth           *yamlAuth     `json:"auth"`
 	GARP           yamlGARP      `json:"garp"`
 	VMAC           *yamlVMAC     `json:"vmac"`
+	yamlAdvertHandling
 }
 
 type yamlUnicast struct {
@@ -328,6 +339,16 @@ func (ix yamlIndex) defaults(raw json.RawMessage, g *Globals, ws *[]Warning) err
 		}
 		*m.dst = a
 	}
+	h := d.yamlAdvertHandling
+	for _, b := range []struct {
+		v   *bool
+		dst *bool
+	}{{h.Strict, &g.strict}, {h.LowerPrioNoAdvert, &g.lowerPrioNoAdvert},
+		{h.OwnerIgnoreAdverts, &g.ownerIgnoreAdverts}, {h.V3ChecksumAsV2, &g.v3ChecksumAsV2}} {
+		if b.v != nil {
+			*b.dst = *b.v
+		}
+	}
 	gd, err := ix.garp(d.GARP.yamlGARP, []any{"defaults", "garp"}, "defaults", ws)
 	if err != nil {
 		return err
@@ -432,7 +453,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 		return Draft{}, errAt(pos, "%s: %s", what, fmt.Sprintf(format, a...))
 	}
 	d := Draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept,
-		preemptPos: at("preempt"), delayPos: at("preemptDelay")}
+		preemptPos: at("preempt"), delayPos: at("preemptDelay"), statePos: at("state"),
+		strict: y.Strict, lowerPrioNoAdvert: y.LowerPrioNoAdvert, lpnaPos: at("lowerPrioNoAdvert"),
+		ownerIgnoreAdverts: y.OwnerIgnoreAdverts, v3ChecksumAsV2: y.V3ChecksumAsV2}
 	if len(y.Interface) > 15 {
 		return fail(at("interface"), "interface name %q is longer than 15 characters", y.Interface)
 	}

@@ -203,7 +203,7 @@ func (d *Daemon) send(in *instance, priority uint8) {
 
 func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 	var err error
-	d.buf, err = d.out.AppendMarshal(d.buf[:0], src, dst)
+	d.buf, err = d.out.AppendMarshalForm(d.buf[:0], src, dst, in.sm.Config().SendChecksumForm())
 	if err == nil {
 		err = in.conn.tc.Send(d.buf, dst)
 	}

@@ -295,6 +295,7 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 		d.SetAdvertInterval(interval)
 	}
 	d.SetPreempt(set.Preempt)
+	d.SetV3ChecksumAsV2(set.V3ChecksumAsV2)
 	t.verbatim(in.Key, d, set.Verbatim)
 	if m := d.MulticastGroup(); m.IsValid() && !slices.ContainsFunc(in.VIPs, func(s string) bool {
 		a, err := netip.ParseAddr(s)

@@ -600,3 +600,54 @@ func TestTranslateVerbatimIgnored(t *testing.T) {
 		}
 	}
 }
+
+// The group's v3ChecksumAsV2 (copied into each instance's settings) reaches
+// every virtual router of both families; global_defs' vrrp_strict in
+// spec.verbatimConfig applies keepalived's strict rules to all of them, a
+// Service's strict_mode to its own; the keepalived keyword for the checksum
+// is the group field's to decide.
+func TestTranslateChecksumAndStrict(t *testing.T) {
+	g := testGroup()
+	for i := range g.Status.Instances {
+		g.Status.Instances[i].Settings.V3ChecksumAsV2 = true
+	}
+	cfg, ws := mustTranslate(t, g, "a", nil, nil)
+	if len(ws) != 0 {
+		t.Errorf("warnings:\n%s", warningsText(ws))
+	}
+	for _, in := range cfg.Instances {
+		sm := in.StateMachineConfig(netip.MustParseAddr("10.99.0.1"))
+		if !in.V3ChecksumAsV2 || sm.SendChecksumForm() != vrrp.ChecksumNoPseudoHeader {
+			t.Errorf("%s: V3ChecksumAsV2 %v, sends %v", in.Name, in.V3ChecksumAsV2, sm.SendChecksumForm())
+		}
+		if in.Strict || !in.AcceptMode || in.LowerPrioNoAdvert {
+			t.Errorf("%s: strict without being asked: %+v", in.Name, in)
+		}
+	}
+
+	g = testGroup()
+	g.Spec.VerbatimConfig = map[string]string{"vrrp_strict": "", "v3_checksum_as_v2": ""}
+	cfg, ws = mustTranslate(t, g, "a", nil, nil)
+	for _, in := range cfg.Instances {
+		if !in.Strict || in.AcceptMode || !in.LowerPrioNoAdvert || in.V3ChecksumAsV2 {
+			t.Errorf("%s: vrrp_strict not applied, or v3_checksum_as_v2 applied: %+v", in.Name, in)
+		}
+	}
+	// keepalived says the same of a Service's global IPv6 VIP in strict mode.
+	if text := warningsText(ws); len(ws) != 2 || !strings.Contains(text, "verbatimConfig v3_checksum_as_v2 is ignored: the group's v3ChecksumAsV2 decides") ||
+		!strings.Contains(text, "(default/dual/ipv6) strict mode: the first IPv6 VIP address must be link local") {
+		t.Errorf("warnings:\n%s", text)
+	}
+
+	g = testGroup()
+	g.Status.Instances[2].Settings.Verbatim = map[string]string{"strict_mode": "", "lower_prio_no_advert": "off"}
+	cfg, ws = mustTranslate(t, g, "a", nil, nil)
+	for _, in := range cfg.Instances {
+		if want := in.Name == "default/web"; in.Strict != want || in.LowerPrioNoAdvert != want {
+			t.Errorf("%s: strict %v lower_prio_no_advert %v, want %v", in.Name, in.Strict, in.LowerPrioNoAdvert, want)
+		}
+	}
+	if text := warningsText(ws); len(ws) != 1 || !strings.Contains(text, "(default/web) strict mode requires lower_prio_no_advert; setting it") {
+		t.Errorf("warnings:\n%s", text)
+	}
+}
