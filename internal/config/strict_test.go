@@ -53,6 +53,10 @@ func TestStrictRules(t *testing.T) {
 			func(in Instance) bool { return in.Family == IPv6 }},
 		{"IPv6 with version 2", strict, "version 2\nvirtual_ipaddress {\nfe80::1/64\n}", 7, "VRRP version 2 cannot carry IPv6",
 			func(in Instance) bool { return in.Version == vrrp.Version3 }},
+		{"vmac_xmit_base cleared", strict, "use_vmac\nvmac_xmit_base", 7, "vmac_xmit_base is not allowed in strict mode",
+			func(in Instance) bool { return in.VMAC.Enabled && !in.VMAC.XmitBase }},
+		{"VMAC address ignored", strict, "use_vmac vrrp.51 02:00:00:00:00:01", 7, "a configured VMAC address is not allowed in strict mode",
+			func(in Instance) bool { return in.VMAC.Enabled && in.VMAC.MAC == nil && in.VMAC.Interface == "vrrp.51" }},
 		// keepalived's man page says strict mode allows no unicast peers, but 2.2.7 tests
 		// its unicast flag before setting it from the peers (vrrp.c), so it runs the
 		// instance, unicast, without a word: so does vrrpd.

@@ -121,6 +121,19 @@ func (r *resolver) vmac() error {
 	}
 	r.in.VMAC = v.VMAC
 	r.in.VMAC.XmitBase = v.xmitBase
+	if r.in.Strict {
+		// keepalived's strict mode keeps a virtual router on its RFC 5798 MAC and sends
+		// its advertisements from it: it clears both settings.
+		if v.xmitBase {
+			r.warn(r.or(v.pos), "vmac_xmit_base is not allowed in strict mode; clearing it")
+			r.in.VMAC.XmitBase = false
+		}
+		if v.MAC != nil {
+			r.warn(r.or(v.pos), "a configured VMAC address is not allowed in strict mode; using the RFC 5798 one")
+			r.in.VMAC.MAC = nil
+			return nil
+		}
+	}
 	if v.MAC != nil {
 		r.in.VMAC.MAC = append(net.HardwareAddr(nil), v.MAC...)
 		if v.macUsesVRID {
