@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/garp"
+
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -115,27 +117,10 @@ type VIP struct {
 	Label string
 }
 
-// GARP holds the announcement settings of keepalived's garp_* / vrrp_garp_* keywords.
-// A count of gratuitous ARPs applies equally to IPv6 unsolicited neighbour advertisements.
-type GARP struct {
-	// MasterDelay is the delay before the second burst after becoming master; 0 means no
-	// second burst (garp_master_delay, default 5s).
-	MasterDelay time.Duration
-	// MasterRepeat is how many messages each burst sends per address (garp_master_repeat,
-	// default 5).
-	MasterRepeat int
-	// MasterRefresh is the period of repeated announcements while master; 0 means none
-	// (garp_master_refresh, default 0).
-	MasterRefresh time.Duration
-	// MasterRefreshRepeat is how many messages each refresh sends per address
-	// (garp_master_refresh_repeat, default 1).
-	MasterRefreshRepeat int
-	// Interval is the pause between two gratuitous ARPs (vrrp_garp_interval, default 0).
-	Interval time.Duration
-	// NAInterval is the pause between two unsolicited neighbour advertisements
-	// (vrrp_gna_interval, default 0).
-	NAInterval time.Duration
-}
+// GARP holds the announcement settings of keepalived's garp_* / vrrp_garp_* keywords:
+// package garp's Settings, which the daemon hands to it as they are. A count of gratuitous
+// ARPs applies equally to IPv6 unsolicited neighbour advertisements.
+type GARP = garp.Settings
 
 // Position is a place in a configuration file.
 type Position struct {

@@ -98,10 +98,10 @@ func TestKeepalivedKeywords(t *testing.T) {
 		{"vrrp_version global", "vrrp_version 3", "", func(in Instance) bool { return in.Version == vrrp.Version3 }},
 		{"version overrides global", "vrrp_version 3", "version 2", func(in Instance) bool { return in.Version == vrrp.Version2 }},
 		{"global garp", "vrrp_garp_master_delay 2\nvrrp_garp_master_repeat 3\nvrrp_garp_master_refresh 60\nvrrp_garp_master_refresh_repeat 2\nvrrp_garp_interval 0.001\nvrrp_gna_interval 0.002", "", func(in Instance) bool {
-			return in.GARP == GARP{2 * time.Second, 3, time.Minute, 2, time.Millisecond, 2 * time.Millisecond}
+			return in.GARP == GARP{MasterDelay: 2 * time.Second, MasterRepeat: 3, MasterRefresh: time.Minute, MasterRefreshRepeat: 2, Interval: time.Millisecond, NAInterval: 2 * time.Millisecond}
 		}},
 		{"instance garp overrides global", "vrrp_garp_master_delay 2\nvrrp_garp_master_repeat 3", "garp_master_delay 0\ngarp_master_repeat 7\ngarp_master_refresh 30\ngarp_master_refresh_repeat 4", func(in Instance) bool {
-			return in.GARP == GARP{0, 7, 30 * time.Second, 4, 0, 0}
+			return in.GARP == GARP{MasterDelay: 0, MasterRepeat: 7, MasterRefresh: 30 * time.Second, MasterRefreshRepeat: 4, Interval: 0, NAInterval: 0}
 		}},
 		{"vrrp_mcast_group4", "vrrp_mcast_group4 224.0.0.77", "", func(in Instance) bool { return in.MulticastGroup == addr("224.0.0.77") }},
 		{"vrrp_mcast_group6", "vrrp_mcast_group6 ff02::77", "virtual_ipaddress {\nfd00:99::1/64\n}", func(in Instance) bool { return in.MulticastGroup == addr("ff02::77") }},

@@ -106,7 +106,7 @@ instances:
 		t.Fatalf("err %v warnings %v", err, ws)
 	}
 	a, b, c := cfg.Instances[0], cfg.Instances[1], cfg.Instances[2]
-	wantGARP := GARP{2 * time.Second, 9, time.Minute, 2, time.Millisecond, 2 * time.Millisecond}
+	wantGARP := GARP{MasterDelay: 2 * time.Second, MasterRepeat: 9, MasterRefresh: time.Minute, MasterRefreshRepeat: 2, Interval: time.Millisecond, NAInterval: 2 * time.Millisecond}
 	if a.Priority != 255 || a.InitialState != StateMaster || a.AcceptMode || a.Version != vrrp.Version3 ||
 		a.AdvertInterval != 200*time.Millisecond || a.MulticastGroup != netip.MustParseAddr("224.0.0.99") ||
 		a.VIPs[0] != (VIP{netip.MustParsePrefix("10.99.0.7/32"), "eth0", ""}) ||

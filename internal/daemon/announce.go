@@ -37,14 +37,8 @@ func (a *announceState) add(dev string, addr netip.Addr) {
 }
 
 func garpSettings(g config.GARP) garp.Settings {
-	s := garp.Defaults()
-	s.MasterDelay = g.MasterDelay
-	s.MasterRepeat = g.MasterRepeat
-	s.MasterRefresh = g.MasterRefresh
-	s.MasterRefreshRepeat = max(g.MasterRefreshRepeat, 1)
-	s.Interval = g.Interval
-	s.NAInterval = g.NAInterval
-	return s
+	g.MasterRefreshRepeat = max(g.MasterRefreshRepeat, 1)
+	return g
 }
 
 // startAnnounce carries out the state machine's Announce: addresses were just added, all
