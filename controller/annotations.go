@@ -120,6 +120,8 @@ func parseVerbatim(s string) (map[string]string, []string) {
 			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		case owner == v1alpha1.OwnerRefused:
 			problems = append(problems, fmt.Sprintf("%s key %q would run a program, which vrrpd never does on a Service's say; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		case v1alpha1.ServiceValueProblem(k, raw[k]) != "":
+			problems = append(problems, fmt.Sprintf("%s key %q %s; ignored", v1alpha1.AnnotationVerbatimConfig, k, v1alpha1.ServiceValueProblem(k, raw[k])))
 		default:
 			out[k] = raw[k]
 		}

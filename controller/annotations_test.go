@@ -45,6 +45,9 @@ func TestParseVerbatim(t *testing.T) {
 		{`{"advert_int": "2", "unicast_src_ip": "10.0.0.1", "mcast_dst_ip": "224.0.0.19"}`, map[string]string{"mcast_dst_ip": "224.0.0.19"},
 			[]string{`key "advert_int" is set by the operator`, `key "unicast_src_ip" is set by the operator`}},
 		{`{"notify_master": "/bin/sh -c reboot"}`, nil, []string{`key "notify_master" would run a program`}},
+		// use_vmac, but not another instance's macvlan name or another host's MAC.
+		{`{"use_vmac": ""}`, map[string]string{"use_vmac": ""}, nil},
+		{`{"use_vmac": "vrrp.7 00:00:5e:00:01:07"}`, nil, []string{`key "use_vmac" takes no interface name or MAC from a Service`}},
 	}
 	for _, tc := range cases {
 		got, problems := parseVerbatim(tc.in)

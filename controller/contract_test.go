@@ -40,8 +40,8 @@ func TestVerbatimContract(t *testing.T) {
 		"mcast_dst_ip": {"224.0.0.19", func(in config.Instance) bool {
 			return in.MulticastGroup == netip.MustParseAddr("224.0.0.19")
 		}},
-		"use_vmac": {"vrrp.svc", func(in config.Instance) bool {
-			return in.VMAC.Enabled && in.VMAC.Interface == "vrrp.svc"
+		"use_vmac": {"", func(in config.Instance) bool {
+			return in.VMAC.Enabled && in.VMAC.Interface == "" && in.VMAC.MAC == nil
 		}},
 		"vmac_xmit_base":       {"", func(in config.Instance) bool { return !in.VMAC.XmitBase }},
 		"lower_prio_no_advert": {"", func(in config.Instance) bool { return in.LowerPrioNoAdvert }},

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Owner says who decides a keepalived keyword that verbatim configuration
@@ -71,7 +72,22 @@ var instanceKeywords = map[string]Owner{
 	"track_bfd":   OwnerUser, "track_file": OwnerUser, "track_interface": OwnerUser,
 	"track_process": OwnerUser, "track_src_ip": OwnerUser,
 	"unicast_fault_no_peer": OwnerUser, "unicast_ttl": OwnerUser,
+	// use_vmac takes no arguments from a Service (see ServiceValueProblem).
 	"use_vmac": OwnerUser, "vmac_xmit_base": OwnerUser,
+}
+
+// ServiceValueProblem says why a Service may not give keyword k the value v,
+// or "" when it may. use_vmac's optional interface name and MAC are the
+// node's business: a name would let one Service's vrrpd replace another
+// instance's macvlan (vrrpd re-makes a macvlan of that name whose MAC
+// differs), and a MAC could claim another host's on the segment. A Service
+// gets the RFC 5798 virtual MAC on vrrp.<VRID>, which the operator's
+// router IDs keep apart.
+func ServiceValueProblem(k, v string) string {
+	if k == "use_vmac" && strings.TrimSpace(v) != "" {
+		return "takes no interface name or MAC from a Service (vrrpd uses vrrp.<VRID> and the RFC 5798 MAC)"
+	}
+	return ""
 }
 
 // globalKeywords are the global_defs keywords of spec.verbatimConfig that

@@ -578,10 +578,11 @@ func TestTranslateVerbatimIgnored(t *testing.T) {
 		"preempt_delay":  "soon",
 		"mcast_dst_ip":   "ff02::13",
 		"unicast_src_ip": "10.99.0.9",
+		"use_vmac":       "vrrp.7 00:00:5e:00:01:07",
 	}
 	cfg, ws := mustTranslate(t, g, "a", nil, nil)
 	in := cfg.Instances[0]
-	if in.PreemptDelay != 0 || in.MulticastGroup != vrrp.MulticastIPv4 || in.Unicast() || in.UnicastSrc.IsValid() {
+	if in.PreemptDelay != 0 || in.MulticastGroup != vrrp.MulticastIPv4 || in.Unicast() || in.UnicastSrc.IsValid() || in.VMAC.Enabled {
 		t.Errorf("ignored keywords applied: %+v", in)
 	}
 	want := []string{
@@ -589,6 +590,7 @@ func TestTranslateVerbatimIgnored(t *testing.T) {
 		`(default/web) verbatim notify_master would run a program, which vrrpd never does on a Service's say; ignored`,
 		`(default/web) verbatim preempt_delay "soon" is not a number of seconds between`,
 		`(default/web) verbatim unicast_src_ip is set by the operator; ignored`,
+		`(default/web) verbatim use_vmac takes no interface name or MAC from a Service`,
 	}
 	text := warningsText(ws)
 	if len(ws) != len(want) {

@@ -49,6 +49,9 @@ func (t *translator) verbatim(key string, d *config.Draft, kv map[string]string)
 			t.warn(key, "verbatim %s would run a program, which vrrpd never does on a Service's say; ignored", k)
 		case !known:
 			t.warn(key, "verbatim %s is not supported by vrrpd; ignored", k)
+		case v1alpha1.ServiceValueProblem(k, kv[k]) != "":
+			// The operator drops it; a status written otherwise is held to the same rule.
+			t.warn(key, "verbatim %s %s; ignored", k, v1alpha1.ServiceValueProblem(k, kv[k]))
 		default:
 			notes, err := d.SetKeyword(k, strings.Fields(kv[k]))
 			t.keywordResult(key, "verbatim", k, notes, err)
