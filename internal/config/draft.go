@@ -149,17 +149,13 @@ func (d *Draft) set(s *statement) error {
 		s.noValue()
 		n.accept = &no
 	case "strict_mode":
-		var v bool
-		v, err = s.flag()
-		n.strict = &v
+		err = setPtr(&n.strict, s.flag)
 	case "lower_prio_no_advert":
 		var v bool
 		v, err = s.flag()
 		n.lowerPrioNoAdvert, n.lpnaPos = &v, s.pos
 	case "v3_checksum_as_v2":
-		var v bool
-		v, err = s.flag()
-		n.v3ChecksumAsV2 = &v
+		err = setPtr(&n.v3ChecksumAsV2, s.flag)
 	case "unicast_src_ip", "mcast_src_ip":
 		n.src, err = s.addr()
 		n.srcPos = s.pos
@@ -167,21 +163,13 @@ func (d *Draft) set(s *statement) error {
 		n.mcast, err = s.multicast(0)
 		n.mcastPos = s.pos
 	case "garp_master_delay":
-		var v time.Duration
-		v, err = s.seconds()
-		n.garp.masterDelay = &v
+		err = setPtr(&n.garp.masterDelay, s.seconds)
 	case "garp_master_repeat":
-		var v int
-		v, err = s.repeat()
-		n.garp.masterRepeat = &v
+		err = setPtr(&n.garp.masterRepeat, s.repeat)
 	case "garp_master_refresh":
-		var v time.Duration
-		v, err = s.seconds()
-		n.garp.masterRefresh = &v
+		err = setPtr(&n.garp.masterRefresh, s.seconds)
 	case "garp_master_refresh_repeat":
-		var v int
-		v, err = s.repeat()
-		n.garp.masterRefreshRepeat = &v
+		err = setPtr(&n.garp.masterRefreshRepeat, s.repeat)
 	case "use_vmac":
 		s.useVMAC(&n.vmac)
 	case "vmac_xmit_base":
@@ -259,3 +247,12 @@ func (d *Draft) MulticastGroup() netip.Addr { return d.mcast }
 // SetMulticastGroup sets (or, with the zero Addr, clears) the instance's own multicast
 // group (mcast_dst_ip).
 func (d *Draft) SetMulticastGroup(a netip.Addr) { d.mcast = a }
+
+// setPtr sets *dst to what parse reads, or leaves it unset when parse fails.
+func setPtr[T any](dst **T, parse func() (T, error)) error {
+	v, err := parse()
+	if err == nil {
+		*dst = &v
+	}
+	return err
+}
