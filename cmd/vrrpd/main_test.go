@@ -87,6 +87,28 @@ func TestCheckRealKeepalivedConfigs(t *testing.T) {
 	}
 }
 
+// --config-id (and -i) selects keepalived.conf's "@ID" lines, as keepalived's -i does.
+func TestCheckConfigID(t *testing.T) {
+	conf := writeFile(t, strings.Replace(goodConf, "  interface eth0\n", "@a  interface eth0\n@^a  @b interface eth1\n", 1))
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{"-i", "a"}, exitOK, "1 instance(s), 0 warning(s): OK"},
+		{[]string{"--config-id", "a"}, exitOK, "1 instance(s), 0 warning(s): OK"},
+		// On any other router the "@^a" line stays, as "@b interface eth1": keepalived
+		// does not look at a second '@', so the keyword is "@b".
+		{[]string{"--config-id", "c"}, exitConfig, "(VI_1) no interface given"},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"check", "--config", conf}, tc.args...), &out, &errb)
+		if code != tc.code || !strings.Contains(out.String()+errb.String(), tc.out) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout: %s\nstderr: %s", tc.args, code, tc.code, tc.out, out.String(), errb.String())
+		}
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	cases := map[string][]string{
 		"no config":       {},
