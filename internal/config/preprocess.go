@@ -35,11 +35,13 @@ import (
 const (
 	// maxSubstitutions bounds the parameter replacements in one line.
 	maxSubstitutions = 1000
-	// maxLineLength bounds a line after substitution (keepalived's MAXBUF is 1024; some
-	// keepalived builds use more, and a long VIP list on one line is plausible).
-	maxLineLength = 64 << 10
+	// maxLineLength bounds a line after substitution: keepalived reads lines of at most
+	// 1023 bytes (MAXBUF), so four times that loses nothing keepalived runs.
+	maxLineLength = 4 << 10
 	// maxSeqDepth bounds nested ~SEQ.
 	maxSeqDepth = 8
+	// seqRoundCost is what one ~SEQ round costs of the expansion budget besides its text.
+	seqRoundCost = 32
 )
 
 // definition is one parameter's value, one string per line of a multi-line definition.
@@ -353,6 +355,11 @@ func (p *preprocessor) substitute(text string) (out string, more []string, chang
 		if len(text) > maxLineLength {
 			return "", nil, false, fmt.Errorf("parameter substitution makes the line longer than %d bytes", maxLineLength)
 		}
+		// Each replacement copies the line: that work counts too, so that lines of
+		// a thousand references each stay cheap.
+		if p.budget -= int64(len(text)); p.budget < 0 {
+			return "", nil, false, fmt.Errorf("the configuration expands to more than %d bytes (parameters, ~SEQ)", maxConfigBytes)
+		}
 		if strings.HasPrefix(strings.TrimLeft(value, " \t"), "~") {
 			break
 		}
@@ -429,8 +436,8 @@ func (p *preprocessor) seq(text string, pos Position, depth int) error {
 	}
 	for v := first; (step > 0 && v <= last) || (step < 0 && v >= last); v += step {
 		// Each round costs budget even when it emits nothing, so an empty text over a
-		// huge range still ends.
-		if p.budget -= int64(len(rest)) + 1; p.budget < 0 {
+		// huge range ends quickly: at most 512 Ki rounds in all.
+		if p.budget -= int64(len(rest)) + seqRoundCost; p.budget < 0 {
 			return fail("the configuration expands to more than %d bytes (parameters, ~SEQ)", maxConfigBytes)
 		}
 		val := strconv.FormatInt(v, 10)

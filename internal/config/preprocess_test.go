@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -401,4 +402,18 @@ func TestIncludeTotalBytesCapped(t *testing.T) {
 	if _, _, err := Load(main); err != nil {
 		t.Errorf("one half: %v", err)
 	}
+}
+
+// Substitution work counts against the expansion budget: 10000 lines of 300 references
+// each (9 MB) end in an error after a few dozen lines, not in billions of copied bytes.
+func TestPreprocessSubstitutionWorkBounded(t *testing.T) {
+	line := strings.Repeat("$B ", 300) + "\n"
+	conf := "$B=x\n" + strings.Repeat(line, 10000)
+	_, _, err := ParseWith("p.conf", []byte(conf), LoadOptions{ConfigID: "h"})
+	var e *Error
+	if err == nil || !errors.As(err, &e) || e.Pos.Line < 2 || e.Pos.Line > 1000 ||
+		!strings.Contains(e.Message, "expands to more than") {
+		t.Errorf("error %v", err)
+	}
+	t.Logf("%v", err)
 }

@@ -15,6 +15,8 @@ func seedConfigs(t testing.TB) map[string][]byte {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*"))
 	confs, _ := fixture.KeepalivedConfigs()
 	files = append(files, confs...)
+	corpus, _ := filepath.Glob(fixture.Path("keepalived-corpus", "*.conf"))
+	files = append(files, corpus...)
 	files = append(files, filepath.Join("..", "..", "deploy", "vrrpd", "vrrpd.yaml"))
 	out := map[string][]byte{}
 	for _, f := range files {
