@@ -282,7 +282,8 @@ func (p *kaParser) stripSource(c node) node {
 
 // vips parses a virtual_ipaddress block: one address per line, keepalived style. An
 // address the instance already has (in either block) is a warning and skipped:
-// keepalived's own sample lists one twice, once with a label.
+// keepalived's own sample lists one twice, once with a label, which keepalived adds once
+// but advertises twice.
 func (p *kaParser) vips(n node, out []draftVIP, seen map[netip.Addr]Position) ([]draftVIP, error) {
 	if err := p.needBlock(n); err != nil {
 		return nil, err
@@ -299,7 +300,10 @@ func (p *kaParser) vips(n node, out []draftVIP, seen map[netip.Addr]Position) ([
 			p.warn(c.pos, "%s", w)
 		}
 		if first, dup := seen[v.Prefix.Addr()]; dup {
-			p.warnGroup("vip twice", c.pos, "VIP %s is already listed at %s; this line is ignored", v.Prefix.Addr(), first)
+			// keepalived keeps both in its advertisements, and a keepalived peer drops
+			// an advertisement whose address count differs from its own: vrrpd cannot
+			// advertise an address twice, so the fix is on both sides.
+			p.warnGroup("vip twice", c.pos, "VIP %s is already listed at %s; this line is ignored (keepalived advertises the address twice, and a keepalived peer with this line ignores advertisements without it: remove it there too)", v.Prefix.Addr(), first)
 			continue
 		}
 		seen[v.Prefix.Addr()] = c.pos

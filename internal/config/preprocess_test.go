@@ -232,10 +232,10 @@ func TestKeepalivedAsPeopleWriteIt(t *testing.T) {
 		check func(Instance) bool
 	}{
 		{"VIP twice in one block, once with a label", "virtual_ipaddress {\n10.99.0.18\n10.99.0.18 label eth0:1\n}",
-			[]string{"t.conf:6: VIP 10.99.0.18 is already listed at t.conf:5; this line is ignored"},
+			[]string{"t.conf:6: VIP 10.99.0.18 is already listed at t.conf:5; this line is ignored (keepalived advertises the address twice, and a keepalived peer with this line ignores advertisements without it: remove it there too)"},
 			func(in Instance) bool { return vipList(in) == "10.99.0.18/32" && in.VIPs[0].Label == "" }},
 		{"VIP in both blocks", "virtual_ipaddress {\n10.99.0.18/24\n}\nvirtual_ipaddress_excluded {\n10.99.0.18/24\n10.99.0.19/24\n}",
-			[]string{"t.conf:8: VIP 10.99.0.18 is already listed at t.conf:5; this line is ignored"},
+			[]string{"t.conf:8: VIP 10.99.0.18 is already listed at t.conf:5; this line is ignored (keepalived advertises the address twice, and a keepalived peer with this line ignores advertisements without it: remove it there too)"},
 			func(in Instance) bool { return len(in.VIPs) == 1 && len(in.ExcludedVIPs) == 1 }},
 		{"state SLAVE", "state SLAVE\npriority 100",
 			[]string{`t.conf:4: (T) unknown state "SLAVE"; using BACKUP, as keepalived does`},
