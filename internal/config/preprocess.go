@@ -23,7 +23,8 @@ import (
 //     the result holds a '$' that names a parameter; a multi-line value only where the
 //     reference ends the line, its other lines following as lines of their own;
 //   - "~SEQ(VAR, start, end)" / "~SEQ(VAR, start, step, end)" / "~SEQ(VAR, end)" repeats
-//     the rest of the line with $VAR set to each number ("~SEQx" writes them in hex);
+//     the rest of the line with $VAR set to each number ("~SEQx" writes them in hex),
+//     "~LST(VAR, a, b)" / "~LST({A, B}, {a1, b1}, {a2, b2})" with each value (set);
 //   - the built-in parameters $_INSTANCE (the config id), $_PWD (the directory of the
 //     file being read), $_HASH ("#"), $_BANG ("!") and ${_RANDOM [min [max]]}.
 //
@@ -162,7 +163,10 @@ func (p *preprocessor) process(text string, pos Position, depth int) error {
 			return p.followers(after, pos, depth)
 		}
 		if strings.HasPrefix(text, "~LST") {
-			return &Error{Pos: pos, Message: "~LST is not supported by vrrpd (write the lines out, or use ~SEQ)"}
+			if err := p.lst(text, pos, depth); err != nil {
+				return err
+			}
+			return p.followers(after, pos, depth)
 		}
 		if strings.HasPrefix(text, "~") || !strings.Contains(text, "$") {
 			break
@@ -435,17 +439,11 @@ func (p *preprocessor) seq(text string, pos Position, depth int) error {
 		return fail("~SEQx %q is only valid for positive numbers", text)
 	}
 	for v := first; (step > 0 && v <= last) || (step < 0 && v >= last); v += step {
-		// Each round costs budget even when it emits nothing, so an empty text over a
-		// huge range ends quickly: at most 512 Ki rounds in all.
-		if p.budget -= int64(len(rest)) + seqRoundCost; p.budget < 0 {
-			return fail("the configuration expands to more than %d bytes (parameters, ~SEQ)", maxConfigBytes)
-		}
 		val := strconv.FormatInt(v, 10)
 		if hex {
 			val = strconv.FormatInt(v, 16)
 		}
-		p.defs[name] = &definition{lines: []string{val}}
-		if err := p.process(rest, pos, depth+1); err != nil {
+		if err := p.round(rest, pos, depth, []string{name}, []string{val}); err != nil {
 			return err
 		}
 		if v+step < v == (step > 0) { // overflow
@@ -453,6 +451,94 @@ func (p *preprocessor) seq(text string, pos Position, depth int) error {
 		}
 	}
 	return nil
+}
+
+// round is one repetition of a ~SEQ or ~LST: names set to values, then text.
+func (p *preprocessor) round(text string, pos Position, depth int, names, values []string) error {
+	// Each round costs budget even when it emits nothing, so an empty text over a huge
+	// range ends quickly: at most 512 Ki rounds in all.
+	if p.budget -= int64(len(text)) + seqRoundCost; p.budget < 0 {
+		return &Error{Pos: pos, Message: fmt.Sprintf("the configuration expands to more than %d bytes (parameters, ~SEQ)", maxConfigBytes)}
+	}
+	for i, n := range names {
+		v := ""
+		if i < len(values) {
+			v = values[i]
+		}
+		p.defs[n] = &definition{lines: []string{v}}
+	}
+	return p.process(text, pos, depth+1)
+}
+
+// lst expands "~LST(VAR, v1, v2, ...) text" and "~LST({A, B}, {a1, b1}, {a2, b2}) text":
+// text once per value (set), with the parameters set to it; a set with fewer values
+// than parameters leaves the rest empty, as keepalived does.
+func (p *preprocessor) lst(text string, pos Position, depth int) error {
+	fail := func(format string, a ...any) error {
+		return &Error{Pos: pos, Message: fmt.Sprintf(format, a...)}
+	}
+	if depth >= maxSeqDepth {
+		return fail("~LST nested more than %d deep", maxSeqDepth)
+	}
+	s := strings.TrimLeft(text[len("~LST"):], " \t")
+	end := strings.IndexByte(s, ')')
+	if !strings.HasPrefix(s, "(") || end < 0 {
+		return fail("invalid ~LST %q: want ~LST(VAR, value, ...) or ~LST({VAR, ...}, {value, ...}, ...) text", text)
+	}
+	groups, ok := listGroups(s[1:end])
+	if !ok || len(groups) < 2 {
+		return fail("invalid ~LST %q: want ~LST(VAR, value, ...) or ~LST({VAR, ...}, {value, ...}, ...) text", text)
+	}
+	names := groups[0]
+	for _, n := range names {
+		if n == "" || !isNameStart(n[0]) || strings.IndexFunc(n, func(r rune) bool { return r > 0x7f || !isNameChar(byte(r)) }) >= 0 {
+			return fail("invalid ~LST %q: %q is not a parameter name", text, n)
+		}
+	}
+	rest := strings.TrimLeft(s[end+1:], " \t")
+	for _, values := range groups[1:] {
+		if len(values) > len(names) {
+			return fail("invalid ~LST %q: a set has more values than there are parameters", text)
+		}
+		if err := p.round(rest, pos, depth, names, values); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listGroups splits "a, b" or "{a, b}, {c, d}, e" into groups of words.
+func listGroups(s string) ([][]string, bool) {
+	var out [][]string
+	s = strings.TrimSpace(s)
+	for {
+		var g []string
+		if strings.HasPrefix(s, "{") {
+			end := strings.IndexByte(s, '}')
+			if end < 0 {
+				return nil, false
+			}
+			for _, f := range strings.Split(s[1:end], ",") {
+				g = append(g, strings.TrimSpace(f))
+			}
+			s = strings.TrimLeft(s[end+1:], " \t")
+		} else {
+			i := strings.IndexByte(s, ',')
+			if i < 0 {
+				i = len(s)
+			}
+			g = []string{strings.TrimSpace(s[:i])}
+			s = s[i:]
+		}
+		out = append(out, g)
+		if s == "" {
+			return out, true
+		}
+		if s[0] != ',' {
+			return nil, false
+		}
+		s = strings.TrimSpace(s[1:])
+	}
 }
 
 // decomment removes a comment ('#' or '!' outside double quotes, to the end of the line),

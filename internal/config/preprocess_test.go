@@ -146,6 +146,22 @@ $PRIO=77
 	}
 }
 
+// The man page's ~LST examples, as VIPs: a list of sets, nested lists, and a list with a
+// ~SEQ; a set with fewer values leaves the rest empty.
+func TestPreprocessList(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{"~LST({IP, IP1}, {10,1},{20,4},{5,6},{12,8}) 192.168.${IP}.${IP1}/32", "192.168.10.1/32 192.168.20.4/32 192.168.5.6/32 192.168.12.8/32"},
+		{"~LST(IP, 1, 2) ~LST(IP1, 5,6) 192.169.${IP}.${IP1}/32", "192.169.1.5/32 192.169.1.6/32 192.169.2.5/32 192.169.2.6/32"},
+		{"~LST({IP, IP1}, {10,1},{20,4}) ~SEQ(IP2,168,2,170) 192.${IP2}.${IP}.${IP1}/32", "192.168.10.1/32 192.170.10.1/32 192.168.20.4/32 192.170.20.4/32"},
+		{"~LST({A, B}, {1, 2}, {3}) 10.0.${A}.1${B}/32", "10.0.1.12/32 10.0.3.1/32"},
+	} {
+		cfg, ws := parseID(t, "h", kaConf("", "virtual_ipaddress {\n"+tt.line+"\n}"))
+		if got := vipList(cfg.Instances[0]); got != tt.want || len(ws) > 0 {
+			t.Errorf("%s:\n got %s (warnings %v)\nwant %s", tt.line, got, ws, tt.want)
+		}
+	}
+}
+
 func TestPreprocessSeqHex(t *testing.T) {
 	cfg, _ := parseID(t, "h", kaConf("", "virtual_ipaddress {\n~SEQx(n, 10, 11) fd00::${n}/64\n}"))
 	if got := vipList(cfg.Instances[0]); got != "fd00::a/64 fd00::b/64" {
@@ -188,7 +204,9 @@ func TestPreprocessErrors(t *testing.T) {
 		{"seq not a number", "~SEQ(i, 1, many) x\n", `p.conf:1: invalid ~SEQ "~SEQ(i, 1, many) x": "many" is not a number`},
 		{"seq without end", "~SEQ(i, 1, 3 x\n", `p.conf:1: invalid ~SEQ "~SEQ(i, 1, 3 x": no closing ')'`},
 		{"huge seq", "~SEQ(i, 1, 1000000000) ! nothing\n", fmt.Sprintf("p.conf:1: the configuration expands to more than %d bytes (parameters, ~SEQ)", maxConfigBytes)},
-		{"lst", "~LST(i, a, b) x\n", "p.conf:1: ~LST is not supported by vrrpd (write the lines out, or use ~SEQ)"},
+		{"lst too many values", "~LST({A, B}, {1, 2, 3}) x\n", `p.conf:1: invalid ~LST "~LST({A, B}, {1, 2, 3}) x": a set has more values than there are parameters`},
+		{"lst without values", "~LST(A) x\n", `p.conf:1: invalid ~LST "~LST(A) x": want ~LST(VAR, value, ...) or ~LST({VAR, ...}, {value, ...}, ...) text`},
+		{"lst bad name", "~LST({A-1}, {1}) x\n", `p.conf:1: invalid ~LST "~LST({A-1}, {1}) x": "A-1" is not a parameter name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
