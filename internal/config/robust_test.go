@@ -15,8 +15,6 @@ func seedConfigs(t testing.TB) map[string][]byte {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*"))
 	confs, _ := fixture.KeepalivedConfigs()
 	files = append(files, confs...)
-	corpus, _ := filepath.Glob(fixture.Path("keepalived-corpus", "*.conf"))
-	files = append(files, corpus...)
 	files = append(files, filepath.Join("..", "..", "deploy", "vrrpd", "vrrpd.yaml"))
 	out := map[string][]byte{}
 	for _, f := range files {
@@ -84,6 +82,14 @@ func TestTruncatedAndDamagedConfigs(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, data := range seedConfigs(f) {
 		f.Add(data)
+	}
+	// The public keepalived.conf files too (not in seedConfigs: every truncation of each
+	// would make TestTruncatedAndDamagedConfigs slow).
+	corpus, _ := filepath.Glob(fixture.Path("keepalived-corpus", "*.conf"))
+	for _, c := range corpus {
+		if data, err := os.ReadFile(c); err == nil {
+			f.Add(data)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// include reads whatever the pattern names (a /proc file can block a read
