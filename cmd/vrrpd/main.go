@@ -2,8 +2,8 @@
 // keepalived.conf, adds and removes their virtual addresses, and serves keepalived-compatible
 // metrics.
 //
-//	vrrpd --config PATH [--state-dir /run/vrrpd] [--metrics-address :9650]
-//	vrrpd check --config PATH      validate and exit (0 ok, 2 on error)
+//	vrrpd --config PATH [--config-id ID] [--state-dir /run/vrrpd] [--metrics-address :9650]
+//	vrrpd check --config PATH [--config-id ID]   validate and exit (0 ok, 2 on error)
 //	vrrpd status [--address URL]   show the running daemon's instances
 //
 // SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
@@ -67,6 +67,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
+	opts := configIDFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
@@ -74,7 +75,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vrrpd check: --config is required")
 		return exitConfig
 	}
-	cfg, ws, err := config.Load(*path)
+	cfg, ws, err := config.LoadWith(*path, *opts)
 	fmt.Fprint(stderr, config.FormatWarnings(prefixWarnings(ws)))
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -82,6 +83,16 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d instance(s), %d warning(s): OK\n", *path, len(cfg.Instances), len(ws))
 	return exitOK
+}
+
+// configIDFlag adds keepalived's -i / --config-id: the id that selects keepalived.conf's
+// "@ID" lines (default: the host name up to its first dot, as keepalived's).
+func configIDFlag(fs *flag.FlagSet) *config.LoadOptions {
+	o := &config.LoadOptions{}
+	usage := "keepalived.conf: the config id that selects \"@ID\" lines, as keepalived's -i (default: the host name up to its first dot)"
+	fs.StringVar(&o.ConfigID, "config-id", "", usage)
+	fs.StringVar(&o.ConfigID, "i", "", "short for --config-id")
+	return o
 }
 
 func prefixWarnings(ws []config.Warning) []config.Warning {
@@ -141,6 +152,7 @@ func serve(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
 	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
+	opts := configIDFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
@@ -184,7 +196,7 @@ func serve(args []string, stderr io.Writer) int {
 	default:
 		var ws []config.Warning
 		var err error
-		cfg, ws, err = config.Load(*path)
+		cfg, ws, err = config.LoadWith(*path, *opts)
 		for _, w := range ws {
 			log.Warn(w.Message, "at", w.Pos.String())
 		}
@@ -230,7 +242,7 @@ func serve(args []string, stderr io.Writer) int {
 		signal.Notify(hup, syscall.SIGHUP)
 		go func() {
 			for range hup {
-				reload(ctx, d, *path, log)
+				reload(ctx, d, *path, *opts, log)
 			}
 		}()
 		log.Info("starting", "config", *path, "instances", len(cfg.Instances), "state_dir", *stateDir)
@@ -243,8 +255,8 @@ func serve(args []string, stderr io.Writer) int {
 }
 
 // reload re-reads the configuration; a broken file is reported and nothing changes.
-func reload(ctx context.Context, d *daemon.Daemon, path string, log *slog.Logger) {
-	cfg, ws, err := config.Load(path)
+func reload(ctx context.Context, d *daemon.Daemon, path string, opts config.LoadOptions, log *slog.Logger) {
+	cfg, ws, err := config.LoadWith(path, opts)
 	for _, w := range ws {
 		log.Warn(w.Message, "at", w.Pos.String())
 	}
