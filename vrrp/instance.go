@@ -144,6 +144,9 @@ func (i *Instance) startup(now time.Time, from State, reason Reason, out []Actio
 		i.preemptAt = now.Add(i.cfg.PreemptDelay)
 	}
 	out = append(out, Action{Kind: ActionStateChange, From: from, To: StateBackup, Reason: reason})
+	if i.cfg.HandoverOnly {
+		return i.stop(out) // nothing to time until a master hands over
+	}
 	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 }
 

@@ -115,6 +115,11 @@ func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr,
 			i.preemptAt = now.Add(i.cfg.PreemptDelay)
 		}
 	}
+	if i.cfg.HandoverOnly {
+		// A master is there: a Skew_Time armed by an earlier handover is off, and
+		// its silence later arms nothing.
+		return i.stop(out)
+	}
 	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 }
 
@@ -135,6 +140,9 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 		i.masterAdverInterval = iv
 		i.master = src
 		i.masterPriority = a.Priority
+		if i.cfg.HandoverOnly {
+			return i.stop(out)
+		}
 		return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 	}
 	if a.Priority != 0 && i.cfg.LowerPrioNoAdvert {
