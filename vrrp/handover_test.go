@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -123,4 +124,55 @@ func TestLeavingHandoverOnly(t *testing.T) {
 			t.Errorf("state %v, want BACKUP after the restart: %s", i.State(), describe(got))
 		}
 	})
+}
+
+func TestFirstPreemptionAfterHandoverBreaksFirst(t *testing.T) {
+	// A backup leaves handover-only with the top priority while a lower one is master
+	// (where the takeover put the VIPs): it preempts, but adds the VIPs only once that
+	// master has had handoffDelay to hear it and remove them.
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	n := v2Config(254)
+	if _, err := i.Reconfigure(at(time.Second), n, nil); err != nil {
+		t.Fatal(err)
+	}
+	lower := advertFor(n, 253)
+	expect(t, "lower master", i.HandleAdvert(at(2*time.Second), lower, higher, nil), "")
+	got := i.HandleTimer(i.Deadline(), nil)
+	expect(t, "preempt", got, "Send(254) State(BACKUP->MASTER: master down timer expired) Arm(Adver_Timer@4.0578125s)")
+	expect(t, "handoff", i.HandleTimer(i.Deadline(), nil),
+		"Send(254) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@5.0578125s)")
+
+	// The next preemption is the RFC's again.
+	expect(t, "higher master", i.HandleAdvert(at(6*time.Second), advertFor(n, 255), higher, nil),
+		"State(MASTER->BACKUP: advertisement with higher priority) Remove[10.99.0.100/24 10.99.0.101/24] Arm(Master_Down_Timer@9.0078125s)")
+	i.HandleAdvert(at(9*time.Second), lower, higher, nil)
+	got = i.HandleTimer(i.Deadline(), nil)
+	if describe(got) != "Send(254) State(BACKUP->MASTER: master down timer expired) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@10.0078125s)" {
+		t.Errorf("second preemption: %s", describe(got))
+	}
+}
+
+func TestBreakFirstTakeoverLostBeforeTheVIPs(t *testing.T) {
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	n := v2Config(254)
+	i.Reconfigure(at(time.Second), n, nil)
+	i.HandleAdvert(at(2*time.Second), advertFor(n, 253), higher, nil)
+	i.HandleTimer(i.Deadline(), nil)
+	// An owner appears before the VIPs were added: nothing to remove.
+	expect(t, "owner", i.HandleAdvert(at(4*time.Second+10*time.Millisecond), advertFor(n, 255), higher, nil),
+		"State(MASTER->BACKUP: advertisement with higher priority) Arm(Master_Down_Timer@7.0178125s)")
+}
+
+func TestNoBreakFirstWhenTheMasterIsSilent(t *testing.T) {
+	// After the takeover the master goes silent: a plain master-down takeover, VIPs at once.
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	n := v2Config(254)
+	i.Reconfigure(at(time.Second), n, nil)
+	got := i.HandleTimer(i.Deadline(), nil)
+	if i.State() != StateMaster || !strings.Contains(describe(got), "Add[") {
+		t.Errorf("silent master: %s", describe(got))
+	}
 }

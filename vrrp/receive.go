@@ -101,6 +101,7 @@ func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr,
 	delay := i.cfg.PreemptDelay > 0
 	if i.cfg.Preempt && a.Priority < i.priority && !(delay && (i.preemptAt.IsZero() || now.Before(i.preemptAt))) {
 		// Preempt: ignore a lower-priority master and let Master_Down_Timer run out.
+		i.lowerHeardAt = now
 		return out
 	}
 	if i.cfg.Version == Version3 {
@@ -154,7 +155,7 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 	// backups or a lower-priority router that thinks it is master hear from us without
 	// waiting for Adver_Timer.
 	out = i.send(i.priority, out)
-	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+	return i.armAdvert(now, out)
 }
 
 // sameAddresses reports whether addrs holds exactly the addresses of vips, in any order.

@@ -28,6 +28,7 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 		was := i.state
 		out = i.Shutdown(now, out)
 		i.setConfig(c)
+		i.afterHandover = old.HandoverOnly && !c.HandoverOnly
 		i.priority = c.Priority
 		i.masterAdverInterval = c.AdvertInterval
 		if was == StateInit {
@@ -51,6 +52,9 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 	case StateMaster:
 		removed := prefixesNotIn(old.VIPs, i.cfg.VIPs)
 		added := prefixesNotIn(i.cfg.VIPs, old.VIPs)
+		if i.pendingVIPs {
+			removed, added = nil, nil // none added yet; the Adver_Timer adds the new list
+		}
 		if len(removed) > 0 {
 			out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
 		}
@@ -69,15 +73,18 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 			out = append(out, Action{Kind: ActionAnnounce, VIPs: added})
 		}
 		if changed {
-			out = i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+			out = i.armAdvert(now, out)
 		}
 	case StateBackup:
 		switch {
 		case c.HandoverOnly && !old.HandoverOnly:
 			out = i.stop(out)
-		case old.HandoverOnly && !c.HandoverOnly && i.timer == TimerNone:
-			// Silence counts again, from now.
-			out = i.arm(TimerMasterDown, now.Add(i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)), out)
+		case old.HandoverOnly && !c.HandoverOnly:
+			i.afterHandover = true
+			if i.timer == TimerNone {
+				// Silence counts again, from now.
+				out = i.arm(TimerMasterDown, now.Add(i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)), out)
+			}
 		}
 		if c.Version == Version2 || i.master == (netip.Addr{}) {
 			// v2 always runs on its own interval; a v3 backup that has heard no
@@ -123,6 +130,9 @@ func (i *Instance) keepMasterNewVersion(now time.Time, c Config, out []Action) [
 	i.preemptAt = time.Time{}
 	removed := prefixesNotIn(old.VIPs, c.VIPs)
 	added := prefixesNotIn(c.VIPs, old.VIPs)
+	if i.pendingVIPs {
+		removed, added = nil, nil // none added yet; the Adver_Timer adds the new list
+	}
 	if len(removed) > 0 {
 		out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
 	}
@@ -133,5 +143,5 @@ func (i *Instance) keepMasterNewVersion(now time.Time, c Config, out []Action) [
 	if len(added) > 0 {
 		out = append(out, Action{Kind: ActionAnnounce, VIPs: added})
 	}
-	return i.arm(TimerAdvert, now.Add(c.AdvertInterval), out)
+	return i.armAdvert(now, out)
 }

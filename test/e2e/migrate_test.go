@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/controller"
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/oldoperator"
@@ -144,13 +143,9 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 		pods = append(pods, p)
 	}
+	logGroupOnFailure(t, ns)
 	t.Cleanup(func() {
 		if t.Failed() {
-			var g v1alpha1.KeepalivedGroup
-			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName}, &g); err == nil {
-				st, _ := yaml.Marshal(g.Status)
-				t.Logf("---- group %s/%s status ----\n%s", ns, groupName, st)
-			}
 			t.Logf("---- keepalived.conf ----\n%s", conf)
 		}
 	})
@@ -208,27 +203,11 @@ func runMigration(t *testing.T, password, unicast bool) {
 	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
 	daemons := map[string]*vrrpd{}
 	for _, h := range nodes {
-		a := make([]string, 0, len(args)+6)
-		for _, s := range args {
-			a = append(a, strings.ReplaceAll(s, "$(NODE_NAME)", h.Name))
-		}
-		a = append(a, "--state-dir", vrrpdtest.NewStateDir(t), "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
-		daemons[h.Name] = startVrrpd(t, h, environ, a...)
+		daemons[h.Name] = startVrrpd(t, h, environ, nodeArgs(args, h.Name, vrrpdtest.NewStateDir(t))...)
 	}
-	for name, d := range daemons {
-		vrrpdtest.WaitFor(t, 10*time.Second, "vrrpd on "+name+" running the shadow instances", func() bool {
-			st, err := d.status()
-			if err != nil || len(st.Instances) != len(vips) {
-				return false
-			}
-			for _, in := range st.Instances {
-				if in.Version != 2 || in.State != "BACKUP" || in.BasePriority >= 100 {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	waitInstances(t, daemons, "the shadow instances", len(vips), func(in metrics.InstanceStatus) bool {
+		return in.Version == 2 && in.State == "BACKUP" && in.BasePriority < 100
+	})
 	// Longer than Master_Down_Interval: silence from the old master on its own node
 	// makes no vrrpd master.
 	time.Sleep(oldMasterDown + 500*time.Millisecond)
@@ -283,20 +262,9 @@ func runMigration(t *testing.T, password, unicast bool) {
 	if password {
 		wantVersion = 2
 	}
-	for name, d := range daemons {
-		vrrpdtest.WaitFor(t, 10*time.Second, "vrrpd on "+name+" running the group's own settings", func() bool {
-			st, err := d.status()
-			if err != nil || len(st.Instances) != len(vips) {
-				return false
-			}
-			for _, in := range st.Instances {
-				if in.Version != wantVersion || in.BasePriority < 100 {
-					return false
-				}
-			}
-			return true
-		})
-	}
+	waitInstances(t, daemons, "the group's own settings", len(vips), func(in metrics.InstanceStatus) bool {
+		return in.Version == wantVersion && in.BasePriority >= 100
+	})
 	// The placement's masters take their VIPs (preemption, a few seconds), then stay.
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur); err != nil {
 		t.Fatal(err)
@@ -571,4 +539,23 @@ func echoRequest(id, seq int) []byte {
 	cs := ^uint16(sum)
 	b[2], b[3] = byte(cs>>8), byte(cs)
 	return b
+}
+
+// waitInstances waits until every vrrpd runs n instances and each satisfies ok.
+func waitInstances(t *testing.T, daemons map[string]*vrrpd, what string, n int, ok func(metrics.InstanceStatus) bool) {
+	t.Helper()
+	for name, d := range daemons {
+		vrrpdtest.WaitFor(t, 10*time.Second, "vrrpd on "+name+" running "+what, func() bool {
+			st, err := d.status()
+			if err != nil || len(st.Instances) != n {
+				return false
+			}
+			for _, in := range st.Instances {
+				if !ok(in) {
+					return false
+				}
+			}
+			return true
+		})
+	}
 }
