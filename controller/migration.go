@@ -190,16 +190,16 @@ func (r *GroupReconciler) migrate(ctx context.Context, g *v1alpha1.KeepalivedGro
 		dwell = defaultMigrationDwell
 	}
 	cur := g.Status.Migration
+	ov := oldVersion(g)
+	if cur != nil {
+		ov = cur.OldVersion // what the old pods were started with
+	}
 	phase := func(p v1alpha1.MigrationPhase) *v1alpha1.Migration {
 		if cur != nil && cur.Phase == p {
 			c := *cur
 			return &c
 		}
-		m := &v1alpha1.Migration{Phase: p, Since: metav1.NewTime(now.Truncate(time.Second)), OldVersion: oldVersion(g)}
-		if cur != nil {
-			m.OldVersion = cur.OldVersion
-		}
-		return m
+		return &v1alpha1.Migration{Phase: p, Since: metav1.NewTime(now.Truncate(time.Second)), OldVersion: ov}
 	}
 
 	ds, err := r.oldDaemonSet(ctx, g)
