@@ -324,6 +324,10 @@ func (i *Instance) stop(out []Action) []Action {
 	return append(out, Action{Kind: ActionStopTimer})
 }
 
+// VIPsPending reports whether the instance is Master but adds its VIPs only when the
+// Adver_Timer next fires (a break-first takeover, takeOverBreakFirst).
+func (i *Instance) VIPsPending() bool { return i.pendingVIPs }
+
 // handoffDelay is how long a break-first takeover waits between its first advertisement
 // and adding the VIPs: time for the master it preempts to receive the advertisement and
 // remove them (well under a millisecond on a LAN, a few on a loaded host).
