@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,11 @@ type GroupReconciler struct {
 	VrrpdImage string
 	// SCCClusterRole is Options.SCCClusterRole.
 	SCCClusterRole string
+	// Reader reads without the cache (the manager's API reader): the
+	// objects of keepalived-operator looked up during a migration.
+	Reader client.Reader
+	// MigrationDwell is Options.MigrationDwell.
+	MigrationDwell time.Duration
 
 	mu sync.Mutex
 	// published holds the router IDs this process last wrote to each
@@ -61,6 +67,9 @@ type GroupReconciler struct {
 	// stale cache read, an API error), which the work queue retries.
 	reconciles map[types.NamespacedName]int
 	retries    map[types.NamespacedName]int
+	// readySince is when a migrating group's vrrpd DaemonSet was first seen
+	// ready (migration.go).
+	readySince map[types.NamespacedName]time.Time
 }
 
 func (r *GroupReconciler) init() {
@@ -72,6 +81,7 @@ func (r *GroupReconciler) init() {
 		r.applied = map[string][32]byte{}
 		r.reconciles = map[types.NamespacedName]int{}
 		r.retries = map[types.NamespacedName]int{}
+		r.readySince = map[types.NamespacedName]time.Time{}
 	}
 }
 
@@ -136,7 +146,17 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
 
+	// A takeover from keepalived-operator replaces the instances' settings
+	// and priorities with the old pods' while it lasts (migration.go).
+	mig, requeue, migErr := r.migrate(ctx, &g, time.Now())
+	if mig != nil {
+		p.instances = shadowInstances(p.instances, len(p.nodes), mig.OldVersion)
+	}
+
 	status := buildStatus(&g, p, image, substituted, applyErr)
+	status.Migration = mig
+	migrationCondition(&status, g.Generation, mig)
+	slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 	r.reportConditions(&g, g.Status.Conditions, status.Conditions)
 
 	if !equality.Semantic.DeepEqual(g.Status, status) {
@@ -150,7 +170,10 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	r.mu.Lock()
 	r.published[req.NamespacedName] = p.routerIDs
 	r.mu.Unlock()
-	return ctrl.Result{}, applyErr
+	if applyErr == nil {
+		applyErr = migErr
+	}
+	return ctrl.Result{RequeueAfter: requeue}, applyErr
 }
 
 func (r *GroupReconciler) forget(group types.NamespacedName) {
@@ -158,6 +181,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.published, group)
 	delete(r.leftOut, group)
+	delete(r.readySince, group)
 	prefix := group.String() + "/"
 	for k := range r.applied {
 		if strings.HasPrefix(k, prefix) {
@@ -421,6 +445,13 @@ func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGro
 	} else {
 		set(v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled,
 			fmt.Sprintf("%d instance(s) on %d node(s)", len(p.instances), len(p.nodes)))
+	}
+
+	if g.Spec.PasswordAuth != nil && g.Spec.VRRPVersion == 0 {
+		set(v1alpha1.ConditionPasswordAuthVRRPv2, true, v1alpha1.ReasonPasswordAuthWithoutVersion,
+			"passwordAuth without vrrpVersion: the group runs VRRPv2 (as keepalived-operator did), the only version with authentication")
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPasswordAuthVRRPv2)
 	}
 
 	if substituted {

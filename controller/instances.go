@@ -146,7 +146,10 @@ func instanceDrafts(services []corev1.Service, version int32) []instanceDraft {
 }
 
 // groupSettings are the VRRP settings every instance of the group shares,
-// with the CRD's defaults applied in case the object predates them.
+// with the CRD's defaults applied in case the object predates them. Without
+// vrrpVersion the version is 2 for a group with passwordAuth (what
+// keepalived-operator ran: keepalived's default, and the only version with
+// authentication) and 3 otherwise.
 func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 	s := v1alpha1.InstanceSettings{
 		Version:        3,
@@ -154,8 +157,11 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 		Preempt:        true,
 		Unicast:        g.Spec.UnicastEnabled,
 	}
-	if g.Spec.VRRPVersion != 0 {
+	switch {
+	case g.Spec.VRRPVersion != 0:
 		s.Version = g.Spec.VRRPVersion
+	case g.Spec.PasswordAuth != nil:
+		s.Version = 2
 	}
 	if g.Spec.AdvertInterval != nil {
 		s.AdvertInterval = *g.Spec.AdvertInterval

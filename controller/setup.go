@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,11 @@ type Options struct {
 	// "<group>-vrrpd-scc", so the DaemonSet's pods are admitted with
 	// hostNetwork, NET_ADMIN and NET_RAW and nothing more.
 	SCCClusterRole string
+	// MigrationDwell is how long a group's vrrpd DaemonSet must have been
+	// ready before keepalived-operator's objects of the group are deleted,
+	// and how long the takeover settings outlive the last old pod. Default
+	// 5s.
+	MigrationDwell time.Duration
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -82,6 +88,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Recorder:       rec,
 		VrrpdImage:     opts.VrrpdImage,
 		SCCClusterRole: opts.SCCClusterRole,
+		Reader:         mgr.GetAPIReader(),
+		MigrationDwell: opts.MigrationDwell,
 	}
 	groups.init()
 	err := ctrl.NewControllerManagedBy(mgr).

@@ -216,6 +216,10 @@ func (d *Draft) SetAdvertInterval(i time.Duration) { d.advert = i }
 // as RFC 9568 says (v3_checksum_as_v2).
 func (d *Draft) SetV3ChecksumAsV2(on bool) { d.v3ChecksumAsV2 = &on }
 
+// SetHandoverOnly makes the instance take over only on a master's handover (no
+// keyword: Instance.HandoverOnly).
+func (d *Draft) SetHandoverOnly(on bool) { d.handoverOnly = on }
+
 // SetPreempt sets preemption (preempt / nopreempt).
 func (d *Draft) SetPreempt(on bool) { d.preempt = &on }
 

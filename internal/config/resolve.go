@@ -78,6 +78,7 @@ type Draft struct {
 	lpnaPos            Position
 	v3ChecksumAsV2     *bool
 	ownerIgnoreAdverts *bool
+	handoverOnly       bool
 	src                netip.Addr
 	srcPos             Position
 	peers              []draftVIP // Prefix holds the single address
@@ -432,6 +433,7 @@ func (r *resolver) advertHandling() error {
 	if d.v3ChecksumAsV2 != nil {
 		in.V3ChecksumAsV2 = *d.v3ChecksumAsV2
 	}
+	in.HandoverOnly = d.handoverOnly
 	return nil
 }
 

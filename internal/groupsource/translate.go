@@ -296,6 +296,8 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 	}
 	d.SetPreempt(set.Preempt)
 	d.SetV3ChecksumAsV2(set.V3ChecksumAsV2)
+	// The operator's takeover from keepalived-operator (status.migration).
+	d.SetHandoverOnly(set.HandoverOnly)
 	t.verbatim(in.Key, d, set.Verbatim)
 	if m := d.MulticastGroup(); m.IsValid() && !slices.ContainsFunc(in.VIPs, func(s string) bool {
 		a, err := netip.ParseAddr(s)

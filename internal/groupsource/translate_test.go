@@ -653,3 +653,29 @@ func TestTranslateChecksumAndStrict(t *testing.T) {
 		t.Errorf("warnings:\n%s", text)
 	}
 }
+
+// TestTranslateHandoverOnly: the takeover settings the operator writes while
+// keepalived-operator's pods run reach the state machine.
+func TestTranslateHandoverOnly(t *testing.T) {
+	g := testGroup()
+	for i := range g.Status.Instances {
+		s := &g.Status.Instances[i].Settings
+		s.Version, s.Preempt, s.HandoverOnly = 2, false, true
+		g.Status.Instances[i].VIPs = []string{"10.99.0.10" + fmt.Sprint(i)}
+	}
+	cfg, _ := mustTranslate(t, g, "a", nil, nil)
+	if len(cfg.Instances) != 3 {
+		t.Fatalf("instances %v, want 3", names(cfg))
+	}
+	for _, in := range cfg.Instances {
+		sm := in.StateMachineConfig(netip.MustParseAddr("10.99.0.1"))
+		if !in.HandoverOnly || !sm.HandoverOnly || sm.Version != vrrp.Version2 || sm.Preempt {
+			t.Errorf("%s: handoverOnly %v/%v version %v preempt %v, want true/true 2 false", in.Name, in.HandoverOnly, sm.HandoverOnly, sm.Version, sm.Preempt)
+		}
+	}
+	g.Status.Instances[0].Settings.HandoverOnly = false
+	cfg, _ = mustTranslate(t, g, "a", nil, nil)
+	if cfg.Instances[0].HandoverOnly {
+		t.Errorf("%s: handoverOnly without the setting", cfg.Instances[0].Name)
+	}
+}
