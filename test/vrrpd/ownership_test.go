@@ -114,7 +114,10 @@ func TestFlushedVIPComesBack(t *testing.T) {
 	obs := observe(t, h1) // address events, on the kernel's side of vrrpd
 	for i := range 3 {
 		flushed := time.Now()
-		ipIn(t, h1, "addr", "flush", "dev", h1.Link, "to", v.String())
+		// One RTM_DELADDR, as ip addr flush or NetworkManager sends. (Not ip addr flush
+		// itself: it repeats its rounds while a matching address is there, and so
+		// takes the VIP off again each time vrrpd has put it back.)
+		ipIn(t, h1, "addr", "del", v.String(), "dev", h1.Link)
 		vrrpdtest.WaitFor(t, 3*interval, "the VIP back", func() bool { return hasExact(t, h1, v) })
 		at, ok := obs.addedAt(v.Addr(), flushed)
 		if !ok {
