@@ -699,3 +699,28 @@ func TestTranslateChecksumAndStrict(t *testing.T) {
 func warned(ws []config.Warning, want string) bool {
 	return slices.ContainsFunc(ws, func(w config.Warning) bool { return strings.Contains(w.Error(), want) })
 }
+
+// TestTranslateVerbatimBounds: a verbatim number beyond its limit (a Service's
+// garp_master_repeat of 2^31-1, a group's global one) is ignored with a warning, the
+// instance runs on keepalived's default, and the rest of the group is untouched.
+func TestTranslateVerbatimBounds(t *testing.T) {
+	g := testGroup()
+	g.Spec.VerbatimConfig = map[string]string{"vrrp_garp_master_refresh_repeat": "100000"}
+	g.Status.Instances[2].Settings.Verbatim = map[string]string{"garp_master_repeat": "2147483647", "garp_master_delay": "1"}
+	cfg, ws := mustTranslate(t, g, "a", nil, nil)
+	in, ok := cfg.Instance("default/web")
+	if !ok {
+		t.Fatalf("default/web not running: %v", names(cfg))
+	}
+	if in.GARP.MasterRepeat != config.DefaultGARPMasterRepeat || in.GARP.MasterDelay != time.Second || in.GARP.MasterRefreshRepeat != config.DefaultGARPRefreshRepeat {
+		t.Errorf("GARP %+v: want the default repeats and the valid delay", in.GARP)
+	}
+	for _, w := range []string{
+		`(default/web) verbatim garp_master_repeat must be a whole number from 0 to 255; ignored`,
+		`verbatimConfig vrrp_garp_master_refresh_repeat "100000" is not a number between 0 and 255; ignored`,
+	} {
+		if !warned(ws, w) {
+			t.Errorf("no warning %q in %v", w, ws)
+		}
+	}
+}
