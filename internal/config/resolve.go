@@ -385,6 +385,9 @@ func (r *resolver) addresses() error {
 			return r.fail(v.pos, "address %s is listed twice (first at %s)", v.Prefix.Addr(), p)
 		}
 		seen[v.Prefix.Addr()] = v.pos
+		if why := VIPProblem(v.Prefix); why != "" {
+			return r.fail(v.pos, "VIP %s %s", v.Prefix, why)
+		}
 		if v.Dev == "" {
 			v.Dev = in.Interface
 		}

@@ -21,7 +21,14 @@
 //     table (v1alpha1.InstanceKeyword, GlobalKeyword), which the operator
 //     uses too, and set through config's keyword table, which keepalived.conf
 //     uses too; those vrrpd does not implement, and bad values, are warnings
-//     that name them. The output is sorted and deterministic.
+//     that name them, and a number beyond its limit (v1alpha1's limit table,
+//     config's bounds) is ignored with a warning. An instance vrrpd cannot
+//     run (a VIP that is not a unicast host address, bad priorities, a VRID
+//     out of range or taken) is dropped with a warning and the group's others
+//     run: the status may come from an older operator, and one Service must
+//     not stop the rest on every node. Only a fault of the group itself (no
+//     interface, bad member addresses, a password that could not be read) is
+//     an error. The output is sorted and deterministic.
 //
 //   - Watch gets and watches only the one group (a list and a watch with a
 //     metadata.name field selector, which a Role limited by resourceNames

@@ -434,3 +434,32 @@ func TestWatchBacksOff(t *testing.T) {
 	default:
 	}
 }
+
+// TestWatchMulticastVIPDropsOneInstance: a status with a multicast VIP in one instance
+// (the API server takes it; an older operator wrote it) gives every member node its other
+// instances, with a warning naming the dropped one, instead of no configuration at all.
+func TestWatchMulticastVIPDropsOneInstance(t *testing.T) {
+	needAPI(t)
+	ns := newNamespace(t, "mcast")
+	g := testGroup()
+	g.Status.Instances[0].VIPs = []string{"10.99.0.100", "239.1.2.3"} // default/dual
+	createGroup(t, ns, "edge", g)
+	for _, node := range []string{"a", "b", "c"} {
+		w := startWatch(t, testConfig, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: node, StateDir: t.TempDir()})
+		u := w.next(t)
+		wantTranslation(t, u, ns, "edge", node, nil)
+		var got []string
+		for _, in := range u.Config.Instances {
+			if strings.HasPrefix(in.Name, "default/dual") {
+				t.Errorf("%s runs %s, whose status has a multicast VIP", node, in.Name)
+			}
+			got = append(got, in.Name)
+		}
+		if want := map[string]int{"a": 2, "b": 1, "c": 2}[node]; len(got) != want {
+			t.Errorf("%s runs %v, want the group's %d other instances", node, got, want)
+		}
+		if !warned(u.Warnings, "(default/dual) instance dropped") || !strings.Contains(w.logs.String(), "239.1.2.3 is a multicast address") {
+			t.Errorf("%s: no warning about the dropped instance: %v", node, u.Warnings)
+		}
+	}
+}
