@@ -43,6 +43,8 @@ type GroupReconciler struct {
 	VrrpdImage string
 	// SCCClusterRole is Options.SCCClusterRole.
 	SCCClusterRole string
+	// VrrpdResources is Options.VrrpdResources, defaults filled in.
+	VrrpdResources corev1.ResourceRequirements
 
 	mu sync.Mutex
 	// published holds the router IDs this process last wrote to each
@@ -311,7 +313,7 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		{desiredServiceAccount(g), &corev1.ServiceAccount{}},
 		{desiredRole(g), &rbacv1.Role{}},
 		{desiredRoleBinding(g), &rbacv1.RoleBinding{}},
-		{desiredDaemonSet(g, image), &appsv1.DaemonSet{}},
+		{desiredDaemonSet(g, image, r.VrrpdResources), &appsv1.DaemonSet{}},
 	}
 	var errs []string
 	for _, o := range owned {

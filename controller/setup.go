@@ -36,6 +36,10 @@ type Options struct {
 	// "<group>-vrrpd-scc", so the DaemonSet's pods are admitted with
 	// hostNetwork, NET_ADMIN and NET_RAW and nothing more.
 	SCCClusterRole string
+	// VrrpdResources are the vrrpd container's requests and limits; each
+	// list left empty takes DefaultVrrpdResources' (the operator's
+	// --vrrpd-* resource flags).
+	VrrpdResources corev1.ResourceRequirements
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -52,6 +56,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	}
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = 4
+	}
+	def := DefaultVrrpdResources()
+	if len(opts.VrrpdResources.Requests) == 0 {
+		opts.VrrpdResources.Requests = def.Requests
+	}
+	if len(opts.VrrpdResources.Limits) == 0 {
+		opts.VrrpdResources.Limits = def.Limits
 	}
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -82,6 +93,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Recorder:       rec,
 		VrrpdImage:     opts.VrrpdImage,
 		SCCClusterRole: opts.SCCClusterRole,
+		VrrpdResources: opts.VrrpdResources,
 	}
 	groups.init()
 	err := ctrl.NewControllerManagedBy(mgr).

@@ -128,8 +128,11 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	stateDirs := map[string]string{"h1": vrrpdtest.NewStateDir(t), "h2": vrrpdtest.NewStateDir(t)}
 	run := func(node string) *vrrpd {
 		a := make([]string, 0, len(args)+6)
+		// The kubelet expands the pod's env; the lab host's loopback stands for its
+		// status.hostIP, where the suite reads /status.
+		expand := strings.NewReplacer("$(NODE_NAME)", node, "$(HOST_IP)", "127.0.0.1")
 		for _, s := range args {
-			a = append(a, strings.ReplaceAll(s, "$(NODE_NAME)", node))
+			a = append(a, expand.Replace(s))
 		}
 		a = append(a, "--state-dir", stateDirs[node], "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
 		return startVrrpd(t, hosts[node], environ, a...)
