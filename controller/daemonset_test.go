@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -238,4 +239,61 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPodSecurityEvent: a group whose namespace enforces baseline (or
+// restricted) gets one Warning Event naming the label that admits vrrpd's
+// pods; it is not repeated on later reconciles, and a privileged namespace
+// gets none.
+func TestPodSecurityEvent(t *testing.T) {
+	ctx := context.Background()
+	labelled := func(prefix, level string) string {
+		ns := newNamespace(t, prefix)
+		var n corev1.Namespace
+		if err := k8s.Get(ctx, types.NamespacedName{Name: ns}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Labels["pod-security.kubernetes.io/enforce"] = level
+		if err := k8s.Update(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	baseline, privileged := labelled("psa-base", "baseline"), labelled("psa-priv", "privileged")
+	newGroup(t, baseline, "g", nil)
+	newGroup(t, privileged, "g", nil)
+	m := startManager(t, baseline, privileged)
+
+	eventually(t, 20*time.Second, func() error {
+		evs := groupEvents(t, baseline, "g", ReasonPodSecurity)
+		if len(evs) != 1 {
+			return fmt.Errorf("%d %s events", len(evs), ReasonPodSecurity)
+		}
+		if e := evs[0]; e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, "pod-security.kubernetes.io/enforce=privileged") {
+			return fmt.Errorf("event %s: %s", e.Type, e.Note)
+		}
+		return nil
+	})
+	// Later reconciles of both groups: still one Event, never repeated.
+	for _, ns := range []string{baseline, privileged} {
+		key := types.NamespacedName{Namespace: ns, Name: "g"}
+		before := m.r.Groups.Reconciles(key)
+		g := getGroup(t, ns, "g")
+		g.Labels = map[string]string{"touched": "yes"}
+		if err := k8s.Update(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, func() error {
+			if m.r.Groups.Reconciles(key) <= before {
+				return fmt.Errorf("no reconcile after the change")
+			}
+			return nil
+		})
+	}
+	if evs := groupEvents(t, baseline, "g", ReasonPodSecurity); len(evs) != 1 || evs[0].Series != nil {
+		t.Errorf("baseline: events %+v, want one, not repeated", evs)
+	}
+	if evs := groupEvents(t, privileged, "g", ReasonPodSecurity); len(evs) != 0 {
+		t.Errorf("privileged: events %+v, want none", evs)
+	}
 }

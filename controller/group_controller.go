@@ -46,6 +46,8 @@ type GroupReconciler struct {
 	// VrrpdResources is Options.VrrpdResources, defaults filled in.
 	VrrpdResources corev1.ResourceRequirements
 
+	podSecurity podSecurityReports
+
 	mu sync.Mutex
 	// published holds the router IDs this process last wrote to each
 	// group's status. Group reconciles run one at a time, so these are the
@@ -137,6 +139,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
+	r.checkPodSecurity(ctx, &g)
 
 	status := buildStatus(&g, p, image, substituted, applyErr)
 	r.reportConditions(&g, g.Status.Conditions, status.Conditions)
@@ -160,6 +163,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.published, group)
 	delete(r.leftOut, group)
+	r.podSecurity.forget(group)
 	prefix := group.String() + "/"
 	for k := range r.applied {
 		if strings.HasPrefix(k, prefix) {

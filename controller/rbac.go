@@ -3,6 +3,9 @@ package controller
 // The operator's ClusterRole, generated into deploy/operator/rbac by
 // `make manifests`.
 //
+// Namespaces: read for their Pod Security label, to warn on a group whose
+// namespace will refuse vrrpd's pods (podsecurity.go).
+//
 // No Secrets: neither the operator nor vrrpd reads one. A group's password
 // reaches vrrpd as a Secret volume in its DaemonSet's pods, which the kubelet
 // reads with the node's credentials; the operator only names the Secret.
@@ -16,6 +19,7 @@ package controller
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
