@@ -185,15 +185,19 @@ func groupRunDir(g *v1alpha1.KeepalivedGroup) string {
 
 // DefaultVrrpdResources are what a vrrpd container requests and may use
 // unless the operator's flags say otherwise (Options.VrrpdResources).
-// Measured at the capacity load, 255 instances at 100 ms advertisements:
-// see docs/security-vrrpd.md. The memory limit leaves room for a burst
-// (a relist, a large status) over the measured peak; no CPU limit, as a
+// Measured at the capacity load in Kubernetes mode, 255 instances at 100 ms
+// advertisements over two nodes (test/e2e TestKubernetesModeCapacityMemory,
+// docs/security-vrrpd.md): a peak RSS of 27-28 MiB and 0.58-0.70 CPU
+// seconds in 20 s (29m-35m) per node; the requests add some 30% and 15%.
+// The memory limit is over four times that peak, room for a burst (a
+// relist, a large status, the garbage collector's lag, which GOMEMLIMIT
+// does not bound here); an OOM kill is a failover. No CPU limit: a
 // throttled vrrpd misses advertisements and its backups take over.
 func DefaultVrrpdResources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("10m"),
-			corev1.ResourceMemory: resource.MustParse("48Mi"),
+			corev1.ResourceCPU:    resource.MustParse("40m"),
+			corev1.ResourceMemory: resource.MustParse("36Mi"),
 		},
 		Limits: corev1.ResourceList{
 			corev1.ResourceMemory: resource.MustParse("128Mi"),
