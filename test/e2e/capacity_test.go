@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
@@ -26,23 +26,9 @@ import (
 // room to spare). It logs the peak and the CPU time of each daemon over 20 s, the figures
 // the requests were set from.
 func TestKubernetesModeCapacityMemory(t *testing.T) {
-	need(t)
-	vrrpdBinary(t)
-	createNodes(t)
 	ctx := context.Background()
-	lab := netlabtest.New(t, "client", "h1", "h2")
-	cl, h1, h2 := lab.Host("client"), lab.Host("h1"), lab.Host("h2")
-	startProxy(t, cl, proxyAddr, apiAddress(t))
-	ns := newNamespace(t)
-	startOperator(t, ns)
-	g := &v1alpha1.KeepalivedGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groupName},
-		Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", NodeSelector: map[string]string{nodeLabel: "true"},
-			VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}},
-	}
-	if err := env.Client.Create(ctx, g); err != nil {
-		t.Fatal(err)
-	}
+	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}})
+	h1, h2 := lab.Host("h1"), lab.Host("h2")
 	// IPv6 VIPs (the lab's IPv4 /24 holds fewer than 255), five spread Services of 51
 	// (envtest's Service range is small), one instance per VIP.
 	const n = 255
@@ -69,17 +55,8 @@ func TestKubernetesModeCapacityMemory(t *testing.T) {
 	request := ds.Spec.Template.Spec.Containers[0].Resources.Requests.Memory()
 	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
 	pids := map[string]int{}
-	for _, h := range lab.Hosts() {
-		if h == cl {
-			continue
-		}
-		expand := strings.NewReplacer("$(NODE_NAME)", h.Name, "$(HOST_IP)", "127.0.0.1")
-		var a []string
-		for _, s := range args {
-			a = append(a, expand.Replace(s))
-		}
-		a = append(a, "--state-dir", vrrpdtest.NewStateDir(t), "--metrics-address", vrrpdtest.MetricsAddress)
-		pids[h.Name] = startVrrpd(t, h, environ, a...).Pid()
+	for _, h := range []*netlab.Host{h1, h2} {
+		pids[h.Name] = startNodeVrrpd(t, h, args, environ).Pid()
 	}
 	vrrpdtest.WaitFor(t, time.Minute, "every VIP held by one node", func() bool {
 		for _, v := range vips {
