@@ -49,6 +49,10 @@ type GroupReconciler struct {
 	Reader client.Reader
 	// MigrationDwell is Options.MigrationDwell.
 	MigrationDwell time.Duration
+	// VrrpdResources is Options.VrrpdResources, defaults filled in.
+	VrrpdResources corev1.ResourceRequirements
+
+	podSecurity podSecurityReports
 
 	mu sync.Mutex
 	// published holds the router IDs this process last wrote to each
@@ -145,6 +149,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
+	r.checkPodSecurity(ctx, &g)
 
 	// A takeover from keepalived-operator replaces the instances' settings
 	// and priorities with the old pods' while it lasts (migration.go).
@@ -182,6 +187,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	delete(r.published, group)
 	delete(r.leftOut, group)
 	delete(r.readySince, group)
+	r.podSecurity.forget(group)
 	prefix := group.String() + "/"
 	for k := range r.applied {
 		if strings.HasPrefix(k, prefix) {
@@ -335,7 +341,7 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		{desiredServiceAccount(g), &corev1.ServiceAccount{}},
 		{desiredRole(g), &rbacv1.Role{}},
 		{desiredRoleBinding(g), &rbacv1.RoleBinding{}},
-		{desiredDaemonSet(g, image), &appsv1.DaemonSet{}},
+		{desiredDaemonSet(g, image, r.VrrpdResources), &appsv1.DaemonSet{}},
 	}
 	var errs []string
 	for _, o := range owned {

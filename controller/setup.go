@@ -42,6 +42,10 @@ type Options struct {
 	// and how long the takeover settings outlive the last old pod. Default
 	// 5s.
 	MigrationDwell time.Duration
+	// VrrpdResources are the vrrpd container's requests and limits; each
+	// list left empty takes DefaultVrrpdResources' (the operator's
+	// --vrrpd-* resource flags).
+	VrrpdResources corev1.ResourceRequirements
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -58,6 +62,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	}
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = 4
+	}
+	def := DefaultVrrpdResources()
+	if len(opts.VrrpdResources.Requests) == 0 {
+		opts.VrrpdResources.Requests = def.Requests
+	}
+	if len(opts.VrrpdResources.Limits) == 0 {
+		opts.VrrpdResources.Limits = def.Limits
 	}
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -90,6 +101,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		SCCClusterRole: opts.SCCClusterRole,
 		Reader:         mgr.GetAPIReader(),
 		MigrationDwell: opts.MigrationDwell,
+		VrrpdResources: opts.VrrpdResources,
 	}
 	groups.init()
 	err := ctrl.NewControllerManagedBy(mgr).

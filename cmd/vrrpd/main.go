@@ -2,7 +2,8 @@
 // keepalived.conf, adds and removes their virtual addresses, and serves keepalived-compatible
 // metrics.
 //
-//	vrrpd --config PATH [--config-id ID] [--state-dir /run/vrrpd] [--metrics-address :9650]
+//	vrrpd --config PATH [--config-id ID] [--state-dir /run/vrrpd] [--metrics-address :9650] [--metrics-host IP]
+//	vrrpd --group NS/NAME --node NODE [--password-file PATH] ...   Kubernetes mode
 //	vrrpd check --config PATH [--config-id ID]   validate and exit (0 ok, 2 on error)
 //	vrrpd status [--address URL]   show the running daemon's instances
 //
@@ -18,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -27,6 +29,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
+	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,14 +110,22 @@ func prefixWarnings(ws []config.Warning) []config.Warning {
 func status(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("address", "", "the daemon's HTTP endpoint (default: http://127.0.0.1 and the port of --metrics-address)")
+	addr := fs.String("address", "", "the daemon's HTTP endpoint (default: http://127.0.0.1, or --metrics-host, and the port of --metrics-address)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "the daemon's --metrics-address")
+	// In vrrpd's pod `kubectl exec ... vrrpd status` finds the daemon on the node address the
+	// pod's HOST_IP holds, without a shell to expand it.
+	metricsHost := fs.String("metrics-host", os.Getenv(hostIPEnv), "the daemon's --metrics-host (default $"+hostIPEnv+")")
 	if err := fs.Parse(args); err != nil {
 		return exitConfig
 	}
 	base := *addr
 	if base == "" {
-		base = localURL(*metricsAddr)
+		listen, err := listenAddress(*metricsAddr, *metricsHost)
+		if err != nil {
+			fmt.Fprintf(stderr, "vrrpd status: %v\n", err)
+			return exitConfig
+		}
+		base = localURL(listen)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -149,6 +160,8 @@ func serve(args []string, stderr io.Writer) int {
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
+	metricsHost := fs.String("metrics-host", "", "listen on this IP address only, with the port of --metrics-address (vrrpd's pod passes the node's status.hostIP)")
+	passwordFile := fs.String("password-file", "", "Kubernetes mode: the group's password, the Secret key the kubelet mounts (re-read while running)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
 	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
@@ -173,6 +186,15 @@ func serve(args []string, stderr io.Writer) int {
 		groupKey types.NamespacedName
 		api      *rest.Config
 	)
+	listen, err := listenAddress(*metricsAddr, *metricsHost)
+	if err != nil {
+		fmt.Fprintln(stderr, "vrrpd:", err)
+		return exitConfig
+	}
+	if *passwordFile != "" && *group == "" {
+		fmt.Fprintln(stderr, "vrrpd: --password-file is for Kubernetes mode (--group); a file's instances carry auth_pass")
+		return exitConfig
+	}
 	switch {
 	case *group != "" || *node != "":
 		if *group == "" || *node == "" || *path != "" {
@@ -215,15 +237,15 @@ func serve(args []string, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 
-	if *metricsAddr != "" {
-		srv, err := metrics.NewServer(*metricsAddr, d, metrics.Options{Health: d.Health(5 * time.Second)})
+	if listen != "" {
+		srv, err := metrics.NewServer(listen, d, metrics.Options{Health: d.Health(5 * time.Second)})
 		if err != nil {
 			log.Error("metrics", "err", err)
 			return exitFail
 		}
-		ln, err := net.Listen("tcp", *metricsAddr)
+		ln, err := net.Listen("tcp", listen)
 		if err != nil {
-			log.Error("metrics listener", "address", *metricsAddr, "err", err)
+			log.Error("metrics listener", "address", listen, "err", err)
 			return exitFail
 		}
 		go func() {
@@ -235,7 +257,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 
 	if api != nil {
-		go followGroup(ctx, d, api, groupKey, *node, *stateDir, log)
+		go followGroup(ctx, d, api, groupsource.Options{Group: groupKey, Node: *node, StateDir: *stateDir, PasswordFile: *passwordFile}, log)
 		log.Info("starting", "group", groupKey.String(), "node", *node, "state_dir", *stateDir)
 	} else {
 		hup := make(chan os.Signal, 1)
@@ -252,6 +274,32 @@ func serve(args []string, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// hostIPEnv is the environment variable vrrpd's pod sets to the node's address
+// (status.hostIP, through the downward API).
+const hostIPEnv = "HOST_IP"
+
+// listenAddress is where the metrics server listens: addr, or with host the port of addr on
+// that one address. host is an IP address, IPv6 with or without brackets (status.hostIP
+// has none); a name is refused, as it may stand for several addresses, or none of the
+// node's.
+func listenAddress(addr, host string) (string, error) {
+	if host == "" || addr == "" {
+		return addr, nil
+	}
+	ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if err != nil || ip.Zone() != "" {
+		return "", fmt.Errorf("--metrics-host %q: want an IP address", host)
+	}
+	if ip.IsUnspecified() {
+		return "", fmt.Errorf("--metrics-host %q: want one address, not every address", host)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--metrics-address %q: %v", addr, err)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }
 
 // reload re-reads the configuration; a broken file is reported and nothing changes.

@@ -133,11 +133,15 @@ func TestCheckConfigID(t *testing.T) {
 
 func TestUsageErrors(t *testing.T) {
 	cases := map[string][]string{
-		"no config":       {},
-		"kubernetes mode": {"--group", "ns/name", "--node", "n1"},
-		"stray argument":  {"--config", "x", "extra"},
-		"check no config": {"check"},
-		"bad log level":   {"--config", "x", "--log-level", "loud"},
+		"no config":                   {},
+		"kubernetes mode":             {"--group", "ns/name", "--node", "n1"},
+		"stray argument":              {"--config", "x", "extra"},
+		"check no config":             {"check"},
+		"bad log level":               {"--config", "x", "--log-level", "loud"},
+		"password file without group": {"--config", "x", "--password-file", "/etc/vrrpd/password/password"},
+		"metrics host not an address": {"--config", "x", "--metrics-host", "node1.example"},
+		"metrics host every address":  {"--config", "x", "--metrics-host", "::"},
+		"status metrics host":         {"status", "--metrics-host", "node1"},
 	}
 	for name, args := range cases {
 		var out, errb bytes.Buffer
@@ -160,6 +164,34 @@ func TestLocalURL(t *testing.T) {
 	} {
 		if got := localURL(in); got != want {
 			t.Errorf("localURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestListenAddress(t *testing.T) {
+	for _, tc := range []struct{ addr, host, want string }{
+		{":9650", "", ":9650"},
+		{"", "10.0.0.1", ""}, // disabled stays disabled
+		{":9650", "10.0.0.1", "10.0.0.1:9650"},
+		{"0.0.0.0:9100", "10.0.0.1", "10.0.0.1:9100"},
+		{":9650", "fd00:99::1", "[fd00:99::1]:9650"}, // status.hostIP has no brackets
+		{":9650", "[fd00:99::1]", "[fd00:99::1]:9650"},
+		{":9650", "::ffff:10.0.0.1", "[::ffff:10.0.0.1]:9650"},
+	} {
+		got, err := listenAddress(tc.addr, tc.host)
+		if err != nil || got != tc.want {
+			t.Errorf("listenAddress(%q, %q) = %q, %v; want %q", tc.addr, tc.host, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ addr, host string }{
+		{":9650", "node1"},
+		{":9650", "0.0.0.0"},
+		{":9650", "::"},
+		{":9650", "fe80::1%eth0"},
+		{"9650", "10.0.0.1"},
+	} {
+		if got, err := listenAddress(tc.addr, tc.host); err == nil {
+			t.Errorf("listenAddress(%q, %q) = %q, want an error", tc.addr, tc.host, got)
 		}
 	}
 }

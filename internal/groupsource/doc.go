@@ -5,8 +5,8 @@
 // to the group's status: the member nodes with their addresses, and for each
 // VRRP instance its key, router ID, VIPs, settings and one priority per
 // member node. vrrpd only obeys, so the conversion is a pure function of the
-// group, this node's name, the password Secret's value and the interface a
-// route points to (for interfaceFromIP):
+// group, this node's name, the password (the Secret's value, from its file)
+// and the interface a route points to (for interfaceFromIP):
 //
 //   - Translate makes one config.Instance per instance this node takes part
 //     in (priority not 0) and per address family of its VIPs; an instance
@@ -32,9 +32,11 @@
 //
 //   - Watch gets and watches only the one group (a list and a watch with a
 //     metadata.name field selector, which a Role limited by resourceNames
-//     allows), reads the password Secret with get, and hands the daemon a
-//     new configuration whenever the translation changes, never on a
-//     repeated but identical status. It keeps the last group it saw (and the
+//     allows), reads the password from a file (the Secret's key, which the
+//     kubelet mounts into the pod and rewrites when the Secret changes;
+//     vrrpd may not read Secrets), and hands the daemon a new configuration
+//     whenever the translation or the password changes, never on a repeated
+//     but identical status. It keeps the last group it saw (not the
 //     password) in a file in the state directory, so that a restarted vrrpd
 //     serves its VIPs again while the API server is unreachable; the API's
 //     answer replaces the cached copy as soon as it comes.

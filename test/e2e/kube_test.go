@@ -279,8 +279,11 @@ func logGroupOnFailure(t *testing.T, ns string) {
 // state directory, metrics address and debug logging.
 func nodeArgs(args []string, node, stateDir string) []string {
 	a := make([]string, 0, len(args)+6)
+	// The kubelet expands the pod's env; the lab host's loopback stands for its
+	// status.hostIP, where the suite reads /status.
+	expand := strings.NewReplacer("$(NODE_NAME)", node, "$(HOST_IP)", "127.0.0.1")
 	for _, s := range args {
-		a = append(a, strings.ReplaceAll(s, "$(NODE_NAME)", node))
+		a = append(a, expand.Replace(s))
 	}
 	return append(a, "--state-dir", stateDir, "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
 }
