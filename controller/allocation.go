@@ -58,10 +58,10 @@ func newAllocator() *allocator {
 // inUseBy returns the other Service using addr, if any: one the cache
 // shows holding or validly claiming it (vetter.blockers: only Services the
 // operator serves count), or one of this process's writes the cache does
-// not show yet. Call with mu held.
-func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service) (types.NamespacedName, bool, error) {
+// not show yet. share: see vetter.blockers. Call with mu held.
+func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service, share bool) (types.NamespacedName, bool, error) {
 	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
-	cached, err := v.blockers(addr, svc)
+	cached, err := v.blockers(addr, svc, share)
 	if err != nil {
 		return types.NamespacedName{}, false, err
 	}
@@ -71,7 +71,7 @@ func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service) (ty
 		delete(a.held, addr) // the cache has had time to show our write; it does not
 		isHeld = false
 	}
-	if isHeld && h.svc != self {
+	if isHeld && h.svc != self && !(share && v.sharesWith(svc, h.svc)) {
 		return h.svc, true, nil
 	}
 	r, isReleased := a.released[addr]

@@ -266,7 +266,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 			pick = current[i]
 		}
 		if pick.IsValid() {
-			other, used, err := a.inUseBy(v, pick, svc)
+			other, used, err := a.inUseBy(v, pick, svc, true)
 			if err != nil {
 				return err
 			}
@@ -284,7 +284,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 				if unusable(x) {
 					return true
 				}
-				_, used, err := a.inUseBy(v, x, svc)
+				_, used, err := a.inUseBy(v, x, svc, false)
 				if err != nil && lookupErr == nil {
 					lookupErr = err
 				}

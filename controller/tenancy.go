@@ -403,21 +403,23 @@ func (v *vetter) vips(svc *corev1.Service) ([]netip.Addr, []refusal, error) {
 // Service the operator does not serve (no group annotation, a namespace the
 // group does not admit, an address the group refuses) blocks nothing, so a
 // Service listing a whole pool in its externalIPs cannot starve the pool
-// unless its group admits it; one in self's namespace with self's
-// allow-shared-ip value shares rather than blocks.
-func (v *vetter) blockers(addr netip.Addr, self *corev1.Service) ([]types.NamespacedName, error) {
+// unless its group admits it. With share, one in self's namespace with
+// self's allow-shared-ip value shares rather than blocks: for an address
+// self names (requested or already held), never for a fresh pick from the
+// pool, so automatic assignment never puts two Services on one address.
+func (v *vetter) blockers(addr netip.Addr, self *corev1.Service, share bool) ([]types.NamespacedName, error) {
 	var list corev1.ServiceList
 	if err := v.r.List(v.ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}); err != nil {
 		return nil, err
 	}
-	share := self.Annotations[v1alpha1.AnnotationSharedIP]
+	key := self.Annotations[v1alpha1.AnnotationSharedIP]
 	var out []types.NamespacedName
 	for i := range list.Items {
 		s := &list.Items[i]
 		if s.Namespace == self.Namespace && s.Name == self.Name {
 			continue
 		}
-		if share != "" && s.Namespace == self.Namespace && s.Annotations[v1alpha1.AnnotationSharedIP] == share {
+		if share && key != "" && s.Namespace == self.Namespace && s.Annotations[v1alpha1.AnnotationSharedIP] == key {
 			continue
 		}
 		claims, _, err := v.claims(s)
@@ -429,4 +431,18 @@ func (v *vetter) blockers(addr netip.Addr, self *corev1.Service) ([]types.Namesp
 		}
 	}
 	return out, nil
+}
+
+// sharesWith reports whether other is in self's namespace with self's
+// non-empty allow-shared-ip value (read from the cache).
+func (v *vetter) sharesWith(self *corev1.Service, other types.NamespacedName) bool {
+	key := self.Annotations[v1alpha1.AnnotationSharedIP]
+	if key == "" || other.Namespace != self.Namespace {
+		return false
+	}
+	var o corev1.Service
+	if err := v.r.Get(v.ctx, other, &o); err != nil {
+		return false
+	}
+	return o.Annotations[v1alpha1.AnnotationSharedIP] == key
 }

@@ -405,3 +405,45 @@ func TestCollisionFromUpgradeRenumbersLater(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSharedRequestedAddress: two LoadBalancer Services of one namespace
+// with the same allow-shared-ip value that request one pool address both
+// get it; a third with that value but no request is given another
+// address (automatic assignment never shares); a Service without the value
+// asking for it is refused.
+func TestSharedRequestedAddress(t *testing.T) {
+	ns := newNamespace(t, "shareip")
+	newGroup(t, ns, "g", withPool("10.99.0.240-10.99.0.243"))
+	startManager(t, ns)
+	lb := func(request, key string) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			asLoadBalancer(s)
+			if request != "" {
+				s.Annotations[v1alpha1.AnnotationLoadBalancerIPs] = request
+			}
+			if key != "" {
+				s.Annotations[v1alpha1.AnnotationSharedIP] = key
+			}
+		}
+	}
+	newService(t, ns, "tcp", ns+"/g", lb("10.99.0.242", "dns"))
+	newService(t, ns, "udp", ns+"/g", lb("10.99.0.242", "dns"))
+	newService(t, ns, "auto", ns+"/g", lb("", "dns"))
+	newService(t, ns, "loner", ns+"/g", lb("10.99.0.242", ""))
+	ingress := func(name string) string {
+		var ips []string
+		for _, in := range getService(t, ns, name).Status.LoadBalancer.Ingress {
+			ips = append(ips, in.IP)
+		}
+		return strings.Join(ips, ",")
+	}
+	eventually(t, 30*time.Second, func() error {
+		got := fmt.Sprintf("tcp=%s udp=%s auto=%s loner=%s", ingress("tcp"), ingress("udp"), ingress("auto"), ingress("loner"))
+		if got != "tcp=10.99.0.242 udp=10.99.0.242 auto=10.99.0.240 loner=" {
+			return fmt.Errorf("%s", got)
+		}
+		return nil
+	})
+	waitEvent(t, ns, "loner", ReasonAllocationFailed, "10.99.0.242 is already in use by Service "+ns+"/")
+	waitInstances(t, ns, "g", map[string]string{ns + "/tcp": "10.99.0.242", ns + "/udp": "10.99.0.242", ns + "/auto": "10.99.0.240"})
+}
