@@ -426,10 +426,6 @@ func TestSharedRequestedAddress(t *testing.T) {
 			}
 		}
 	}
-	newService(t, ns, "tcp", ns+"/g", lb("10.99.0.242", "dns"))
-	newService(t, ns, "udp", ns+"/g", lb("10.99.0.242", "dns"))
-	newService(t, ns, "auto", ns+"/g", lb("", "dns"))
-	newService(t, ns, "loner", ns+"/g", lb("10.99.0.242", ""))
 	ingress := func(name string) string {
 		var ips []string
 		for _, in := range getService(t, ns, name).Status.LoadBalancer.Ingress {
@@ -437,6 +433,17 @@ func TestSharedRequestedAddress(t *testing.T) {
 		}
 		return strings.Join(ips, ",")
 	}
+	// tcp first, so that it is the holder the others meet.
+	newService(t, ns, "tcp", ns+"/g", lb("10.99.0.242", "dns"))
+	eventually(t, 30*time.Second, func() error {
+		if got := ingress("tcp"); got != "10.99.0.242" {
+			return fmt.Errorf("tcp: %q", got)
+		}
+		return nil
+	})
+	newService(t, ns, "udp", ns+"/g", lb("10.99.0.242", "dns"))
+	newService(t, ns, "auto", ns+"/g", lb("", "dns"))
+	newService(t, ns, "loner", ns+"/g", lb("10.99.0.242", ""))
 	eventually(t, 30*time.Second, func() error {
 		got := fmt.Sprintf("tcp=%s udp=%s auto=%s loner=%s", ingress("tcp"), ingress("udp"), ingress("auto"), ingress("loner"))
 		if got != "tcp=10.99.0.242 udp=10.99.0.242 auto=10.99.0.240 loner=" {
