@@ -75,8 +75,8 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	return ctrl.Result{}, r.reportVIPs(ctx, &svc, group)
 }
 
-// reportVIPs tells the Service, one Event each, which of its addresses it
-// does not get as VIPs and why: the same decision the group's status is
+// reportVIPs tells the Service, one Event per reason, which of its
+// addresses it does not get as VIPs and why: the same decision the group's status is
 // computed from (vetter.vips). It reads the Service again, so an address
 // just allocated is judged as the group reconciler will see it.
 func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
@@ -191,6 +191,10 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 		r.event(svc, g, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionAllocate, "%v", err)
 		return nil
 	}
+	facts, err := v.group(groupRef)
+	if err != nil || facts.g == nil {
+		return err // the group is gone; its deletion reconciles the Service again
+	}
 	autoAssign := ap.AutoAssign == nil || *ap.AutoAssign
 	if len(want) == 0 && !autoAssign {
 		return nil
@@ -211,18 +215,10 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 				"%s asks for %s, which is not in the address pool of group %s (%s)", source, a, groupRef, pool)
 			return nil
 		}
-		if f, err := v.group(groupRef); err != nil {
-			return err
-		} else if f.g != nil {
-			if reason, msg := f.addrProblem(a, false); reason != "" {
-				r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s: %s", source, msg)
-				return nil
-			}
+		if reason, msg := facts.addrProblem(a, false); reason != "" {
+			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s: %s", source, msg)
+			return nil
 		}
-	}
-	facts, err := v.group(groupRef)
-	if err != nil {
-		return err
 	}
 	// Never hand out what could not be a VIP: a CIDR entry's network or
 	// broadcast address, or a member node's own address.

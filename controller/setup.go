@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -180,21 +181,31 @@ func annotatedServicesIn(ctx context.Context, c client.Client, ns string) []reco
 // claiming one of its addresses, whose holder may change with it.
 type serviceToGroups struct{ c client.Client }
 
-func (h serviceToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], svc *corev1.Service) {
-	if ref, ok := groupOf(svc); ok {
-		q.Add(reconcile.Request{NamespacedName: ref})
-	}
-	vips, _ := serviceVIPs(svc)
-	for _, a := range vips {
-		var list corev1.ServiceList
-		if err := h.c.List(ctx, &list, client.MatchingFields{indexServiceAddresses: a.String()}); err != nil {
-			continue
+// enqueue adds the groups of the Services, and of the Services sharing an
+// address with them, all at once after the lookups: a group reconciled
+// between two adds would be reconciled twice for one change.
+func (h serviceToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], svcs ...*corev1.Service) {
+	var refs []types.NamespacedName
+	add := func(s *corev1.Service) {
+		if ref, ok := groupOf(s); ok && !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
 		}
-		for i := range list.Items {
-			if ref, ok := groupOf(&list.Items[i]); ok {
-				q.Add(reconcile.Request{NamespacedName: ref})
+	}
+	for _, svc := range svcs {
+		add(svc)
+		vips, _ := serviceVIPs(svc)
+		for _, a := range vips {
+			var list corev1.ServiceList
+			if err := h.c.List(ctx, &list, client.MatchingFields{indexServiceAddresses: a.String()}); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				add(&list.Items[i])
 			}
 		}
+	}
+	for _, ref := range refs {
+		q.Add(reconcile.Request{NamespacedName: ref})
 	}
 }
 
@@ -207,8 +218,7 @@ func (h serviceToGroups) Update(ctx context.Context, e event.UpdateEvent, q work
 	if !instanceInputsChanged(o, n) {
 		return
 	}
-	h.enqueue(ctx, q, o)
-	h.enqueue(ctx, q, n)
+	h.enqueue(ctx, q, o, n)
 }
 
 func (h serviceToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
