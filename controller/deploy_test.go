@@ -37,7 +37,7 @@ func TestOperatorRBACIsEnough(t *testing.T) {
 	ns := newNamespace(t, "rbac")
 	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "pw"}}
-		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.240/30"}}
+		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.240-10.99.0.243"}}
 	})
 	newService(t, ns, "web", ns+"/g", asLoadBalancer)
 	newService(t, ns, "bad", "nogroup", withExternalIPs("10.99.0.9"))

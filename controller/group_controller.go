@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -144,8 +145,23 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := computePlan(&g, services.Items, nodes.Items, reserved)
+	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
+	// refused address or namespace leaves out that address or Service,
+	// never the group.
+	v := newVetter(ctx, r.Client).withNodes(nodes.Items)
+	v.seed(&g, nodes.Items)
+	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
+	for i := range services.Items {
+		svc := &services.Items[i]
+		vips, _, err := v.vips(svc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		granted[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = vips
+	}
+	p := planVetted(&g, services.Items, granted, nodes.Items, reserved)
 	r.reportLeftOut(&g, services.Items, p.leftOutServices)
+	r.reportRenumbered(&g, p)
 
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
@@ -196,15 +212,14 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	}
 }
 
-// segment names the L2 segment a group's VRRP traffic lives on, as far as
-// the operator can tell: groups on the same interface name (or routing to
-// the same interfaceFromIP address) are assumed to share one, so they must
-// not share router IDs (the original's issues 26, 32 and 66).
+// segment names the L2 segment a group's VRRP traffic lives on: its
+// spec.segment, or "" for the cluster's default segment. Groups of one
+// segment must not share router IDs (the original's issues 26, 32 and 66).
+// The interface name says nothing about the wire: one group may name eth0,
+// another interfaceFromIP, and both reach the same switch, so without an
+// admin's word every group is on the one default segment.
 func segment(g *v1alpha1.KeepalivedGroup) string {
-	if g.Spec.InterfaceFromIP != "" {
-		return "ip:" + g.Spec.InterfaceFromIP
-	}
-	return "if:" + g.Spec.Interface
+	return g.Spec.Segment
 }
 
 // before orders groups by age, then name: on a collision the later group
@@ -289,6 +304,24 @@ func (r *GroupReconciler) reportLeftOut(g *v1alpha1.KeepalivedGroup, services []
 				"group %s has no free router ID for this Service: all 255 are in use or reserved", key)
 		}
 	}
+}
+
+// reportRenumbered sends one Warning Event on the group listing the
+// instances whose router ID changed (from its status to the new plan): a
+// collision with an earlier group of the segment (status carried over from
+// the original operator, or two groups that were on separate segments
+// before) or a blacklist change. The earlier group keeps its IDs; peers
+// such as routers configured by hand must be told.
+func (r *GroupReconciler) reportRenumbered(g *v1alpha1.KeepalivedGroup, p plan) {
+	if r.Recorder == nil || len(p.renumbered) == 0 {
+		return
+	}
+	parts := make([]string, len(p.renumbered))
+	for i, k := range p.renumbered {
+		parts[i] = fmt.Sprintf("%s %d->%d", k, g.Status.RouterIDs[k], p.routerIDs[k])
+	}
+	r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeWarning, ReasonRouterIDRenumbered, actionAssignRouterID,
+		"router IDs changed because an earlier group on segment %q holds them or they are blacklisted: %s", segment(g), strings.Join(parts, ", "))
 }
 
 // reportConditions sends an Event on the group when Degraded or

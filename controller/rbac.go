@@ -3,8 +3,9 @@ package controller
 // The operator's ClusterRole, generated into deploy/operator/rbac by
 // `make manifests`.
 //
-// Namespaces: read for their Pod Security label, to warn on a group whose
-// namespace will refuse vrrpd's pods (podsecurity.go).
+// Namespaces: read for their labels, which a group's allowedNamespaces
+// selector matches (tenancy.go), and for their Pod Security label, to warn on
+// a group whose namespace will refuse vrrpd's pods (podsecurity.go).
 //
 // No Secrets: neither the operator nor vrrpd reads one. A group's password
 // reaches vrrpd as a Secret volume in its DaemonSet's pods, which the kubelet

@@ -18,6 +18,13 @@ const (
 	AnnotationLoadBalancerIPs = AnnotationPrefix + "loadbalancerips"
 )
 
+// AnnotationSharedIP lets Services of one namespace share a VIP: two
+// Services whose annotations carry the same non-empty value may list the
+// same address (MetalLB's allow-shared-ip, under this project's domain;
+// the original has no such annotation). Without it an address belongs to
+// one Service.
+const AnnotationSharedIP = "vrrp-operator.io/allow-shared-ip"
+
 // LoadBalancerClass is this operator's spec.loadBalancerClass. Services with
 // no class or this class are served; Services naming another class are left
 // to that class's implementation.

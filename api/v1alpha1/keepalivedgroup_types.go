@@ -122,6 +122,85 @@ type KeepalivedGroupSpec struct {
 	// group's Services that have none.
 	// +optional
 	AddressPool *AddressPool `json:"addressPool,omitempty"`
+
+	// AllowedNamespaces says which namespaces' Services may attach to the
+	// group (the keepalivedgroup annotation). Unset means every namespace,
+	// as in the original operator: anyone who may edit a Service anywhere
+	// can then have the group's nodes announce an address. A Service from a
+	// namespace that may not gets no VIP and a NamespaceNotAllowed Event.
+	// +optional
+	AllowedNamespaces *AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+
+	// ExternalIPs restricts the addresses the group's Services may list in
+	// spec.externalIPs. Unset means any unicast host address (the
+	// original's behaviour). An address outside gets an
+	// ExternalIPNotAllowed Event, not a VIP.
+	// +optional
+	ExternalIPs *ExternalIPPolicy `json:"externalIPs,omitempty"`
+
+	// Segment names the L2 segment the group's VRRP traffic shares. Router
+	// IDs are unique among all groups of one segment. Unset is the cluster's
+	// default segment, shared by every group without one, whatever its
+	// interface: groups on one wire may name their NICs differently, so an
+	// interface name proves nothing. Give groups on segments that really are
+	// separate different names to let them reuse router IDs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Segment string `json:"segment,omitempty"`
+}
+
+// NamespacesFrom says where a group's Services may come from, as Gateway
+// API's allowedRoutes.namespaces.from does.
+// +kubebuilder:validation:Enum=All;Same;Selector
+type NamespacesFrom string
+
+// The NamespacesFrom values.
+const (
+	// NamespacesFromAll admits Services of every namespace.
+	NamespacesFromAll NamespacesFrom = "All"
+	// NamespacesFromSame admits Services of the group's own namespace only.
+	NamespacesFromSame NamespacesFrom = "Same"
+	// NamespacesFromSelector admits Services of the namespaces named in
+	// names or whose labels match selector.
+	NamespacesFromSelector NamespacesFrom = "Selector"
+)
+
+// AllowedNamespaces picks the namespaces whose Services may use a group:
+// Gateway API's from/selector, plus MetalLB's list of names.
+// +kubebuilder:validation:XValidation:rule="self.from == 'Selector' ? (has(self.selector) || (has(self.names) && size(self.names) > 0)) : (!has(self.selector) && (!has(self.names) || size(self.names) == 0))",message="from: Selector needs selector or names; selector and names are only for from: Selector"
+type AllowedNamespaces struct {
+	// From is All, Same (the group's namespace) or Selector.
+	From NamespacesFrom `json:"from"`
+
+	// Names are namespaces admitted by name (with from: Selector).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	Names []string `json:"names,omitempty"`
+
+	// Selector admits namespaces whose labels match (with from: Selector).
+	// An empty selector matches every namespace.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ExternalIPPolicy is where a group's Services may take spec.externalIPs
+// from.
+type ExternalIPPolicy struct {
+	// AllowedCIDRs are the prefixes externalIPs may come from.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=49
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="must be a CIDR"
+	AllowedCIDRs []string `json:"allowedCIDRs,omitempty"`
+
+	// FromAddressPool also admits the addresses of the group's
+	// addressPool.
+	// +optional
+	FromAddressPool bool `json:"fromAddressPool,omitempty"`
 }
 
 // PasswordAuth names the Secret key that holds the VRRP password.
