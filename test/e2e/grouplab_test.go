@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,13 +38,5 @@ func groupLab(t *testing.T, spec v1alpha1.KeepalivedGroupSpec) (*netlab.Lab, str
 // ServiceAccount credentials in environ, and the suite's state directory and metrics address.
 func startNodeVrrpd(t *testing.T, h *netlab.Host, args, environ []string, replace ...string) *vrrpd {
 	t.Helper()
-	// The lab host's loopback stands for the node's status.hostIP, where the suite reads
-	// /status.
-	expand := strings.NewReplacer(append([]string{"$(NODE_NAME)", h.Name, "$(HOST_IP)", "127.0.0.1"}, replace...)...)
-	a := make([]string, 0, len(args)+6)
-	for _, s := range args {
-		a = append(a, expand.Replace(s))
-	}
-	a = append(a, "--state-dir", vrrpdtest.NewStateDir(t), "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
-	return startVrrpd(t, h, environ, a...)
+	return startVrrpd(t, h, environ, nodeArgs(args, h.Name, vrrpdtest.NewStateDir(t), replace...)...)
 }

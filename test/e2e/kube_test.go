@@ -277,11 +277,12 @@ func logGroupOnFailure(t *testing.T, ns string) {
 
 // nodeArgs are the DaemonSet's vrrpd arguments as the pod on node runs them, plus the lab's
 // state directory, metrics address and debug logging.
-func nodeArgs(args []string, node, stateDir string) []string {
-	a := make([]string, 0, len(args)+6)
+func nodeArgs(args []string, node, stateDir string, replace ...string) []string {
 	// The kubelet expands the pod's env; the lab host's loopback stands for its
-	// status.hostIP, where the suite reads /status.
-	expand := strings.NewReplacer("$(NODE_NAME)", node, "$(HOST_IP)", "127.0.0.1")
+	// status.hostIP, where the suite reads /status. replace maps further pod paths
+	// (a Secret volume's file) to the lab's.
+	expand := strings.NewReplacer(append([]string{"$(NODE_NAME)", node, "$(HOST_IP)", "127.0.0.1"}, replace...)...)
+	a := make([]string, 0, len(args)+6)
 	for _, s := range args {
 		a = append(a, expand.Replace(s))
 	}

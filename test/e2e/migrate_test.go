@@ -201,9 +201,14 @@ func runMigration(t *testing.T, password, unicast bool) {
 	// pods live.
 	args := daemonSetArgs(t, ns)
 	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
+	// The kubelet's Secret volume: the password as a file in its place.
+	passFile := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(passFile, []byte(pass), 0o400); err != nil {
+		t.Fatal(err)
+	}
 	daemons := map[string]*vrrpd{}
 	for _, h := range nodes {
-		daemons[h.Name] = startVrrpd(t, h, environ, nodeArgs(args, h.Name, vrrpdtest.NewStateDir(t))...)
+		daemons[h.Name] = startNodeVrrpd(t, h, args, environ, "/etc/vrrpd/password/password", passFile)
 	}
 	waitInstances(t, daemons, "the shadow instances", len(vips), func(in metrics.InstanceStatus) bool {
 		return in.Version == 2 && in.State == "BACKUP" && in.BasePriority < 100
