@@ -153,6 +153,7 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 		AdvertInterval: metav1.Duration{Duration: time.Second},
 		Preempt:        true,
 		Unicast:        g.Spec.UnicastEnabled,
+		UseVMAC:        g.Spec.UseVMAC,
 	}
 	if g.Spec.VRRPVersion != 0 {
 		s.Version = g.Spec.VRRPVersion
