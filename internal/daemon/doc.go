@@ -26,7 +26,8 @@
 //     TestBackupFollowsMaster). The takeover's advertisement leaves first, before the
 //     transition is logged or published and before any VIP is added, for every instance
 //     taking over in one wake-up, so lower-priority backups hear it before their own
-//     timers run out (TestTakeoverAdvertisesFirst, BenchmarkTakeoverAdvert);
+//     timers run out (TestTakeoverAdvertisesFirst, BenchmarkTakeoverAdvert); the timer
+//     thread sends it once the deadline has passed, never before (TestRunTakeoverOnTime);
 //  2. stepping down: a master preempted by a higher priority removes its VIPs and stops
 //     its announcements (TestMasterStepsDown);
 //  3. packet routing: each packet goes to its instance by (interface, family, VRID), with
