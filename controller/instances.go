@@ -170,6 +170,7 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 		AdvertInterval: metav1.Duration{Duration: time.Second},
 		Preempt:        true,
 		Unicast:        g.Spec.UnicastEnabled,
+		UseVMAC:        g.Spec.UseVMAC,
 	}
 	switch {
 	case g.Spec.VRRPVersion != 0:

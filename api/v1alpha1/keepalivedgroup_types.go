@@ -83,6 +83,16 @@ type KeepalivedGroupSpec struct {
 	// +optional
 	V3ChecksumAsV2 *bool `json:"v3ChecksumAsV2,omitempty"`
 
+	// UseVMAC runs every instance of the group with the RFC 5798 virtual MAC
+	// (00-00-5E-00-01-{VRID}, 00-00-5E-00-02-{VRID} for IPv6), as keepalived's
+	// use_vmac without arguments does: each instance gets a macvlan on the
+	// interface, named by keepalived's rule, that carries its VIPs and
+	// advertisements, so a failover moves no MAC address in the switches'
+	// and clients' tables. A Service's verbatimconfig may add vmac_xmit_base
+	// to send its advertisements from the interface itself.
+	// +optional
+	UseVMAC bool `json:"useVMAC,omitempty"`
+
 	// DaemonsetPodPriorityClassName is the priority class of the vrrpd pods.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
@@ -374,6 +384,9 @@ type InstanceSettings struct {
 	// (the group's v3ChecksumAsV2).
 	// +optional
 	V3ChecksumAsV2 bool `json:"v3ChecksumAsV2,omitempty"`
+	// UseVMAC runs the instance with the virtual MAC (the group's useVMAC).
+	// +optional
+	UseVMAC bool `json:"useVMAC,omitempty"`
 	// PasswordAuth is the group's password Secret, when set.
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`

@@ -74,7 +74,9 @@ var instanceKeywords = map[string]Owner{
 	"track_bfd":   OwnerUser, "track_file": OwnerUser, "track_interface": OwnerUser,
 	"track_process": OwnerUser, "track_src_ip": OwnerUser,
 	"unicast_fault_no_peer": OwnerUser, "unicast_ttl": OwnerUser,
-	// use_vmac takes no arguments from a Service (see ServiceValueProblem).
+	// use_vmac takes no arguments from a Service (see ServiceValueProblem);
+	// the group's useVMAC turns it on for every instance, and vmac_xmit_base
+	// from a Service then applies to its instance.
 	"use_vmac": OwnerUser, "vmac_xmit_base": OwnerUser,
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,16 @@ type Daemon struct {
 	// vmacOf are the macvlans of the running configuration's use_vmac instances (vmac.go).
 	vmacOf map[string]vip.VMAC
 
-	// Everything below is owned by the loop goroutine once Run has started.
+	// mu guards everything below once Run has started. Two goroutines take it: the loop
+	// (packets, reloads, interface checks) and the timer thread (ptimer.go), which runs
+	// the due timers itself so that a takeover's advertisement leaves without waking the
+	// loop first. Neither holds it while waiting.
+	mu sync.Mutex
+	// timer is the one timerfd, armed at armed: the heap's earliest deadline, or a little
+	// before it for a Master_Down_Timer (see spinLead); zero when disarmed.
+	timer *timerThread
+	armed time.Time
+
 	instances []*instance
 	byName    map[string]*instance
 	conns     map[connKey]*conn
@@ -237,52 +247,127 @@ func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	d.publish(now)
 }
 
-// loop is the daemon's only goroutine that touches instance state.
+// loop waits for packets, reloads and interface events and handles each under d.mu; the
+// timer thread handles the timers (fire).
 func (d *Daemon) loop(ctx context.Context) error {
-	timer, err := newPreciseTimer()
+	timer, err := startTimerThread(d.fire)
 	if err != nil {
 		return fmt.Errorf("daemon: timerfd: %w", err)
 	}
-	defer timer.Close()
-	var armed time.Time
+	d.mu.Lock()
+	d.timer = timer
+	d.rearm()
+	d.mu.Unlock()
 	d.heartbeat.Beat(time.Now())
 	poll := time.NewTicker(d.opts.pollInterval)
 	defer poll.Stop()
 	for {
-		// One timer for every instance: armed at the heap's earliest deadline, or earlier.
-		// A deadline that moved later (a backup hearing its master) leaves the timer
-		// where it was: it then wakes the loop once for nothing and is re-armed, which
-		// costs less than re-arming the timerfd on every received batch.
-		if it, ok := d.timers.Peek(); ok {
-			if armed.IsZero() || it.at.Before(armed) {
-				armed = it.at
-				timer.Reset(time.Until(armed))
-			}
-		} else if !armed.IsZero() {
-			armed = time.Time{}
-			timer.Stop()
-		}
 		select {
 		case <-ctx.Done():
+			timer.Close()
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.timer = nil
 			d.shutdown(time.Now())
 			return nil
 		case b := <-d.batches:
+			d.mu.Lock()
 			now := time.Now()
 			d.handleBatch(b, now)
 			b.free <- b // never blocks: the reader waits for this one batch
 			d.maybePublish(now)
-		case <-timer.C:
-			armed = time.Time{}
-			d.fireTimers(time.Now())
+			d.rearm()
+			d.mu.Unlock()
 		case req := <-d.reloads:
+			d.mu.Lock()
 			req.done <- d.reload(req.cfg, time.Now())
+			d.rearm()
+			d.mu.Unlock()
 		case <-d.ifEvents:
+			d.mu.Lock()
 			d.checkInterfaces(time.Now())
+			d.rearm()
+			d.mu.Unlock()
 		case <-poll.C:
+			d.mu.Lock()
 			now := time.Now()
 			d.heartbeat.Beat(now)
 			d.checkInterfaces(now)
+			d.rearm()
+			d.mu.Unlock()
 		}
+	}
+}
+
+// spinLead is how long before a Master_Down_Timer's deadline the timer thread wakes, to
+// wait out the rest awake. Waking a sleeping thread (and, on a virtual machine, an idle
+// CPU) takes tens to hundreds of microseconds, which a takeover would otherwise add to
+// its advertisement's delay. Only Master_Down_Timer gets it: it decides failover time,
+// and a backup that hears its master re-arms it later long before the lead begins, so the
+// thread spins only when a takeover is due. A master's Adver_Timer has the three
+// intervals of its backups' patience to spare and is not worth a spinning CPU.
+const spinLead = time.Millisecond
+
+// fire is the timer thread's work after the timerfd expired: wait out the lead of a
+// Master_Down_Timer awake, then run whatever is due.
+func (d *Daemon) fire() {
+	d.mu.Lock()
+	d.armed = time.Time{} // the timerfd is one-shot
+	if at, ok := d.masterDownSoon(); ok {
+		// Not under the lock: the loop may meanwhile hear the master, which moves the
+		// deadline; fireTimers then finds nothing due.
+		d.mu.Unlock()
+		for time.Now().Before(at) {
+		}
+		d.mu.Lock()
+	}
+	if d.timer != nil { // else shut down meanwhile
+		d.fireTimers(time.Now())
+		d.rearm()
+	}
+	d.mu.Unlock()
+}
+
+// masterDownSoon reports the earliest deadline when it is a Master_Down_Timer's, no more
+// than spinLead away.
+func (d *Daemon) masterDownSoon() (time.Time, bool) {
+	it, ok := d.timers.Peek()
+	if !ok || !d.isMasterDown(it.key) {
+		return time.Time{}, false
+	}
+	wait := time.Until(it.at)
+	return it.at, wait > 0 && wait <= spinLead
+}
+
+func (d *Daemon) isMasterDown(key int) bool {
+	o := d.owners[key]
+	return o.kind == timerVRRP && o.in.sm != nil && o.in.sm.Timer() == vrrp.TimerMasterDown
+}
+
+// rearm arms the timerfd for the heap's earliest deadline (spinLead before it for a
+// Master_Down_Timer), or disarms it when nothing is due. A deadline that moved later (a
+// backup hearing its master) leaves the timer where it was: it then wakes the timer thread
+// once for nothing and is re-armed, which costs less than re-arming the timerfd on every
+// received batch.
+func (d *Daemon) rearm() {
+	if d.timer == nil {
+		return
+	}
+	it, ok := d.timers.Peek()
+	if !ok {
+		if !d.armed.IsZero() {
+			d.armed = time.Time{}
+			d.timer.Stop()
+		}
+		return
+	}
+	at := it.at
+	if d.isMasterDown(it.key) {
+		at = at.Add(-spinLead)
+	}
+	if d.armed.IsZero() || at.Before(d.armed) {
+		d.armed = at
+		d.timer.Reset(time.Until(at))
 	}
 }
 
@@ -325,7 +410,8 @@ func (d *Daemon) fireTimers(now time.Time) {
 			sm := o.in.sm
 			f.key, f.in = key, o.in
 			f.takeover = sm.Timer() == vrrp.TimerMasterDown
-			f.late = now.Sub(sm.Deadline())
+			f.deadline = sm.Deadline()
+			f.late = now.Sub(f.deadline)
 			f.acts = sm.HandleTimer(now, f.acts[:0])
 			f.next = 0
 			for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionSendAdvert {
@@ -349,9 +435,11 @@ func (d *Daemon) fireTimers(now time.Time) {
 				if f.takeover {
 					// The failover time beyond Master_Down_Interval is this lateness plus the
 					// advertisement's delay; took adds the VIPs and the rest. All worth
-					// seeing when tuning.
+					// seeing when tuning; the deadline's wall time lets a capture elsewhere
+					// measure from it to the advertisement's arrival.
 					d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", f.in.cfg.Name),
-						"late", f.late.String(), "advert", f.sent.String(), "took", time.Since(now).String())
+						"late", f.late.String(), "advert", f.sent.String(), "took", time.Since(now).String(),
+						"deadline", f.deadline.Format(time.RFC3339Nano))
 				}
 				f.in = nil
 			case timerAnnounce:
@@ -371,6 +459,7 @@ type firedTimer struct {
 	key      int
 	in       *instance
 	takeover bool          // it was Master_Down_Timer
+	deadline time.Time     // when it was due
 	late     time.Duration // how long after its deadline the loop ran it
 	sent     time.Duration // from the wake-up to its advertisements handed to the socket
 	acts     []vrrp.Action

@@ -682,6 +682,49 @@ func TestCountersPublished(t *testing.T) {
 	}
 }
 
+// TestRunTakeoverOnTime runs the real loop and timer thread on the fakes and the real
+// clock: a backup that hears no master sends its takeover advertisement once
+// Master_Down_Interval has passed, never before (the timer thread wakes spinLead early and
+// waits out the rest), and soon after.
+func TestRunTakeoverOnTime(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	ic := testInstance("VI_1", 1, 100, "10.99.0.100/24")
+	ic.AdvertInterval = 50 * time.Millisecond
+	var first time.Time // written by the timer thread, read once Run has returned
+	h.onSend = func() {
+		if first.IsZero() {
+			first = time.Now()
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- d.Run(ctx, &config.Config{Instances: []config.Instance{ic}}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(d.Snapshot().Instances) == 0 || d.Snapshot().Instances[0].State != vrrp.StateMaster {
+		if time.Now().After(deadline) {
+			t.Fatal("the backup did not take over in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	mdi := vrrp.MasterDownInterval(100, ic.AdvertInterval)
+	if p := h.priorities(); len(p) == 0 || p[0] != 100 {
+		t.Fatalf("adverts %v, want the takeover's (100) first", p)
+	}
+	if early := start.Add(mdi).Sub(first); early > 0 {
+		t.Errorf("takeover advertisement %v before Master_Down_Interval (%v) ran out", early, mdi)
+	}
+	// Loose: the machine may be busy; the namespace benchmark measures the real figure.
+	if late := first.Sub(start.Add(mdi)); late > 200*time.Millisecond {
+		t.Errorf("takeover advertisement %v after Master_Down_Interval ran out", late)
+	}
+}
+
 // TestRun runs the real loop on the fakes and the real clock: Run starts the instances,
 // an address owner is master at once, and cancelling the context stops it gracefully.
 func TestRun(t *testing.T) {

@@ -10,10 +10,13 @@
 //     instance on it, each read by a goroutine that hands whole batches of packets to the loop;
 //     a unicast instance gets its own socket, not joined to the group;
 //   - one timer structure for every instance: a min-heap of deadlines under a single
-//     timerfd (timerheap.go, ptimer.go), which fires within microseconds where a
-//     time.Timer can be a millisecond late;
+//     timerfd (timerheap.go, ptimer.go), read blocking by a timer thread of its own that
+//     runs the due timers itself, so a takeover's advertisement leaves without a poller,
+//     goroutine or channel hop; it wakes a Master_Down_Timer early and spins out the rest;
 //   - the loop itself (daemon.go; packets in conn.go, actions in instance.go, announcements
-//     in announce.go), the only goroutine that touches instance state.
+//     in announce.go), which handles packets, reloads and interface events. The loop and
+//     the timer thread are the only goroutines that touch instance state, one at a time
+//     under the daemon's lock.
 //
 // What the loop does, each behaviour unit-tested in daemon_test.go:
 //
@@ -23,7 +26,8 @@
 //     TestBackupFollowsMaster). The takeover's advertisement leaves first, before the
 //     transition is logged or published and before any VIP is added, for every instance
 //     taking over in one wake-up, so lower-priority backups hear it before their own
-//     timers run out (TestTakeoverAdvertisesFirst, BenchmarkTakeoverAdvert);
+//     timers run out (TestTakeoverAdvertisesFirst, BenchmarkTakeoverAdvert); the timer
+//     thread sends it once the deadline has passed, never before (TestRunTakeoverOnTime);
 //  2. stepping down: a master preempted by a higher priority removes its VIPs and stops
 //     its announcements (TestMasterStepsDown);
 //  3. packet routing: each packet goes to its instance by (interface, family, VRID), with

@@ -337,6 +337,12 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 	d.SetV3ChecksumAsV2(set.V3ChecksumAsV2)
 	// The operator's takeover from keepalived-operator (status.migration).
 	d.SetHandoverOnly(set.HandoverOnly)
+	if set.UseVMAC {
+		// keepalived's use_vmac without arguments: the name and MAC follow the
+		// VRID (a Service's vmac_xmit_base, below, completes it).
+		notes, err := d.SetKeyword("use_vmac", nil)
+		t.keywordResult(in.Key, "useVMAC", "use_vmac", notes, err)
+	}
 	t.verbatim(in.Key, d, set.Verbatim)
 	if m := d.MulticastGroup(); m.IsValid() && !slices.ContainsFunc(in.VIPs, func(s string) bool {
 		a, err := netip.ParseAddr(s)

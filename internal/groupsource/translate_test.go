@@ -750,3 +750,26 @@ func TestTranslateVerbatimBounds(t *testing.T) {
 		}
 	}
 }
+
+// The group's useVMAC (copied into each instance's settings) runs every virtual router,
+// of both families, with keepalived's use_vmac without arguments; a Service's
+// vmac_xmit_base completes its own.
+func TestTranslateUseVMAC(t *testing.T) {
+	g := testGroup()
+	for i := range g.Status.Instances {
+		g.Status.Instances[i].Settings.UseVMAC = true
+	}
+	g.Status.Instances[2].Settings.Verbatim = map[string]string{"vmac_xmit_base": ""}
+	cfg, ws := mustTranslate(t, g, "a", nil, nil)
+	if len(ws) != 0 {
+		t.Errorf("warnings:\n%s", warningsText(ws))
+	}
+	if len(cfg.Instances) < 3 {
+		t.Fatalf("instances %+v", cfg.Instances)
+	}
+	for _, in := range cfg.Instances {
+		if !in.VMAC.Enabled || in.VMAC.Interface != "" || in.VMAC.MAC != nil || in.VMAC.XmitBase != (in.Name == "default/web") {
+			t.Errorf("%s: VMAC %+v", in.Name, in.VMAC)
+		}
+	}
+}
