@@ -2,12 +2,12 @@ package track
 
 import (
 	"context"
-	"errors"
-	"os/exec"
 	"slices"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 )
 
 // Script is one vrrp_script as the runner needs it.
@@ -57,10 +57,6 @@ type Event struct {
 	Changed bool
 	Took    time.Duration
 }
-
-// killGrace is how long a script that timed out has between SIGTERM and SIGKILL, as in
-// keepalived (2 s); it is variable only for tests.
-var killGrace = 2 * time.Second
 
 // Runner runs scripts, each in a goroutine of its own, and sends their results to a
 // channel. It is not safe for concurrent use: the daemon's loop owns it. The goroutines
@@ -147,7 +143,7 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 	for {
 		start := time.Now()
 		ev := Event{Script: rs.s.Name, Gen: rs.gen}
-		ev.OK, ev.TimedOut, ev.Err = runOnce(ctx, rs.s.Args, rs.s.Cred, timeout)
+		ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, rs.s.Args, rs.s.Cred, timeout)
 		if ctx.Err() != nil {
 			return
 		}
@@ -169,46 +165,3 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 	}
 }
 
-// errNoCommand is the failure of a script with no command.
-var errNoCommand = errors.New("no command")
-
-// runOnce runs args in a process group of its own as cred and waits for it, at most
-// timeout: then the group gets SIGTERM and, killGrace later or as soon as the script
-// itself exits, SIGKILL, so no child it left behind outlives it. The script's output
-// goes to /dev/null, so a child holding it open cannot make the wait hang.
-func runOnce(ctx context.Context, args []string, cred *syscall.Credential, timeout time.Duration) (ok, timedOut bool, err error) {
-	if len(args) == 0 {
-		return false, false, errNoCommand
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	if err := cmd.Start(); err != nil {
-		return false, false, err
-	}
-	pgid := cmd.Process.Pid
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case err := <-waited:
-		// What it started in the background and left running stays, as in keepalived.
-		return err == nil, false, nil
-	case <-t.C:
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		g := time.NewTimer(killGrace)
-		select {
-		case <-waited:
-		case <-g.C:
-		case <-ctx.Done():
-		}
-		g.Stop()
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-waited
-		return false, true, nil
-	case <-ctx.Done():
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-waited
-		return false, false, ctx.Err()
-	}
-}

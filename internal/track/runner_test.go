@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 )
 
 func next(t *testing.T, ch <-chan Event) Event {
@@ -61,8 +63,8 @@ func TestRunnerResultsAndReload(t *testing.T) {
 // A script that hangs is killed at its timeout with the children it started, and the run
 // counts as failed.
 func TestRunnerTimeoutKillsGroup(t *testing.T) {
-	defer func(g time.Duration) { killGrace = g }(killGrace)
-	killGrace = 200 * time.Millisecond
+	defer func(g time.Duration) { proc.KillGrace = g }(proc.KillGrace)
+	proc.KillGrace = 200 * time.Millisecond
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child")
 	// The child ignores SIGTERM, so only the group's SIGKILL ends it.
