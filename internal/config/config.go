@@ -20,6 +20,10 @@ type Config struct {
 	// Files are every file the load read, the main one first, then includes in the order
 	// they were read. A reloader can watch them.
 	Files []string
+	// Scripts are the vrrp_scripts some instance tracks (no other runs), by name;
+	// ScriptSettings the global script_user and enable_script_security.
+	Scripts        []Script
+	ScriptSettings ScriptSettings
 }
 
 // Instance is one virtual router, fully resolved: every field holds the value the daemon
@@ -88,6 +92,10 @@ type Instance struct {
 	// V3ChecksumAsV2 sends the VRRPv3 IPv4 checksum without the pseudo-header, as RFC
 	// 9568 §5.2.8 says (keepalived >= 2.2.8's v3_checksum_as_v2).
 	V3ChecksumAsV2 bool
+	// TrackScripts are the vrrp_scripts the instance tracks (scripts.go), Notify its
+	// notify hooks.
+	TrackScripts []TrackScript
+	Notify       Notify
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -163,7 +171,9 @@ func (a Instance) Equal(b Instance) bool {
 		a.Strict == b.Strict &&
 		a.LowerPrioNoAdvert == b.LowerPrioNoAdvert &&
 		a.OwnerIgnoreAdverts == b.OwnerIgnoreAdverts &&
-		a.V3ChecksumAsV2 == b.V3ChecksumAsV2
+		a.V3ChecksumAsV2 == b.V3ChecksumAsV2 &&
+		slices.Equal(a.TrackScripts, b.TrackScripts) &&
+		a.Notify.Equal(b.Notify)
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.

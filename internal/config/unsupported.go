@@ -19,8 +19,6 @@ type unsupported struct {
 // not. docs/migrate-from-keepalived.md lists every one with what to do instead (a test
 // holds the two together).
 var unsupportedKeywords = map[string]unsupported{
-	"vrrp_script":                {true, "the script never runs"},
-	"track_script":               {true, "the VIP will not follow the script"},
 	"track_interface":            {true, "the VIP will not follow the tracked interfaces"},
 	"track_file":                 {true, "the VIP will not follow the file"},
 	"vrrp_track_file":            {true, "the file is not read"},
@@ -29,11 +27,6 @@ var unsupportedKeywords = map[string]unsupported{
 	"track_bfd":                  {true, "the VIP will not follow BFD"},
 	"bfd_instance":               {true, "no BFD session runs"},
 	"vrrp_sync_group":            {true, "the instances change state each on their own, not together"},
-	"notify":                     {true, "no script runs on state changes"},
-	"notify_master":              {true, "no script runs on becoming master"},
-	"notify_backup":              {true, "no script runs on becoming backup"},
-	"notify_fault":               {true, "no script runs on a fault"},
-	"notify_stop":                {true, "no script runs on stopping"},
 	"notify_deleted":             {true, "no script runs when the instance is removed"},
 	"notify_fifo":                {true, "nothing is written to the FIFO"},
 	"notify_fifo_script":         {true, "no script reads the FIFO"},
@@ -46,7 +39,6 @@ var unsupportedKeywords = map[string]unsupported{
 	"static_routes":              {true, "the routes are not added"},
 	"static_rules":               {true, "the rules are not added"},
 	"net_namespace":              {true, "the instances run in vrrpd's own network namespace"},
-	"script_user":                {true, "vrrpd runs no scripts yet"},
 	"virtual_server":             {false, "vrrpd does no load balancing (IPVS)"},
 	"virtual_server_group":       {false, "vrrpd does no load balancing (IPVS)"},
 	"smtp_alert":                 {false, "no mail is sent"},
