@@ -33,6 +33,8 @@ type Options struct {
 	// publishInterval bounds how stale the published counters may be; state changes are
 	// published at once: 500 ms.
 	publishInterval time.Duration
+	// NotifyTimeout bounds one notify hook run: notify.DefaultTimeout.
+	NotifyTimeout time.Duration
 
 	// The daemon's ties to the host (host.go); nil means the real one. Only the package's
 	// tests replace them.
@@ -84,6 +86,8 @@ type Daemon struct {
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
+
+	trk tracking // vrrp_script and notify hooks (track.go)
 }
 
 type timerOwner struct {
@@ -159,6 +163,7 @@ func New(opts Options) (*Daemon, error) {
 		acts:     make([]vrrp.Action, 0, 16),
 	}
 	d.publishK = d.newTimer(nil, timerPublish)
+	d.initTracking()
 	d.snap.Store(&metrics.Snapshot{})
 	return d, nil
 }
@@ -211,6 +216,7 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 	defer stopWatch()
+	defer d.stopTracking()
 	d.start(cfg, time.Now())
 	return d.loop(ctx)
 }
@@ -231,6 +237,7 @@ func (d *Daemon) recoverVIPs() {
 // start starts every instance of cfg, which validate accepted.
 func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	cfg, d.vmacOf = vmacConfig(cfg)
+	d.setScripts(cfg)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}
@@ -278,6 +285,8 @@ func (d *Daemon) loop(ctx context.Context) error {
 			req.done <- d.reload(req.cfg, time.Now())
 		case <-d.ifEvents:
 			d.checkInterfaces(time.Now())
+		case ev := <-d.trk.events:
+			d.scriptResult(ev, time.Now())
 		case <-poll.C:
 			now := time.Now()
 			d.heartbeat.Beat(now)

@@ -62,7 +62,7 @@ func NewState(rise, fall int, initFail bool) State {
 }
 
 // Status returns the script's status.
-func (s *State) Status() Status { return s.status }
+func (s State) Status() Status { return s.status }
 
 // Observe counts one result and reports whether the status changed. It follows
 // vrrp_script_child_thread: from init, the first result decides either way.
