@@ -43,14 +43,18 @@ func Run(ctx context.Context, args []string, cred *syscall.Credential, timeout t
 	case <-t.C:
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		g := time.NewTimer(KillGrace)
+		exited := false
 		select {
 		case <-waited:
+			exited = true
 		case <-g.C:
 		case <-ctx.Done():
 		}
 		g.Stop()
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-waited
+		if !exited {
+			<-waited
+		}
 		return false, true, nil
 	case <-ctx.Done():
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)

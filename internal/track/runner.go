@@ -164,4 +164,3 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 		}
 	}
 }
-

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,7 +90,7 @@ func TestRunnerTimeoutKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
+	for alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("child %d still alive after the timeout", pid)
 		}
@@ -124,4 +123,40 @@ func TestInsecure(t *testing.T) {
 	if err := Insecure(p); err == nil {
 		t.Errorf("%s passed, but its directory is in /tmp", p)
 	}
+}
+
+// A script that dies of the SIGTERM (the usual case) is reported at once, and the
+// children it leaves in its group are killed too.
+func TestRunnerTimeoutTermExits(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	ch := make(chan Event, 1)
+	r := NewRunner(ch)
+	defer r.Stop()
+	start := time.Now()
+	r.Set([]Script{{Name: "hang", Args: []string{"/bin/sh", "-c", "sleep 60 & echo $! > " + pidFile + "; wait"}, Interval: time.Hour, Timeout: 300 * time.Millisecond, Rise: 1, Fall: 1}})
+	ev := next(t, ch)
+	if ev.OK || !ev.TimedOut || time.Since(start) > time.Second {
+		t.Fatalf("event %+v after %v, want a timed-out failure soon after 300 ms", ev, time.Since(start))
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	time.Sleep(50 * time.Millisecond)
+	if pid <= 0 || alive(pid) {
+		t.Fatalf("child %d still alive", pid)
+	}
+}
+
+// alive reports whether pid runs: exists and is not a zombie (a killed child whose
+// parent died waits for init, which in a container may be slow to reap it).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
