@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -126,6 +127,80 @@ func TestKeepalivedScriptRules(t *testing.T) {
 		_, _, err := Parse("s.conf", []byte(bad))
 		if err == nil || !strings.HasPrefix(err.Error(), "s.conf:") {
 			t.Errorf("%q: err %v, want a file:line error", e.want, err)
+		}
+	}
+}
+
+const scriptsYAML = `scriptUser: nobody
+scriptGroup: nogroup
+enableScriptSecurity: true
+scripts:
+  - name: chk_web
+    command: "/usr/bin/curl -sf 'http://127.0.0.1/a b'"
+    interval: 3s
+    timeout: 1s
+    weight: -30
+    rise: 2
+    fall: 3
+    initFail: true
+    user: www-data
+  - name: chk_up
+    command: /bin/true
+    weight: 10
+    reverse: true
+instances:
+  - name: VI_1
+    interface: eth0
+    vrid: 51
+    priority: 100
+    trackScripts:
+      - name: chk_web
+      - name: chk_up
+        weight: 20
+    notify:
+      master: /etc/n.sh master
+      backup: /etc/b.sh
+      fault: /etc/f.sh
+      stop: /etc/s.sh
+      all: /etc/all.sh
+    vips: [10.99.0.100/24]
+`
+
+// The YAML keys give what the keepalived.conf keywords give.
+func TestYAMLScripts(t *testing.T) {
+	y, _, err := Parse("s.yaml", []byte(scriptsYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := Parse("s.conf", []byte(scriptsConf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.ScriptSettings != k.ScriptSettings || len(y.Scripts) != len(k.Scripts) {
+		t.Fatalf("yaml %+v %+v, conf %+v %+v", y.ScriptSettings, y.Scripts, k.ScriptSettings, k.Scripts)
+	}
+	for i := range y.Scripts {
+		a, b := y.Scripts[i], k.Scripts[i]
+		a.Source, b.Source = Position{}, Position{}
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("yaml script %+v, conf %+v", a, b)
+		}
+	}
+	yi, ki := y.Instances[0], k.Instances[0]
+	ki.Notify.Master.User = "" // the conf names a user for this one hook
+	if !slices.Equal(yi.TrackScripts, ki.TrackScripts) || !yi.Notify.Equal(ki.Notify) {
+		t.Errorf("yaml instance %+v %+v, conf %+v %+v", yi.TrackScripts, yi.Notify, ki.TrackScripts, ki.Notify)
+	}
+	for _, bad := range []struct{ from, to, line string }{
+		{"weight: -30", "weight: -300", "s.yaml:9:"},
+		{"rise: 2", "rise: 0", "s.yaml:10:"},
+		{"command: /bin/true", "command: \"'x\"", "s.yaml:15:"},
+		{"        weight: 20", "        weight: 999", "s.yaml:26:"},
+		{"      all: /etc/all.sh", "      all: \"\\\"x\"", "s.yaml:32:"},
+	} {
+		_, _, err := Parse("s.yaml", []byte(strings.Replace(scriptsYAML, bad.from, bad.to, 1)))
+		if err == nil || !strings.HasPrefix(err.Error(), bad.line) {
+			t.Errorf("%q: err %v, want one at %s", bad.to, err, bad.line)
 		}
 	}
 }
