@@ -178,3 +178,42 @@ exit 0
 	}
 	d1.MustStop(t)
 }
+
+// TestTrackScriptKeepalivedAgrees runs TestTrackScriptMovesVIP's scenario with keepalived
+// itself tracking the script on h1 (the same keepalived.conf) and vrrpd as its peer: the
+// VIP moves the same way and keepalived's notify sequence is the one vrrpd writes.
+func TestTrackScriptKeepalivedAgrees(t *testing.T) {
+	_, _, h1, h2 := newLab(t)
+	keepalivedBinary(t)
+	hosts := []*netlab.Host{h1, h2}
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "healthy")
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log1, log2 := filepath.Join(dir, "h1.log"), filepath.Join(dir, "h2.log")
+	n1 := writeScript(t, dir, "n1.sh", `echo "$@" >> `+log1+"\n")
+	n2 := writeScript(t, dir, "n2.sh", `echo "$@" >> `+log2+"\n")
+
+	k1 := startKeepalived(t, h1, writeConf(t, "h1.conf", trackConf(150, "/bin/test -e "+flag, n1, "")))
+	startVrrpd(t, h2, writeConf(t, "h2.conf", trackConf(100, "", n2, "")), "")
+	waitSoleHolder(t, 8*time.Second, 300*time.Millisecond, vip4, h1, hosts...)
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	waitSoleHolder(t, 5*time.Second, 300*time.Millisecond, vip4, h2, hosts...)
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitSoleHolder(t, 5*time.Second, 300*time.Millisecond, vip4, h1, hosts...)
+	k1.MustStop(t)
+	waitSoleHolder(t, 5*time.Second, 300*time.Millisecond, vip4, h2, hosts...)
+	waitLines(t, log1, []string{
+		"INSTANCE_VI_1_BACKUP_150", "INSTANCE_VI_1_MASTER_150", "INSTANCE_VI_1_BACKUP_90",
+		"INSTANCE_VI_1_MASTER_150", "INSTANCE_VI_1_STOP_150",
+	})
+	waitLines(t, log2, []string{
+		"INSTANCE_VI_1_BACKUP_100", "INSTANCE_VI_1_MASTER_100", "INSTANCE_VI_1_BACKUP_100",
+		"INSTANCE_VI_1_MASTER_100",
+	})
+}
