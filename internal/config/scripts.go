@@ -77,6 +77,9 @@ type ScriptSettings struct {
 	// Security is enable_script_security: a script a non-root user could change is
 	// not run.
 	Security bool
+	// NotifyFIFO and VRRPNotifyFIFO are notify_fifo and vrrp_notify_fifo: FIFOs that
+	// get a line per transition (keepalived writes both when both are set).
+	NotifyFIFO, VRRPNotifyFIFO string
 }
 
 // scriptDefaults are keepalived's vrrp_script defaults.
@@ -373,6 +376,19 @@ func (p *kaParser) scriptGlobal(n node) (bool, error) {
 	case "enable_script_security":
 		st.noValue()
 		p.g.scriptSettings.Security = true
+	case "notify_fifo", "vrrp_notify_fifo":
+		// keepalived takes a user and group for the FIFO's owner; vrrpd leaves it root's.
+		var path string
+		if len(st.args) == 0 {
+			err = fmt.Errorf("%s needs a path", st.key)
+		} else if path = st.args[0]; len(st.args) > 1 {
+			st.note("%s: the owner %q is not applied; the FIFO stays root's", st.key, strings.Join(st.args[1:], " "))
+		}
+		if st.key == "notify_fifo" {
+			p.g.scriptSettings.NotifyFIFO = path
+		} else {
+			p.g.scriptSettings.VRRPNotifyFIFO = path
+		}
 	default:
 		return false, nil
 	}

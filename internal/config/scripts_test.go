@@ -9,6 +9,7 @@ import (
 )
 
 const scriptsConf = `global_defs {
+    notify_fifo /run/vrrpd.fifo
     script_user nobody nogroup
     enable_script_security
 }
@@ -58,11 +59,11 @@ func TestKeepalivedScripts(t *testing.T) {
 	for _, w := range ws {
 		got = append(got, w.Error())
 	}
-	want := []string{`s.conf:29: (VI_1) track_script nosuch: no vrrp_script of that name; ignored`}
+	want := []string{`s.conf:30: (VI_1) track_script nosuch: no vrrp_script of that name; ignored`}
 	if !slices.Equal(got, want) {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if cfg.ScriptSettings != (ScriptSettings{User: "nobody", Group: "nogroup", Security: true}) {
+	if cfg.ScriptSettings != (ScriptSettings{User: "nobody", Group: "nogroup", Security: true, NotifyFIFO: "/run/vrrpd.fifo"}) {
 		t.Errorf("script settings %+v", cfg.ScriptSettings)
 	}
 	if len(cfg.Scripts) != 2 {
@@ -71,7 +72,7 @@ func TestKeepalivedScripts(t *testing.T) {
 	up, web := cfg.Scripts[0], cfg.Scripts[1]
 	if !slices.Equal(web.Command, []string{"/usr/bin/curl", "-sf", "http://127.0.0.1/a b"}) ||
 		web.Interval != 3*time.Second || web.Timeout != time.Second || web.Weight != -30 ||
-		web.Rise != 2 || web.Fall != 3 || !web.InitFail || web.User != "www-data" || web.Source.Line != 5 {
+		web.Rise != 2 || web.Fall != 3 || !web.InitFail || web.User != "www-data" || web.Source.Line != 6 {
 		t.Errorf("chk_web %+v", web)
 	}
 	if up.Name != "chk_up" || up.Interval != time.Second || up.Weight != 10 || !up.Reverse || up.Rise != 1 || up.Fall != 1 {
@@ -112,7 +113,7 @@ func TestKeepalivedScriptRules(t *testing.T) {
 	if tr := cfg.Instances[0].TrackScripts; len(tr) != 0 {
 		t.Errorf("owner tracks %+v, want no weighted script", tr)
 	}
-	if !strings.Contains(FormatWarnings(ws), "s.conf:27: (VI_1) track_script chk_web: an address owner (priority 255) cannot have a weighted script") {
+	if !strings.Contains(FormatWarnings(ws), "s.conf:28: (VI_1) track_script chk_web: an address owner (priority 255) cannot have a weighted script") {
 		t.Errorf("warnings:\n%s", FormatWarnings(ws))
 	}
 	errs := []struct{ edit, want string }{
@@ -131,7 +132,8 @@ func TestKeepalivedScriptRules(t *testing.T) {
 	}
 }
 
-const scriptsYAML = `scriptUser: nobody
+const scriptsYAML = `notifyFifo: /run/vrrpd.fifo
+scriptUser: nobody
 scriptGroup: nogroup
 enableScriptSecurity: true
 scripts:
@@ -192,11 +194,11 @@ func TestYAMLScripts(t *testing.T) {
 		t.Errorf("yaml instance %+v %+v, conf %+v %+v", yi.TrackScripts, yi.Notify, ki.TrackScripts, ki.Notify)
 	}
 	for _, bad := range []struct{ from, to, line string }{
-		{"weight: -30", "weight: -300", "s.yaml:9:"},
-		{"rise: 2", "rise: 0", "s.yaml:10:"},
-		{"command: /bin/true", "command: \"'x\"", "s.yaml:15:"},
-		{"        weight: 20", "        weight: 999", "s.yaml:26:"},
-		{"      all: /etc/all.sh", "      all: \"\\\"x\"", "s.yaml:32:"},
+		{"weight: -30", "weight: -300", "s.yaml:10:"},
+		{"rise: 2", "rise: 0", "s.yaml:11:"},
+		{"command: /bin/true", "command: \"'x\"", "s.yaml:16:"},
+		{"        weight: 20", "        weight: 999", "s.yaml:27:"},
+		{"      all: /etc/all.sh", "      all: \"\\\"x\"", "s.yaml:33:"},
 	} {
 		_, _, err := Parse("s.yaml", []byte(strings.Replace(scriptsYAML, bad.from, bad.to, 1)))
 		if err == nil || !strings.HasPrefix(err.Error(), bad.line) {

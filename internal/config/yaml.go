@@ -27,6 +27,7 @@ type yamlFile struct {
 	ScriptUser           string            `json:"scriptUser"`
 	ScriptGroup          string            `json:"scriptGroup"`
 	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
+	NotifyFIFO           string            `json:"notifyFifo"`
 }
 
 type yamlDefaults struct {

@@ -46,6 +46,8 @@ type tracking struct {
 	// settings credSet says it was computed from.
 	defaultCred *syscall.Credential
 	credSet     bool
+	// fifos are the open notify_fifo and vrrp_notify_fifo, by path.
+	fifos map[string]*notify.FIFO
 }
 
 // notifyStopWait bounds how long a stopping daemon waits for queued notify hooks
@@ -63,6 +65,9 @@ func (d *Daemon) initTracking() {
 // notifyStopWait.
 func (d *Daemon) stopTracking() {
 	d.trk.runner.Stop()
+	for _, f := range d.trk.fifos {
+		f.Close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), notifyStopWait)
 	defer cancel()
 	d.trk.notifier.Close(ctx)
@@ -77,6 +82,7 @@ func (d *Daemon) setScripts(cfg *config.Config) {
 		t.settings = cfg.ScriptSettings
 		t.defaultCred = d.defaultScriptCred(cfg)
 		t.credSet = true
+		d.openFIFOs()
 	}
 	var run []track.Script
 	keep := map[string]bool{}
@@ -118,6 +124,37 @@ func (d *Daemon) setScripts(cfg *config.Config) {
 		} else if st.status == track.StatusDisabled {
 			st.status = track.NewState(st.spec.Rise, st.spec.Fall, st.spec.InitFail).Status()
 		}
+	}
+}
+
+// openFIFOs opens the configured notify FIFOs that are not open yet and closes the
+// others. One that cannot be opened is left out with a warning, as keepalived does.
+func (d *Daemon) openFIFOs() {
+	want := map[string]bool{}
+	for _, p := range []string{d.trk.settings.NotifyFIFO, d.trk.settings.VRRPNotifyFIFO} {
+		if p != "" {
+			want[p] = true
+		}
+	}
+	if d.trk.fifos == nil {
+		d.trk.fifos = map[string]*notify.FIFO{}
+	}
+	for p, f := range d.trk.fifos {
+		if !want[p] {
+			f.Close()
+			delete(d.trk.fifos, p)
+		}
+	}
+	for p := range want {
+		if d.trk.fifos[p] != nil {
+			continue
+		}
+		f, err := notify.OpenFIFO(p)
+		if err != nil {
+			d.log.Warn("notify fifo not used", "err", err)
+			continue
+		}
+		d.trk.fifos[p] = f
 	}
 }
 
@@ -309,7 +346,7 @@ func (d *Daemon) retrack(in *instance, now time.Time) {
 
 // notifyTransition queues the instance's hooks for a state change.
 func (d *Daemon) notifyTransition(in *instance, to vrrp.State) {
-	if in.hooks.Empty() {
+	if in.hooks.Empty() && len(d.trk.fifos) == 0 {
 		return
 	}
 	var state string
@@ -328,6 +365,10 @@ func (d *Daemon) notifyTransition(in *instance, to vrrp.State) {
 	prio := in.cfg.Priority
 	if in.sm != nil {
 		prio = in.sm.Priority()
+	}
+	// The FIFO line first, as keepalived writes it before it starts the scripts.
+	for _, f := range d.trk.fifos {
+		f.Write(in.cfg.Name, state, prio)
 	}
 	d.trk.notifier.Notify(in.cfg.Name, in.hooks, state, prio)
 }

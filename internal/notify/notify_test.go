@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,5 +85,46 @@ func TestHangingHook(t *testing.T) {
 	n.Close(ctx)
 	if n.Failed() == 0 {
 		t.Error("no hook counted failed after timing out")
+	}
+}
+
+func TestFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	f, err := OpenFIFO(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	f.Write("VI_1", Master, 150)
+	f.Write("VI_1", Fault, 90)
+	buf := make([]byte, 256)
+	n, err := r.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(buf[:n]), "INSTANCE \"VI_1\" MASTER 150\nINSTANCE \"VI_1\" FAULT 90\n"; got != want {
+		t.Errorf("fifo read %q, want %q", got, want)
+	}
+	// Nobody reading and the pipe full: writes are dropped, never blocking.
+	r.Close()
+	done := make(chan struct{})
+	go func() {
+		for range 20000 {
+			f.Write("VI_1", Backup, 100)
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("writing to a full FIFO blocked")
+	}
+	f.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the FIFO it created is still there: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,9 +70,17 @@ func TestTrackScriptMovesVIP(t *testing.T) {
 	n1 := writeScript(t, dir, "n1.sh", `echo "$@" >> `+log1+"\n")
 	n2 := writeScript(t, dir, "n2.sh", `echo "$@" >> `+log2+"\n")
 
-	d1 := startVrrpd(t, h1, writeConf(t, "h1.conf", trackConf(150, "/bin/test -e "+flag, n1, "")), "")
+	fifo := filepath.Join(dir, "fifo")
+	conf1 := strings.Replace(trackConf(150, "/bin/test -e "+flag, n1, ""), "global_defs {\n", "global_defs {\n  notify_fifo "+fifo+"\n", 1)
+	d1 := startVrrpd(t, h1, writeConf(t, "h1.conf", conf1), "")
 	d2 := startVrrpd(t, h2, writeConf(t, "h2.conf", trackConf(100, "", n2, "")), "")
 	waitSoleHolder(t, 5*time.Second, 300*time.Millisecond, vip4, h1, hosts...)
+	// vrrpd holds the FIFO open read-write, so the lines wait in it for this reader.
+	rfd, err := syscall.Open(fifo, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatalf("notify_fifo: %v", err)
+	}
+	defer syscall.Close(rfd)
 
 	// The check fails: 150-60 = 90 < 100, h2 preempts.
 	if err := os.Remove(flag); err != nil {
@@ -106,6 +115,13 @@ func TestTrackScriptMovesVIP(t *testing.T) {
 		"INSTANCE_VI_1_MASTER_100",
 	})
 	d2.MustStop(t)
+	buf := make([]byte, 4096)
+	n, _ := syscall.Read(rfd, buf)
+	want := "INSTANCE \"VI_1\" BACKUP 150\nINSTANCE \"VI_1\" MASTER 150\nINSTANCE \"VI_1\" BACKUP 90\n" +
+		"INSTANCE \"VI_1\" MASTER 150\nINSTANCE \"VI_1\" STOP 150\n"
+	if n < 0 || string(buf[:max(n, 0)]) != want {
+		t.Errorf("notify_fifo read %q, want %q", buf[:max(n, 0)], want)
+	}
 }
 
 // TestTrackScriptTimeout: a check that hangs past its timeout is killed with its children
