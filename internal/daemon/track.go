@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -50,6 +51,9 @@ type tracking struct {
 	fifos map[string]*notify.FIFO
 }
 
+// errNoCommand disables a script without a command (only a hand-built Config has one).
+var errNoCommand = errors.New("no command")
+
 // notifyStopWait bounds how long a stopping daemon waits for queued notify hooks
 // (notify_stop among them).
 const notifyStopWait = 10 * time.Second
@@ -96,6 +100,9 @@ func (d *Daemon) setScripts(cfg *config.Config) {
 		st.spec = sc
 		st.disabled = nil
 		cred, err := d.credFor(sc.User, sc.Group)
+		if err == nil && len(sc.Command) == 0 {
+			err = errNoCommand
+		}
 		if err == nil {
 			err = d.checkSecurity(sc.Command[0])
 		}
