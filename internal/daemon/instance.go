@@ -37,6 +37,7 @@ type instance struct {
 	state          vrrp.State // last reported, FAULT while sm is nil
 
 	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
+	quietFault bool           // that FAULT only waits for first results: not notified
 	hooks      notify.Scripts // its notify hooks
 }
 

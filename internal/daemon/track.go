@@ -298,39 +298,54 @@ func (in *instance) tracks(script string) bool {
 	return false
 }
 
-// trackedPriority computes an instance's effective priority and whether a weight-0
-// script holds it in FAULT.
-func (d *Daemon) trackedPriority(ic config.Instance) (uint8, bool) {
-	sum, fault := 0, false
+// trackedPriority computes an instance's effective priority, whether a weight-0 script
+// holds it in FAULT, and whether only scripts without a first result do (waiting).
+func (d *Daemon) trackedPriority(ic config.Instance) (p uint8, fault, waiting bool) {
+	sum, failing := 0, false
 	for _, t := range ic.TrackScripts {
 		status := track.StatusDisabled
 		if st := d.trk.scripts[t.Script]; st != nil {
 			status = st.status
 		}
 		if t.Weight == 0 {
-			fault = fault || track.Faults(t.Reverse, status)
+			if track.Faults(t.Reverse, status) {
+				fault = true
+				failing = failing || status != track.StatusInit
+			}
 		} else {
 			sum += track.Contribution(t.Weight, t.Reverse, status)
 		}
 	}
-	return track.Effective(ic.Priority, sum), fault
+	return track.Effective(ic.Priority, sum), fault, fault && !failing
 }
+
+// reasonWaiting is the FAULT of an instance waiting for its weight-0 scripts' first
+// results. keepalived keeps such an instance in INIT and tells its hooks nothing, so
+// vrrpd's FAULT for it is not notified; a script failing then is.
+const reasonWaiting vrrp.Reason = "waiting for track scripts"
 
 // smConfig is the state machine's configuration of ic with the effective priority, so
 // that a new or reconfigured state machine never advertises the configured one first.
 func (d *Daemon) smConfig(ic config.Instance, source netip.Addr) vrrp.Config {
 	c := ic.StateMachineConfig(source)
-	c.Priority, _ = d.trackedPriority(ic)
+	c.Priority, _, _ = d.trackedPriority(ic)
 	return c
 }
 
 // retrack gives the state machine the instance's effective priority and its FAULT from
 // tracking (combined with the interface's).
 func (d *Daemon) retrack(in *instance, now time.Time) {
-	p, fault := d.trackedPriority(in.cfg)
+	p, fault, waiting := d.trackedPriority(in.cfg)
 	in.trackFault = fault
 	if in.sm == nil {
 		return
+	}
+	if in.quietFault && !waiting && in.sm.Fault() {
+		// The FAULT kept quiet while waiting becomes a real one, or ends below.
+		in.quietFault = false
+		if fault || in.faultErr != nil {
+			d.notifyState(in, notify.Fault)
+		}
 	}
 	if old := in.sm.Priority(); p != old {
 		d.log.Info(fmt.Sprintf("(%s) Changing effective priority from %d to %d", in.cfg.Name, old, p))
@@ -343,9 +358,12 @@ func (d *Daemon) retrack(in *instance, now time.Time) {
 		switch {
 		case in.faultErr != nil:
 			reason = vrrp.ReasonInterfaceDown
+		case waiting:
+			reason = reasonWaiting
 		case fault:
 			reason = vrrp.ReasonTrackFault
 		}
+		in.quietFault = want && reason == reasonWaiting
 		d.acts = in.sm.SetFault(now, want, reason, d.acts[:0])
 		d.execute(in, now)
 	}
@@ -354,6 +372,9 @@ func (d *Daemon) retrack(in *instance, now time.Time) {
 // notifyTransition queues the instance's hooks for a state change.
 func (d *Daemon) notifyTransition(in *instance, to vrrp.State) {
 	if in.hooks.Empty() && len(d.trk.fifos) == 0 {
+		return
+	}
+	if to == vrrp.StateFault && in.quietFault {
 		return
 	}
 	var state string
@@ -369,6 +390,11 @@ func (d *Daemon) notifyTransition(in *instance, to vrrp.State) {
 	default:
 		return
 	}
+	d.notifyState(in, state)
+}
+
+// notifyState writes the FIFO line and queues the hooks of the instance for state.
+func (d *Daemon) notifyState(in *instance, state string) {
 	prio := in.cfg.Priority
 	if in.sm != nil {
 		prio = in.sm.Priority()

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,10 +22,32 @@ func startTracking(t *testing.T, weight int) (*fakeHost, *Daemon) {
 	ic := testInstance("VI_1", 1, 150, "10.99.0.100/24")
 	ic.TrackScripts = []config.TrackScript{{Script: "chk", Weight: weight}}
 	cfg := &config.Config{Instances: []config.Instance{ic},
-		Scripts: []config.Script{{Name: "chk", Command: []string{"/bin/true"}, Interval: time.Hour, Rise: 1, Fall: 1}}}
+		Scripts:        []config.Script{{Name: "chk", Command: []string{"/bin/true"}, Interval: time.Hour, Rise: 1, Fall: 1}},
+		ScriptSettings: config.ScriptSettings{NotifyFIFO: filepath.Join(t.TempDir(), "fifo")}}
 	d.recoverVIPs()
 	d.start(cfg, t0)
+	t.Cleanup(func() {
+		for _, f := range d.trk.fifos {
+			f.Close()
+		}
+	})
 	return h, d
+}
+
+// fifoLines opens the daemon's notify FIFO for reading; the returned function reads
+// what it holds so far.
+func fifoLines(t *testing.T, d *Daemon) func() string {
+	t.Helper()
+	fd, err := syscall.Open(d.trk.settings.NotifyFIFO, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	return func() string {
+		buf := make([]byte, 4096)
+		n, _ := syscall.Read(fd, buf)
+		return string(buf[:max(n, 0)])
+	}
 }
 
 // result hands the loop one run of chk that moved it to status.
@@ -68,6 +92,7 @@ func TestTrackWeightMovesPriority(t *testing.T) {
 // fails, and an interface that comes back does not clear a script's FAULT.
 func TestTrackWeightZeroFault(t *testing.T) {
 	h, d := startTracking(t, 0)
+	read := fifoLines(t, d)
 	now := t0.Add(10 * time.Second)
 	advance(d, now)
 	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateFault {
@@ -100,5 +125,29 @@ func TestTrackWeightZeroFault(t *testing.T) {
 	d.checkInterfaces(now)
 	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateBackup {
 		t.Fatalf("both good: %v, want BACKUP", s.State)
+	}
+	// Waiting for the first result is not a FAULT the hooks hear of (keepalived keeps
+	// the instance in INIT); the script's FAULT is, once.
+	want := "INSTANCE \"VI_1\" BACKUP 150\nINSTANCE \"VI_1\" MASTER 150\nINSTANCE \"VI_1\" FAULT 150\nINSTANCE \"VI_1\" BACKUP 150\n"
+	if got := read(); got != want {
+		t.Errorf("notify fifo:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// A first result that fails turns the quiet wait into a FAULT the hooks hear of.
+func TestTrackWaitThenFail(t *testing.T) {
+	_, d := startTracking(t, 0)
+	read := fifoLines(t, d)
+	now := t0.Add(time.Second)
+	advance(d, now)
+	if got := read(); got != "" {
+		t.Fatalf("notified %q while waiting for the first result", got)
+	}
+	result(d, false, now)
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateFault {
+		t.Fatalf("after a failing first result: %v, want FAULT", s.State)
+	}
+	if got, want := read(), "INSTANCE \"VI_1\" FAULT 150\n"; got != want {
+		t.Errorf("notify fifo %q, want %q", got, want)
 	}
 }
