@@ -20,6 +20,10 @@ type Config struct {
 	// Files are every file the load read, the main one first, then includes in the order
 	// they were read. A reloader can watch them.
 	Files []string
+	// Scripts are the vrrp_scripts some instance tracks (no other runs), by name;
+	// ScriptSettings the global script_user and enable_script_security.
+	Scripts        []Script
+	ScriptSettings ScriptSettings
 }
 
 // Instance is one virtual router, fully resolved: every field holds the value the daemon
@@ -92,6 +96,10 @@ type Instance struct {
 	// hands over (vrrp.Config.HandoverOnly): the Kubernetes mode's takeover from
 	// keepalived-operator's pods. No keyword sets it.
 	HandoverOnly bool
+	// TrackScripts are the vrrp_scripts the instance tracks (scripts.go), Notify its
+	// notify hooks.
+	TrackScripts []TrackScript
+	Notify       Notify
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -168,7 +176,9 @@ func (a Instance) Equal(b Instance) bool {
 		a.LowerPrioNoAdvert == b.LowerPrioNoAdvert &&
 		a.OwnerIgnoreAdverts == b.OwnerIgnoreAdverts &&
 		a.V3ChecksumAsV2 == b.V3ChecksumAsV2 &&
-		a.HandoverOnly == b.HandoverOnly
+		a.HandoverOnly == b.HandoverOnly &&
+		slices.Equal(a.TrackScripts, b.TrackScripts) &&
+		a.Notify.Equal(b.Notify)
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.

@@ -87,6 +87,7 @@ func (d *Draft) Clone(name string) *Draft {
 	c.peers = slices.Clone(d.peers)
 	c.vips = slices.Clone(d.vips)
 	c.evips = slices.Clone(d.evips)
+	c.tracks = slices.Clone(d.tracks)
 	return &c
 }
 

@@ -13,11 +13,11 @@ import (
 // keepalived.conf blocks that keepalived knows and vrrpd does not run: one warning for the
 // whole block, not one per line inside it.
 var unsupportedBlocks = map[string]bool{
-	"vrrp_sync_group": true, "vrrp_script": true, "virtual_server": true,
+	"vrrp_sync_group": true, "virtual_server": true,
 	"virtual_server_group": true, "static_ipaddress": true, "static_routes": true,
 	"static_rules": true, "vrrp_track_file": true, "track_file": true,
 	"vrrp_track_process": true, "linkbeat_interfaces": true, "garp_group": true,
-	"bfd_instance": true, "track_interface": true, "track_script": true,
+	"bfd_instance": true, "track_interface": true,
 	"track_process": true, "track_bfd": true, "virtual_routes": true, "virtual_rules": true,
 	"notification_email": true,
 }
@@ -78,6 +78,10 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 			if err := p.instance(n); err != nil {
 				return nil, err
 			}
+		case "vrrp_script":
+			if err := p.vrrpScript(n); err != nil {
+				return nil, err
+			}
 		default:
 			p.ignore(n, "")
 		}
@@ -87,6 +91,12 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 
 func (p *kaParser) globalDefs(ns []node) error {
 	for _, n := range ns {
+		if ok, err := p.scriptGlobal(n); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if n.hasBlock && !unsupportedBlocks[n.key()] {
 			p.ignore(n, " in global_defs")
 			continue
@@ -125,6 +135,12 @@ func (p *kaParser) instance(n node) error {
 	where := " in vrrp_instance " + d.name
 	vipsSeen := map[netip.Addr]Position{}
 	for _, c := range n.children {
+		if ok, err := p.instanceScripts(c, &d); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		var err error
 		switch c.key() {
 		case "unicast_peer":

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,9 +228,6 @@ frobnicate
 	want := []string{
 		`k.conf:3: "notification_email" block in global_defs is not supported by vrrpd; ignored: no mail is sent`,
 		`k.conf:7: unknown keyword "vrrp_skip_check_adv_addr" in global_defs; ignored`,
-		`k.conf:8: unknown keyword "enable_script_security" in global_defs; ignored`,
-		`k.conf:10: "vrrp_script" block is not supported by vrrpd yet; ignored: the script never runs`,
-		`k.conf:17: "track_script" block in vrrp_instance VI_1 is not supported by vrrpd yet; ignored: the VIP will not follow the script`,
 		`k.conf:20: "smtp_alert" in vrrp_instance VI_1 is not supported by vrrpd; ignored: no mail is sent`,
 		`k.conf:24: unknown keyword "auth_colour" in authentication; ignored`,
 		`k.conf:27: VIP 10.99.0.100/24: option "nodad" is not supported; ignored`,
@@ -245,6 +243,11 @@ frobnicate
 	}
 	if cfg.RouterID != "h1" || len(cfg.Instances) != 1 || cfg.Instances[0].AuthPass != "x" {
 		t.Errorf("config not loaded around the warnings: %+v", cfg)
+	}
+	if len(cfg.Scripts) != 1 || !slices.Equal(cfg.Scripts[0].Command, []string{"killall", "-0", "haproxy"}) ||
+		cfg.Scripts[0].Interval != 2*time.Second || !cfg.ScriptSettings.Security ||
+		!slices.Equal(cfg.Instances[0].TrackScripts, []TrackScript{{Script: "chk_haproxy"}}) {
+		t.Errorf("scripts not loaded: %+v %+v %+v", cfg.Scripts, cfg.ScriptSettings, cfg.Instances[0].TrackScripts)
 	}
 }
 

@@ -149,6 +149,8 @@ func finish(cfg *Config, drafts []Draft, g Globals, ws []Warning) (*Config, []Wa
 	if len(errs) > 0 {
 		return nil, ws, errors.Join(errs...)
 	}
+	cfg.Scripts = usedScripts(g, cfg.Instances)
+	cfg.ScriptSettings = g.scriptSettings
 	return cfg, ws, nil
 }
 

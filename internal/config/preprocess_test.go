@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -274,10 +275,10 @@ func TestKeepalivedAsPeopleWriteIt(t *testing.T) {
 					in.UnicastPeers[1] == netip.MustParseAddr("10.99.0.13")
 			}},
 		{"notify scripts", "notify_master /bin/true\nnotify \"/usr/local/bin/n.sh\"",
-			[]string{
-				`t.conf:4: "notify_master" in vrrp_instance T is not supported by vrrpd yet; ignored: no script runs on becoming master`,
-				`t.conf:5: "notify" in vrrp_instance T is not supported by vrrpd yet; ignored: no script runs on state changes`,
-			}, func(Instance) bool { return true }},
+			nil, func(in Instance) bool {
+				return slices.Equal(in.Notify.Master.Args, []string{"/bin/true"}) &&
+					slices.Equal(in.Notify.Generic.Args, []string{"/usr/local/bin/n.sh"})
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,9 +317,9 @@ func TestKeepalivedDuplicateInstanceName(t *testing.T) {
 // the count and the last place.
 func TestKeepalivedWarningsGrouped(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("vrrp_script chk {\nscript /bin/true\n}\n")
+	b.WriteString("vrrp_sync_group G {\ngroup\n}\n")
 	for i := range 512 {
-		fmt.Fprintf(&b, "vrrp_instance VI_%d {\ninterface eth%d\nvirtual_router_id %d\nstate SLAVE\ntrack_script {\nchk\n}\nnotify_master /bin/true\nvirtual_ipaddress {\n10.%d.%d.1/24\n}\n}\n",
+		fmt.Fprintf(&b, "vrrp_instance VI_%d {\ninterface eth%d\nvirtual_router_id %d\nstate SLAVE\ntrack_interface {\neth9\n}\nnotify_deleted /bin/true\nvirtual_ipaddress {\n10.%d.%d.1/24\n}\n}\n",
 			i, i/255, i%255+1, i/255, i%255)
 	}
 	cfg, ws, err := Parse("big.conf", []byte(b.String()))
@@ -334,10 +335,10 @@ func TestKeepalivedWarningsGrouped(t *testing.T) {
 	}
 	last := 3 + 511*12
 	want := []string{
-		`big.conf:1: "vrrp_script" block is not supported by vrrpd yet; ignored: the script never runs`,
+		`big.conf:1: "vrrp_sync_group" block is not supported by vrrpd yet; ignored: the instances change state each on their own, not together`,
 		fmt.Sprintf(`big.conf:7: (VI_0) unknown state "SLAVE"; using BACKUP, as keepalived does (512 times; the last at big.conf:%d)`, last+4),
-		fmt.Sprintf(`big.conf:8: "track_script" block in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: the VIP will not follow the script (512 times; the last at big.conf:%d)`, last+5),
-		fmt.Sprintf(`big.conf:11: "notify_master" in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: no script runs on becoming master (512 times; the last at big.conf:%d)`, last+8),
+		fmt.Sprintf(`big.conf:8: "track_interface" block in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: the VIP will not follow the tracked interfaces (512 times; the last at big.conf:%d)`, last+5),
+		fmt.Sprintf(`big.conf:11: "notify_deleted" in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: no script runs when the instance is removed (512 times; the last at big.conf:%d)`, last+8),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

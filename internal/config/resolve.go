@@ -26,6 +26,10 @@ type Globals struct {
 	lowerPrioNoAdvert  bool
 	v3ChecksumAsV2     bool
 	ownerIgnoreAdverts bool
+	// scripts are the vrrp_script blocks by name (behind a pointer: Globals stay
+	// comparable), and scriptSettings script_user and enable_script_security (scripts.go).
+	scripts        *scriptTable
+	scriptSettings ScriptSettings
 }
 
 // DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
@@ -91,6 +95,8 @@ type Draft struct {
 	mcastPos           Position
 	garp               garpDraft
 	vmac               vmacDraft
+	tracks             []trackRef // track_script entries (scripts.go)
+	notify             Notify
 }
 
 // garpDraft holds the per-instance announcement overrides.
@@ -148,7 +154,7 @@ func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	for _, step := range []func() error{
 		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
 		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
-		r.vmac,
+		r.vmac, r.tracking,
 	} {
 		if err := step(); err != nil {
 			return Instance{}, r.ws, err

@@ -22,6 +22,12 @@ type yamlFile struct {
 	RouterID  string            `json:"routerID"`
 	Defaults  json.RawMessage   `json:"defaults"`
 	Instances []json.RawMessage `json:"instances"`
+	// Scripts and the settings after it: yaml_scripts.go.
+	Scripts              []json.RawMessage `json:"scripts"`
+	ScriptUser           string            `json:"scriptUser"`
+	ScriptGroup          string            `json:"scriptGroup"`
+	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
+	NotifyFIFO           string            `json:"notifyFifo"`
 }
 
 type yamlDefaults struct {
@@ -56,23 +62,25 @@ type yamlGARP struct {
 }
 
 type yamlInstance struct {
-	Name           string        `json:"name"`
-	Interface      string        `json:"interface"`
-	VRID           *int          `json:"vrid"`
-	Priority       *int          `json:"priority"`
-	Version        *int          `json:"version"`
-	State          string        `json:"state"`
-	AdvertInterval *yamlDuration `json:"advertInterval"`
-	Preempt        *bool         `json:"preempt"`
-	PreemptDelay   *yamlDuration `json:"preemptDelay"`
-	Accept         *bool         `json:"accept"`
-	VIPs           []yamlVIP     `json:"vips"`
-	ExcludedVIPs   []yamlVIP     `json:"excludedVIPs"`
-	Unicast        *yamlUnicast  `json:"unicast"`
-	MulticastGroup string        `json:"multicastGroup"`
-	Auth           *yamlAuth     `json:"auth"`
-	GARP           yamlGARP      `json:"garp"`
-	VMAC           *yamlVMAC     `json:"vmac"`
+	Name           string            `json:"name"`
+	Interface      string            `json:"interface"`
+	VRID           *int              `json:"vrid"`
+	Priority       *int              `json:"priority"`
+	Version        *int              `json:"version"`
+	State          string            `json:"state"`
+	AdvertInterval *yamlDuration     `json:"advertInterval"`
+	Preempt        *bool             `json:"preempt"`
+	PreemptDelay   *yamlDuration     `json:"preemptDelay"`
+	Accept         *bool             `json:"accept"`
+	VIPs           []yamlVIP         `json:"vips"`
+	ExcludedVIPs   []yamlVIP         `json:"excludedVIPs"`
+	Unicast        *yamlUnicast      `json:"unicast"`
+	MulticastGroup string            `json:"multicastGroup"`
+	Auth           *yamlAuth         `json:"auth"`
+	GARP           yamlGARP          `json:"garp"`
+	VMAC           *yamlVMAC         `json:"vmac"`
+	TrackScripts   []yamlTrackScript `json:"trackScripts"`
+	Notify         *yamlNotify       `json:"notify"`
 	yamlAdvertHandling
 }
 
@@ -173,6 +181,9 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		if err := ix.defaults(f.Defaults, &g, &ws); err != nil {
 			return nil, ws, err
 		}
+	}
+	if err := ix.scripts(f.Scripts, &f, &g); err != nil {
+		return nil, ws, err
 	}
 	var drafts []Draft
 	for i, raw := range f.Instances {
@@ -566,6 +577,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 		if d.vmac, err = y.VMAC.draft(at("vmac")); err != nil {
 			return fail(at("vmac"), "%v", err)
 		}
+	}
+	if err := ix.instanceScripts(i, y.TrackScripts, y.Notify, &d); err != nil {
+		return Draft{}, err
 	}
 	return d, nil
 }

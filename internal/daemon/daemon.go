@@ -34,6 +34,8 @@ type Options struct {
 	// publishInterval bounds how stale the published counters may be; state changes are
 	// published at once: 500 ms.
 	publishInterval time.Duration
+	// NotifyTimeout bounds one notify hook run: notify.DefaultTimeout.
+	NotifyTimeout time.Duration
 
 	// The daemon's ties to the host (host.go); nil means the real one. Only the package's
 	// tests replace them.
@@ -94,6 +96,8 @@ type Daemon struct {
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
+
+	trk tracking // vrrp_script and notify hooks (track.go)
 }
 
 type timerOwner struct {
@@ -169,6 +173,7 @@ func New(opts Options) (*Daemon, error) {
 		acts:     make([]vrrp.Action, 0, 16),
 	}
 	d.publishK = d.newTimer(nil, timerPublish)
+	d.initTracking()
 	d.snap.Store(&metrics.Snapshot{})
 	return d, nil
 }
@@ -221,6 +226,7 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 		}
 	})
 	defer stopWatch()
+	defer d.stopTracking()
 	d.start(cfg, time.Now())
 	return d.loop(ctx)
 }
@@ -241,6 +247,7 @@ func (d *Daemon) recoverVIPs() {
 // start starts every instance of cfg, which validate accepted.
 func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	cfg, d.vmacOf = vmacConfig(cfg)
+	d.setScripts(cfg)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}
@@ -286,6 +293,13 @@ func (d *Daemon) loop(ctx context.Context) error {
 		case <-d.ifEvents:
 			d.mu.Lock()
 			d.checkInterfaces(time.Now())
+			d.rearm()
+			d.mu.Unlock()
+		case ev := <-d.trk.events:
+			d.mu.Lock()
+			now := time.Now()
+			d.scriptResult(ev, now)
+			d.maybePublish(now)
 			d.rearm()
 			d.mu.Unlock()
 		case <-poll.C:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/notify"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -39,11 +40,15 @@ type instance struct {
 	transitions    uint64
 	lastTransition time.Time
 	state          vrrp.State // last reported, FAULT while sm is nil
+
+	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
+	quietFault bool           // that FAULT only waits for first results: not notified
+	hooks      notify.Scripts // its notify hooks
 }
 
 // addInstance creates and starts an instance.
 func (d *Daemon) addInstance(ic config.Instance, now time.Time) *instance {
-	in := &instance{cfg: ic, vips: newVIPSet(ic), state: vrrp.StateFault}
+	in := &instance{cfg: ic, vips: newVIPSet(ic), state: vrrp.StateFault, hooks: d.hooksFor(ic)}
 	in.timerKey = d.newTimer(in, timerVRRP)
 	in.announceKey = d.newTimer(in, timerAnnounce)
 	d.instances = append(d.instances, in)
@@ -63,7 +68,7 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		d.noteFault(in, c.err, now)
 		return
 	}
-	sm, err := vrrp.NewInstance(in.cfg.StateMachineConfig(c.source))
+	sm, err := vrrp.NewInstance(d.smConfig(in.cfg, c.source))
 	if err != nil {
 		d.noteFault(in, err, now)
 		return
@@ -75,6 +80,7 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		d.execute(in, now)
 		in.faultErr = err
 	}
+	d.retrack(in, now)
 	d.acts = sm.Start(now, d.acts[:0])
 	d.execute(in, now)
 }
@@ -110,10 +116,10 @@ func (d *Daemon) setFault(in *instance, err error, now time.Time) {
 		}
 		return
 	}
-	if (err != nil) == in.sm.Fault() {
-		return
-	}
 	in.faultErr = err
+	if (err != nil || in.trackFault) == in.sm.Fault() {
+		return // a script's FAULT stays with the interface back
+	}
 	reason := vrrp.ReasonInterfaceDown
 	if err == nil {
 		reason = "" // the state machine says "fault cleared"
@@ -130,7 +136,7 @@ func (d *Daemon) sourceChanged(in *instance, now time.Time) {
 		return
 	}
 	var err error
-	d.acts, err = in.sm.Reconfigure(now, in.cfg.StateMachineConfig(in.conn.source), d.acts[:0])
+	d.acts, err = in.sm.Reconfigure(now, d.smConfig(in.cfg, in.conn.source), d.acts[:0])
 	if err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot use new source address", in.cfg.Name), "source", in.conn.source.String(), "err", err)
 		return
@@ -185,6 +191,7 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	in.lastTransition = now
 	// keepalived's wording, so log scrapers and humans used to it read the same.
 	d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", in.cfg.Name, a.To), "from", a.From.String(), "reason", string(a.Reason))
+	d.notifyTransition(in, a.To)
 }
 
 // send builds one advertisement with priority and sends it to the group or to every
@@ -371,6 +378,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 		return err
 	}
 	cfg, d.vmacOf = vmacConfig(cfg)
+	d.setScripts(cfg)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true
@@ -413,6 +421,9 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 		d.addInstance(ic, now)
 		added++
 	}
+	for _, in := range d.instances {
+		d.retrack(in, now) // scripts that restarted are back in init
+	}
 	d.log.Info("configuration reloaded", "kept", kept, "reconfigured", reconfigured, "started", added)
 	d.publish(now)
 	return nil
@@ -433,7 +444,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
 		d.excluded(in, false)
 	}
-	vc := ic.StateMachineConfig(in.conn.source)
+	vc := d.smConfig(ic, in.conn.source)
 	if err := vc.Validate(); err != nil {
 		return err
 	}
@@ -464,7 +475,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 			d.acts[i].Kind = 0
 		}
 	}
-	in.cfg, in.vips = ic, nvips
+	in.cfg, in.vips, in.hooks = ic, nvips, d.hooksFor(ic)
 	d.execute(in, now)
 	if len(moved) > 0 {
 		d.hold(in, in.cfg.Name, moved)

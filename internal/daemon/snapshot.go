@@ -36,6 +36,7 @@ func (d *Daemon) publish(now time.Time) {
 		for _, v := range in.cfg.VIPs {
 			mi.VIPs = append(mi.VIPs, v.Prefix)
 		}
+		mi.Tracked = d.trackedSnapshot(in)
 		if in.sm != nil {
 			mi.State = in.sm.State()
 			mi.Priority = in.sm.Priority()
@@ -61,6 +62,7 @@ func (d *Daemon) publish(now time.Time) {
 		}
 		return strings.Compare(string(a.Family), string(b.Family))
 	})
+	s.Scripts = d.scriptsSnapshot()
 	d.snap.Store(s)
 }
 

@@ -59,6 +59,10 @@ type Collector struct {
 	unattributed   *prometheus.Desc
 	preexisting    *prometheus.Desc
 	readded        *prometheus.Desc
+	scriptStatus   *prometheus.Desc
+	scriptRuns     *prometheus.Desc
+	scriptFailures *prometheus.Desc
+	scriptTimeouts *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading src.
@@ -86,6 +90,15 @@ func NewCollector(src Source) *Collector {
 			"VIPs found on the interface already, not added by vrrpd, when the instance became master: left alone and never removed", instanceLabels, nil),
 		readded: prometheus.NewDesc("vrrpd_vip_readded_total",
 			"VIPs taken off the interface by someone else while the instance was master, and put back", instanceLabels, nil),
+		// keepalived-exporter's name and meaning (1 while the script is good).
+		scriptStatus: prometheus.NewDesc("keepalived_script_status",
+			"Tracker script status: 1 good, 0 failed, still in init or disabled", []string{"name"}, nil),
+		scriptRuns: prometheus.NewDesc("vrrpd_script_runs_total",
+			"Runs of the vrrp_script", []string{"name"}, nil),
+		scriptFailures: prometheus.NewDesc("vrrpd_script_failures_total",
+			"Runs of the vrrp_script that failed, timeouts included", []string{"name"}, nil),
+		scriptTimeouts: prometheus.NewDesc("vrrpd_script_timeouts_total",
+			"Runs of the vrrp_script killed at its timeout", []string{"name"}, nil),
 	}
 	for _, d := range keepalivedCounters {
 		c.counters = append(c.counters, prometheus.NewDesc(d.name, d.help, vrrpLabels, nil))
@@ -100,7 +113,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{c.state, c.priority, c.basePriority, c.transitions,
-		c.lastTransition, c.instances, c.received, c.unattributed, c.preexisting, c.readded} {
+		c.lastTransition, c.instances, c.received, c.unattributed, c.preexisting, c.readded,
+		c.scriptStatus, c.scriptRuns, c.scriptFailures, c.scriptTimeouts} {
 		ch <- d
 	}
 }
@@ -142,6 +156,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, ifc := range snap.Interfaces {
 		emit(ch, c.received, prometheus.CounterValue, float64(ifc.Received), ifc.Name, string(ifc.Family))
 		emit(ch, c.unattributed, prometheus.CounterValue, float64(ifc.Unattributed), ifc.Name, string(ifc.Family))
+	}
+	for _, sc := range snap.Scripts {
+		good := 0.0
+		if sc.Status == "GOOD" {
+			good = 1
+		}
+		emit(ch, c.scriptStatus, prometheus.GaugeValue, good, sc.Name)
+		emit(ch, c.scriptRuns, prometheus.CounterValue, float64(sc.Runs), sc.Name)
+		emit(ch, c.scriptFailures, prometheus.CounterValue, float64(sc.Failures), sc.Name)
+		emit(ch, c.scriptTimeouts, prometheus.CounterValue, float64(sc.Timeouts), sc.Name)
 	}
 }
 

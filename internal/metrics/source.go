@@ -25,6 +25,26 @@ func (f SourceFunc) Snapshot() Snapshot { return f() }
 type Snapshot struct {
 	Instances  []Instance
 	Interfaces []Interface
+	Scripts    []Script
+}
+
+// Script is one vrrp_script: its status (track.Status's names: INIT, GOOD, FAILED,
+// DISABLED) and its runs.
+type Script struct {
+	Name     string
+	Status   string
+	Runs     uint64
+	Failures uint64 // runs that failed, timeouts included
+	Timeouts uint64
+}
+
+// Tracked is one script an instance tracks, with the weight it applies (0: FAULT while
+// failing) and the script's status.
+type Tracked struct {
+	Script  string
+	Weight  int
+	Reverse bool
+	Status  string
 }
 
 // Instance is one virtual router as the daemon sees it.
@@ -54,6 +74,8 @@ type Instance struct {
 	// ReaddedVIPs counts the VIPs someone else took off while it was master, put back.
 	PreexistingVIPs uint64
 	ReaddedVIPs     uint64
+	// Tracked are its track_script entries.
+	Tracked []Tracked
 }
 
 // Family is an instance's or socket's address family, as a label value.

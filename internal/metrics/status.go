@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,6 +20,24 @@ import (
 type Status struct {
 	Instances  []InstanceStatus  `json:"instances"`
 	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
+	Scripts    []ScriptStatus    `json:"scripts,omitempty"`
+}
+
+// ScriptStatus is one vrrp_script in Status.
+type ScriptStatus struct {
+	Name     string `json:"name"`
+	Status   string `json:"status"` // INIT, GOOD, FAILED, DISABLED
+	Runs     uint64 `json:"runs"`
+	Failures uint64 `json:"failures"`
+	Timeouts uint64 `json:"timeouts"`
+}
+
+// TrackedStatus is one tracked script of an instance in Status.
+type TrackedStatus struct {
+	Script  string `json:"script"`
+	Weight  int    `json:"weight"`
+	Reverse bool   `json:"reverse,omitempty"`
+	Status  string `json:"status"`
 }
 
 // InstanceStatus is one instance in Status.
@@ -37,6 +56,9 @@ type InstanceStatus struct {
 	LastTransition time.Time `json:"last_transition,omitzero"`
 	// Counters uses keepalived's statistic names (advert_rcvd, ...).
 	Counters map[string]uint64 `json:"counters"`
+	// TrackScripts are the scripts it tracks; Priority is the effective priority they
+	// make of BasePriority.
+	TrackScripts []TrackedStatus `json:"track_scripts,omitempty"`
 }
 
 // InterfaceStatus is one socket in Status.
@@ -72,6 +94,9 @@ func NewStatus(s Snapshot) Status {
 		for _, v := range in.VIPs {
 			is.VIPs = append(is.VIPs, v.String())
 		}
+		for _, t := range in.Tracked {
+			is.TrackScripts = append(is.TrackScripts, TrackedStatus(t))
+		}
 		st.Instances = append(st.Instances, is)
 	}
 	sort.SliceStable(st.Instances, func(i, j int) bool {
@@ -86,6 +111,9 @@ func NewStatus(s Snapshot) Status {
 	})
 	for _, ifc := range s.Interfaces {
 		st.Interfaces = append(st.Interfaces, InterfaceStatus(ifc))
+	}
+	for _, sc := range s.Scripts {
+		st.Scripts = append(st.Scripts, ScriptStatus(sc))
 	}
 	return st
 }
@@ -144,6 +172,33 @@ func (s Status) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%s\t%s\n",
 			in.Name, in.Interface, in.Family, in.VRID, in.State, in.Priority, master, vips)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return s.writeTracking(w)
+}
+
+// writeTracking prints, when any instance tracks scripts, each tracked script with its
+// status and the weight it applies, and each script's runs.
+func (s Status) writeTracking(w io.Writer) error {
+	if len(s.Scripts) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nINSTANCE\tBASE\tEFFECTIVE\tSCRIPT\tWEIGHT\tSTATUS")
+	for _, in := range s.Instances {
+		for _, t := range in.TrackScripts {
+			weight := strconv.Itoa(t.Weight)
+			if t.Reverse {
+				weight += " reverse"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", in.Name, in.BasePriority, in.Priority, t.Script, weight, t.Status)
+		}
+	}
+	fmt.Fprintln(tw, "\nSCRIPT\tSTATUS\tRUNS\tFAILURES\tTIMEOUTS")
+	for _, sc := range s.Scripts {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", sc.Name, sc.Status, sc.Runs, sc.Failures, sc.Timeouts)
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,139 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/track"
+)
+
+// The YAML form of scripts.go: top-level scripts, scriptUser, scriptGroup and
+// enableScriptSecurity; per instance trackScripts and notify. Commands are strings split
+// as keepalived splits a script line.
+
+type yamlScript struct {
+	Name     string        `json:"name"`
+	Command  string        `json:"command"`
+	Interval *yamlDuration `json:"interval"`
+	Timeout  *yamlDuration `json:"timeout"`
+	Weight   *int          `json:"weight"`
+	Reverse  bool          `json:"reverse"`
+	Rise     *int          `json:"rise"`
+	Fall     *int          `json:"fall"`
+	InitFail bool          `json:"initFail"`
+	User     string        `json:"user"`
+	Group    string        `json:"group"`
+}
+
+type yamlTrackScript struct {
+	Name    string `json:"name"`
+	Weight  *int   `json:"weight"`
+	Reverse bool   `json:"reverse"`
+}
+
+type yamlNotify struct {
+	Master string `json:"master"`
+	Backup string `json:"backup"`
+	Fault  string `json:"fault"`
+	Stop   string `json:"stop"`
+	// All is keepalived's notify: every transition, with the four arguments.
+	All   string `json:"all"`
+	User  string `json:"user"`
+	Group string `json:"group"`
+}
+
+// scripts reads the top-level scripts into g.
+func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) error {
+	g.scriptSettings = ScriptSettings{User: f.ScriptUser, Group: f.ScriptGroup, Security: f.EnableScriptSecurity, NotifyFIFO: f.NotifyFIFO}
+	for i, r := range raw {
+		var y yamlScript
+		if err := strictJSON(r, &y); err != nil {
+			return ix.decodeError(err, []any{"scripts", i}, fmt.Sprintf("scripts[%d]", i))
+		}
+		at := func(k string) Position { return ix.at("scripts", i, k) }
+		if y.Name == "" {
+			return errAt(ix.at("scripts", i), "scripts[%d]: name is required", i)
+		}
+		what := "script " + y.Name
+		if _, dup := g.scripts.get(y.Name); dup {
+			return errAt(at("name"), "%s is defined twice", what)
+		}
+		sc := newScript(y.Name, ix.at("scripts", i))
+		args, err := track.SplitCommand(y.Command)
+		if err != nil || len(args) == 0 {
+			return errAt(at("command"), "%s: command %q: want a program and its arguments", what, y.Command)
+		}
+		sc.Command = args
+		for _, d := range []struct {
+			key string
+			v   *yamlDuration
+			dst *int64
+		}{{"interval", y.Interval, (*int64)(&sc.Interval)}, {"timeout", y.Timeout, (*int64)(&sc.Timeout)}} {
+			if d.v == nil {
+				continue
+			}
+			v, err := d.v.value()
+			if err != nil || v <= 0 {
+				return errAt(at(d.key), "%s: %s must be a positive duration", what, d.key)
+			}
+			*d.dst = int64(v)
+		}
+		if y.Weight != nil {
+			if *y.Weight < -253 || *y.Weight > 253 {
+				return errAt(at("weight"), "%s: weight %d is not between -253 and 253", what, *y.Weight)
+			}
+			sc.Weight = *y.Weight
+		}
+		sc.Reverse, sc.InitFail, sc.User, sc.Group = y.Reverse, y.InitFail, y.User, y.Group
+		for _, c := range []struct {
+			key string
+			v   *int
+			dst *int
+		}{{"rise", y.Rise, &sc.Rise}, {"fall", y.Fall, &sc.Fall}} {
+			if c.v == nil {
+				continue
+			}
+			if *c.v < 1 {
+				return errAt(at(c.key), "%s: %s must be at least 1", what, c.key)
+			}
+			*c.dst = *c.v
+		}
+		if g.scripts == nil {
+			g.scripts = &scriptTable{byName: map[string]*Script{}}
+		}
+		g.scripts.byName[y.Name] = sc
+	}
+	return nil
+}
+
+// instanceScripts reads an instance's trackScripts and notify into d.
+func (ix yamlIndex) instanceScripts(i int, tracks []yamlTrackScript, n *yamlNotify, d *Draft) error {
+	for j, t := range tracks {
+		pos := ix.at("instances", i, "trackScripts", j)
+		if t.Name == "" {
+			return errAt(pos, "%s: trackScripts[%d]: name is required", d.name, j)
+		}
+		if t.Weight != nil && (*t.Weight < -253 || *t.Weight > 253) {
+			return errAt(ix.at("instances", i, "trackScripts", j, "weight"), "%s: trackScripts[%d]: weight %d is not between -253 and 253", d.name, j, *t.Weight)
+		}
+		d.tracks = append(d.tracks, trackRef{name: t.Name, weight: t.Weight, reverse: t.Reverse, pos: pos})
+	}
+	if n == nil {
+		return nil
+	}
+	for _, h := range []struct {
+		key, text string
+		dst       *Command
+	}{{"master", n.Master, &d.notify.Master}, {"backup", n.Backup, &d.notify.Backup},
+		{"fault", n.Fault, &d.notify.Fault}, {"stop", n.Stop, &d.notify.Stop}, {"all", n.All, &d.notify.Generic}} {
+		if h.text == "" {
+			continue
+		}
+		args, err := track.SplitCommand(h.text)
+		if err != nil || len(args) == 0 {
+			return errAt(ix.at("instances", i, "notify", h.key), "%s: notify.%s %q: want a program and its arguments", d.name, h.key, h.text)
+		}
+		*h.dst = Command{Args: args, User: n.User, Group: n.Group}
+	}
+	return nil
+}

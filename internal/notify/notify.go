@@ -1,0 +1,173 @@
+// Package notify runs keepalived's notify hooks on an instance's state changes:
+// notify_master, notify_backup, notify_fault, notify_stop, then the generic notify with
+// keepalived's four arguments (INSTANCE, the name, MASTER|BACKUP|FAULT|STOP, the
+// priority). The hooks of one instance run one at a time, in transition order, each with
+// a timeout; they run in a goroutine per instance behind a bounded queue, so a hanging
+// script never blocks VRRP: when the queue is full the newest transition is dropped and
+// counted.
+package notify
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/proc"
+)
+
+// Scripts are one instance's hooks; each is a command and its arguments, nil for none.
+type Scripts struct {
+	Master, Backup, Fault, Stop []string
+	// Generic is keepalived's notify: called on every transition with four more
+	// arguments.
+	Generic []string
+	// Cred is the user they run as; nil for the daemon's own.
+	Cred *syscall.Credential
+}
+
+// Empty reports whether there is no hook at all.
+func (s Scripts) Empty() bool {
+	return s.Master == nil && s.Backup == nil && s.Fault == nil && s.Stop == nil && s.Generic == nil
+}
+
+// The states a hook hears of, spelt as keepalived passes them.
+const (
+	Master = "MASTER"
+	Backup = "BACKUP"
+	Fault  = "FAULT"
+	Stop   = "STOP"
+)
+
+// QueueLen bounds the transitions waiting for one instance's hooks.
+const QueueLen = 32
+
+// DefaultTimeout bounds one hook run when the caller gives none.
+const DefaultTimeout = 30 * time.Second
+
+type job struct {
+	s        Scripts
+	name     string
+	state    string
+	priority uint8
+}
+
+// Notifier runs the hooks. Notify never blocks; Close waits for the queues to drain.
+type Notifier struct {
+	timeout time.Duration
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	mu     sync.Mutex
+	queues map[string]chan job
+	wg     sync.WaitGroup
+	closed bool
+
+	dropped atomic.Uint64
+	failed  atomic.Uint64
+}
+
+// New returns a Notifier whose hooks each run at most timeout (DefaultTimeout if zero).
+func New(timeout time.Duration, log *slog.Logger) *Notifier {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Notifier{timeout: timeout, log: log, ctx: ctx, cancel: cancel, queues: map[string]chan job{}}
+}
+
+// Notify queues the hooks of instance name for its transition to state (Master, Backup,
+// Fault or Stop) at priority. It returns at once.
+func (n *Notifier) Notify(name string, s Scripts, state string, priority uint8) {
+	if s.Empty() {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	q, ok := n.queues[name]
+	if !ok {
+		q = make(chan job, QueueLen)
+		n.queues[name] = q
+		n.wg.Go(func() { n.drain(q) })
+	}
+	select {
+	case q <- job{s: s, name: name, state: state, priority: priority}:
+	default:
+		n.dropped.Add(1)
+		n.log.Warn("("+name+") notify queue full; transition not notified", "state", state)
+	}
+}
+
+// Dropped counts transitions whose hooks were not run because the queue was full; Failed
+// counts hook runs that failed or timed out.
+func (n *Notifier) Dropped() uint64 { return n.dropped.Load() }
+
+// Failed counts hook runs that exited non-zero, could not start or timed out.
+func (n *Notifier) Failed() uint64 { return n.failed.Load() }
+
+func (n *Notifier) drain(q chan job) {
+	for j := range q {
+		if specific := j.s.forState(j.state); specific != nil {
+			n.run(j, specific)
+		}
+		if j.s.Generic != nil {
+			args := append(append([]string(nil), j.s.Generic...), "INSTANCE", j.name, j.state, strconv.Itoa(int(j.priority)))
+			n.run(j, args)
+		}
+	}
+}
+
+func (s Scripts) forState(state string) []string {
+	switch state {
+	case Master:
+		return s.Master
+	case Backup:
+		return s.Backup
+	case Fault:
+		return s.Fault
+	case Stop:
+		return s.Stop
+	}
+	return nil
+}
+
+func (n *Notifier) run(j job, args []string) {
+	ok, timedOut, err := proc.Run(n.ctx, args, j.s.Cred, n.timeout)
+	if ok {
+		return
+	}
+	n.failed.Add(1)
+	n.log.Warn("("+j.name+") notify script failed", "script", args[0], "state", j.state, "timedOut", timedOut, "err", err)
+}
+
+// Close stops taking transitions and waits for the queued hooks to run, at most until
+// ctx is done: then running hooks are killed and the rest dropped.
+func (n *Notifier) Close(ctx context.Context) {
+	n.mu.Lock()
+	if !n.closed {
+		n.closed = true
+		for _, q := range n.queues {
+			close(q)
+		}
+	}
+	n.mu.Unlock()
+	done := make(chan struct{})
+	go func() { n.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		n.cancel()
+		<-done
+	}
+	n.cancel()
+}

@@ -1,0 +1,166 @@
+package track
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/proc"
+)
+
+// Script is one vrrp_script as the runner needs it.
+type Script struct {
+	Name string
+	// Args is the command: the program (a path, or a name looked up in PATH) and its
+	// arguments.
+	Args     []string
+	Interval time.Duration
+	// Timeout bounds one run; zero means Interval (keepalived's default).
+	Timeout  time.Duration
+	Rise     int
+	Fall     int
+	InitFail bool
+	// Cred is the user the script runs as; nil runs it as the daemon's own user.
+	Cred *syscall.Credential
+}
+
+// Equal reports whether a and b run the same way, so a reload can keep a's state.
+func (a Script) Equal(b Script) bool {
+	return a.Name == b.Name && slices.Equal(a.Args, b.Args) && a.Interval == b.Interval &&
+		a.Timeout == b.Timeout && a.Rise == b.Rise && a.Fall == b.Fall && a.InitFail == b.InitFail &&
+		credEqual(a.Cred, b.Cred)
+}
+
+func credEqual(a, b *syscall.Credential) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Uid == b.Uid && a.Gid == b.Gid && slices.Equal(a.Groups, b.Groups)
+}
+
+// Event is one finished run of a script.
+type Event struct {
+	Script string
+	// Gen identifies the runner's copy of the script: events of a copy a reload replaced
+	// carry an older Gen than Runner.Gen returns, and the loop drops them.
+	Gen uint64
+	// OK is the run's verdict: exit status 0.
+	OK bool
+	// TimedOut says the run was killed (its whole process group) after Timeout.
+	TimedOut bool
+	// Err says why a run failed without an exit status of its own (it could not start).
+	Err error
+	// Status is the script's status after this run, Changed whether the run changed it.
+	Status  Status
+	Changed bool
+	Took    time.Duration
+}
+
+// Runner runs scripts, each in a goroutine of its own, and sends their results to a
+// channel. It is not safe for concurrent use: the daemon's loop owns it. The goroutines
+// only ever touch their own script and the channel.
+type Runner struct {
+	events  chan<- Event
+	running map[string]*running
+	gen     uint64
+}
+
+type running struct {
+	s      Script
+	gen    uint64
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewRunner returns a runner that sends every result to events. The receiver must keep
+// reading: a script's goroutine waits for its result to be taken before its next run.
+func NewRunner(events chan<- Event) *Runner {
+	return &Runner{events: events, running: map[string]*running{}}
+}
+
+// Set makes scripts the running set: a script already running with the same settings
+// keeps running with its state; changed ones restart from init; others stop (their
+// process groups killed).
+func (r *Runner) Set(scripts []Script) {
+	keep := map[string]bool{}
+	for _, s := range scripts {
+		keep[s.Name] = true
+		if cur, ok := r.running[s.Name]; ok {
+			if cur.s.Equal(s) {
+				continue
+			}
+			cur.stop()
+		}
+		r.gen++
+		ctx, cancel := context.WithCancel(context.Background())
+		rs := &running{s: s, gen: r.gen, cancel: cancel, done: make(chan struct{})}
+		r.running[s.Name] = rs
+		go rs.loop(ctx, r.events)
+	}
+	for name, rs := range r.running {
+		if !keep[name] {
+			rs.stop()
+			delete(r.running, name)
+		}
+	}
+}
+
+// Gen returns the generation of the running copy of name (0 for none): events with
+// another Gen are stale.
+func (r *Runner) Gen(name string) uint64 {
+	if rs, ok := r.running[name]; ok {
+		return rs.gen
+	}
+	return 0
+}
+
+// Stop stops every script and waits for their goroutines, their children killed.
+func (r *Runner) Stop() {
+	var wg sync.WaitGroup
+	for name, rs := range r.running {
+		wg.Go(rs.stop)
+		delete(r.running, name)
+	}
+	wg.Wait()
+}
+
+func (rs *running) stop() {
+	rs.cancel()
+	<-rs.done
+}
+
+// loop runs the script every Interval (from the start of one run to the next; a run
+// longer than that is followed at once by the next), first at once as keepalived does.
+func (rs *running) loop(ctx context.Context, events chan<- Event) {
+	defer close(rs.done)
+	st := NewState(rs.s.Rise, rs.s.Fall, rs.s.InitFail)
+	timeout := rs.s.Timeout
+	if timeout <= 0 {
+		timeout = rs.s.Interval
+	}
+	for {
+		start := time.Now()
+		ev := Event{Script: rs.s.Name, Gen: rs.gen}
+		ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, rs.s.Args, rs.s.Cred, timeout)
+		if ctx.Err() != nil {
+			return
+		}
+		ev.Took = time.Since(start)
+		ev.Changed = st.Observe(ev.OK)
+		ev.Status = st.Status()
+		select {
+		case events <- ev:
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(time.Until(start.Add(rs.s.Interval)))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}

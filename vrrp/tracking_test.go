@@ -1,0 +1,81 @@
+package vrrp
+
+import (
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// trackLAN is two routers on a reliable simulated link: r0 at 150, r1 at 100, 10 ms
+// adverts; r0 preempts, r1 only if preempt.
+func trackLAN(t *testing.T, preempt bool) *lan {
+	l := &lan{t: t, rng: rand.New(rand.NewPCG(3, 4)), now: t0, out: make([]Action, 0, 16)}
+	for k, prio := range []uint8{150, 100} {
+		c := Config{VRID: 9, Version: Version3, Priority: prio, AdvertInterval: 10 * time.Millisecond, Preempt: k == 0 || preempt,
+			VIPs: []netip.Prefix{vip1}, Primary: netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + k)})}
+		l.routers = append(l.routers, &simRouter{inst: mustInstance(t, c), alive: true, linked: true})
+	}
+	l.maxIv = 10 * time.Millisecond
+	l.reliableSince = t0
+	for k := range l.routers {
+		l.apply(k, l.routers[k].inst.Start(t0, nil))
+	}
+	l.run(at(time.Second))
+	if l.exactlyOneMaster("start") != 0 {
+		t.Fatal("priority 150 is not master")
+	}
+	return l
+}
+
+// What track_script does through the state machine's inputs: a master whose effective
+// priority drops below a backup's hands over (the backup preempts), and takes back over
+// when it rises again; a weight-0 failure is FAULT, and recovery goes through BACKUP.
+func TestTrackingThroughSetPriorityAndSetFault(t *testing.T) {
+	l := trackLAN(t, true)
+	l.apply(0, l.routers[0].inst.SetPriority(l.now, 90, nil))
+	l.run(l.now.Add(time.Second))
+	if l.exactlyOneMaster("after r0 dropped to 90") != 1 {
+		t.Fatal("r1 (100) did not preempt r0 at 90")
+	}
+	if s := l.routers[0].inst.State(); s != StateBackup {
+		t.Fatalf("r0 in %v, want BACKUP", s)
+	}
+	l.apply(0, l.routers[0].inst.SetPriority(l.now, 150, nil))
+	l.run(l.now.Add(time.Second))
+	if l.exactlyOneMaster("after r0 rose to 150") != 0 {
+		t.Fatal("r0 (150) did not preempt back")
+	}
+
+	// weight 0: FAULT sends priority 0 (r1 takes over at once) and holds no timer.
+	var out []Action
+	out = l.routers[0].inst.SetFault(l.now, true, ReasonTrackFault, out)
+	l.apply(0, out)
+	if s := l.routers[0].inst.State(); s != StateFault {
+		t.Fatalf("r0 in %v, want FAULT", s)
+	}
+	l.run(l.now.Add(time.Second))
+	if l.exactlyOneMaster("while r0 is in FAULT") != 1 {
+		t.Fatal("r1 is not master while r0 is in FAULT")
+	}
+	out = l.routers[0].inst.SetFault(l.now, false, "", out[:0])
+	if len(out) == 0 || out[0].Kind != ActionStateChange || out[0].To != StateBackup {
+		t.Fatalf("recovery %v, want a change to BACKUP first", out)
+	}
+	l.apply(0, out)
+	l.run(l.now.Add(time.Second))
+	if l.exactlyOneMaster("after r0 recovered") != 0 {
+		t.Fatal("r0 (150) did not take back over after recovering")
+	}
+}
+
+// Without preempt on the backup, a master whose priority drops keeps the VIP: the backup
+// does not take over from a live master.
+func TestTrackingNoPreempt(t *testing.T) {
+	l := trackLAN(t, false)
+	l.apply(0, l.routers[0].inst.SetPriority(l.now, 90, nil))
+	l.run(l.now.Add(time.Second))
+	if l.exactlyOneMaster("after r0 dropped to 90") != 0 {
+		t.Fatal("r1 took over without preempt")
+	}
+}
