@@ -88,7 +88,10 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string) *appsv1ac.Daemo
 				WithAdd("NET_ADMIN", "NET_RAW"))).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName("run").WithMountPath(runDir)).
 		WithLivenessProbe(corev1ac.Probe().
-			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString("metrics"))).
+			// /livez, not /healthz: a restart cures a stalled loop, but not an instance that
+			// cannot start (which /healthz and keepalived_up report), and every restart makes
+			// the node's masters resign.
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/livez").WithPort(intstr.FromString("metrics"))).
 			WithPeriodSeconds(10).WithFailureThreshold(3)).
 		WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{
 			corev1.ResourceCPU:    resource.MustParse("10m"),

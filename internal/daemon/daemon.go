@@ -84,6 +84,7 @@ type Daemon struct {
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
+	health    atomic.Pointer[healthRule] // republished with the snapshot (health.go)
 }
 
 type timerOwner struct {
@@ -160,15 +161,13 @@ func New(opts Options) (*Daemon, error) {
 	}
 	d.publishK = d.newTimer(nil, timerPublish)
 	d.snap.Store(&metrics.Snapshot{})
+	d.health.Store(&healthRule{stallLimit: d.stallLimit(0)})
 	return d, nil
 }
 
 // Snapshot returns the latest published view of every instance; it implements
 // metrics.Source.
 func (d *Daemon) Snapshot() metrics.Snapshot { return *d.snap.Load() }
-
-// Health reports an error when the loop has not run for maxAge: for /healthz.
-func (d *Daemon) Health(maxAge time.Duration) func() error { return d.heartbeat.Check(maxAge) }
 
 // Reload replaces the running configuration (SIGHUP). Instances whose settings did not
 // change keep their state, counters and VIPs; changed ones are reconfigured in place when
@@ -245,10 +244,13 @@ func (d *Daemon) loop(ctx context.Context) error {
 	}
 	defer timer.Close()
 	var armed time.Time
-	d.heartbeat.Beat(time.Now())
 	poll := time.NewTicker(d.opts.pollInterval)
 	defer poll.Stop()
 	for {
+		// Every turn of the loop is a beat: a handler that never returns stops them, and
+		// Health reports it (health.go). The poll ticker makes a turn at least every
+		// pollInterval even when nothing else happens.
+		d.heartbeat.Beat(time.Now())
 		// One timer for every instance: armed at the heap's earliest deadline, or earlier.
 		// A deadline that moved later (a backup hearing its master) leaves the timer
 		// where it was: it then wakes the loop once for nothing and is re-armed, which
@@ -279,9 +281,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		case <-d.ifEvents:
 			d.checkInterfaces(time.Now())
 		case <-poll.C:
-			now := time.Now()
-			d.heartbeat.Beat(now)
-			d.checkInterfaces(now)
+			d.checkInterfaces(time.Now())
 		}
 	}
 }

@@ -29,6 +29,7 @@ type instance struct {
 
 	vmac          *vip.VMAC // the macvlan made for it (vmac.go), nil for none
 	holdsExcluded bool      // the virtual_ipaddress_excluded are on the interface
+	vmacErr       error     // why its macvlan could not be made, nil once it is
 	faultErr      error
 
 	transitions    uint64
@@ -185,6 +186,9 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 // send builds one advertisement with priority and sends it to the group or to every
 // unicast peer. It allocates nothing.
 func (d *Daemon) send(in *instance, priority uint8) {
+	// The state machine has counted this advertisement (advert_sent, pri_zero_sent): the
+	// counters must reach the snapshot even on a master that receives nothing.
+	d.dirty = true
 	c := in.conn
 	if c.tc == nil {
 		return

@@ -60,6 +60,7 @@ func (d *Daemon) publish(now time.Time) {
 		return strings.Compare(string(a.Family), string(b.Family))
 	})
 	d.snap.Store(s)
+	d.health.Store(d.computeHealth())
 }
 
 func family(f config.Family) metrics.Family {

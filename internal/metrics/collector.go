@@ -45,7 +45,8 @@ var keepalivedCounters = []counterDef{
 
 // Collector is a prometheus.Collector that turns each scrape into one Snapshot read.
 type Collector struct {
-	src Source
+	src    Source
+	health func() error // keepalived_up's rule; nil means always up
 
 	up             *prometheus.Desc
 	counters       []*prometheus.Desc // parallel to keepalivedCounters
@@ -105,8 +106,13 @@ var allStates = []vrrp.State{vrrp.StateInit, vrrp.StateBackup, vrrp.StateMaster,
 
 // Collect reads one snapshot and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	// The daemon is this process: if it is answering, keepalived_up is 1.
-	emit(ch, c.up, prometheus.GaugeValue, 1)
+	// keepalived_exporter reported 0 when keepalived did not answer; vrrpd is this
+	// process, so "answering" is not enough: up is the daemon's health (Options.Health).
+	up := 1.0
+	if c.health != nil && c.health() != nil {
+		up = 0
+	}
+	emit(ch, c.up, prometheus.GaugeValue, up)
 	snap := c.src.Snapshot()
 	perState := make(map[vrrp.State]int, len(allStates))
 	for i := range snap.Instances {
