@@ -5,6 +5,7 @@
 //	vrrpd --config PATH [--state-dir /run/vrrpd] [--metrics-address :9650]
 //	vrrpd check --config PATH      validate and exit (0 ok, 2 on error)
 //	vrrpd status [--address URL]   show the running daemon's instances
+//	vrrpd version                  print the version (also --version)
 //
 // SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
 package main
@@ -28,6 +29,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/version"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -58,17 +60,38 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return check(args[1:], stdout, stderr)
 		case "status":
 			return status(args[1:], stdout, stderr)
+		case "version", "--version", "-version":
+			fmt.Fprintln(stdout, version.String("vrrpd"))
+			return exitOK
+		case "help":
+			args = []string{"--help"}
 		}
 	}
-	return serve(args, stderr)
+	return serve(args, stdout, stderr)
 }
+
+// usage is the top of `vrrpd --help`: the commands, before the daemon's flags.
+const usage = `vrrpd: a VRRP daemon (RFC 3768 and 5798) that reads keepalived.conf or YAML.
+
+Usage:
+  vrrpd --config PATH [flags]            run the virtual routers of a file
+  vrrpd --group NS/NAME --node NODE      Kubernetes mode: this node's share of a KeepalivedGroup
+  vrrpd check --config PATH              validate a configuration and exit (0 ok, 2 on error)
+  vrrpd status [--address URL]           show the running daemon's instances (GET /status)
+  vrrpd version                          print the version and exit (also --version)
+  vrrpd COMMAND --help                   a command's flags
+
+SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
+
+Flags of the daemon:
+`
 
 func check(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "vrrpd check: --config is required")
@@ -82,6 +105,18 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d instance(s), %d warning(s): OK\n", *path, len(cfg.Instances), len(ws))
 	return exitOK
+}
+
+// parse parses a command's flags. When it reports !ok the command exits with code: 0
+// after --help, exitConfig after a bad flag (the flag package has printed why).
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitConfig, false
+	}
+	return 0, true
 }
 
 func prefixWarnings(ws []config.Warning) []config.Warning {
@@ -98,8 +133,8 @@ func status(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("address", "", "the daemon's HTTP endpoint (default: http://127.0.0.1 and the port of --metrics-address)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "the daemon's --metrics-address")
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	base := *addr
 	if base == "" {
@@ -132,20 +167,29 @@ func localURL(listen string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-func serve(args []string, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
 	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("vrrpd"))
+		return exitOK
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, version; see vrrpd --help)\n", fs.Arg(0))
 		return exitConfig
 	}
 	var level slog.Level
@@ -154,6 +198,8 @@ func serve(args []string, stderr io.Writer) int {
 		return exitConfig
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The first line says what runs, so that a bug report's log answers "which version".
+	log.Info("vrrpd", "version", version.Version, "go", runtime.Version())
 
 	// The configuration comes from a file, or in Kubernetes mode from the node's group.
 	var (
@@ -204,7 +250,7 @@ func serve(args []string, stderr io.Writer) int {
 	defer cancel()
 
 	if *metricsAddr != "" {
-		srv, err := metrics.NewServer(*metricsAddr, d, metrics.Options{Health: d.Health(5 * time.Second)})
+		srv, err := metrics.NewServer(*metricsAddr, d, metrics.Options{Health: d.Health(), Live: d.Live(), Program: "vrrpd"})
 		if err != nil {
 			log.Error("metrics", "err", err)
 			return exitFail
