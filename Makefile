@@ -71,6 +71,7 @@ cross:
 helm:
 	$(HELM) lint $(CHART)
 	$(HELM) lint $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) lint $(CHART) --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
 	$(HELM) package $(CHART) -d $(BIN)
 
 ## render: the install's manifests into bin/render/: kustomize's default and OpenShift variants
@@ -82,13 +83,15 @@ render: envtest
 	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds > $(BIN)/render/helm-default.yaml
 	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds --set openshift.enabled=true > $(BIN)/render/helm-openshift.yaml
 
-## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole
+## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole,
+## and copy them and deploy/monitoring's alerts and dashboard into the chart
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) rbac:roleName=vrrp-operator paths=./controller/... output:rbac:artifacts:config=deploy/operator/rbac
 	cp deploy/crds/*_*.yaml $(CHART)/crds/
 	cp deploy/operator/rbac/role.yaml $(CHART)/files/role.yaml
+	cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/dashboard.json $(CHART)/files/
 
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale
 check-manifests: manifests

@@ -180,6 +180,8 @@ func desiredSCCBinding(g *v1alpha1.KeepalivedGroup, clusterRole string) *rbacv1a
 
 // desiredPodMonitor scrapes vrrpd's metrics port for the Prometheus
 // operator; the label metrics: keepalived is the one the original used.
+// Every series gets the group (keepalivedgroup) and the node (node) it comes
+// from, which the dashboard and alerts in deploy/monitoring group by.
 func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 	labels := map[string]any{}
 	for k, v := range podLabels(g) {
@@ -203,8 +205,25 @@ func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 		},
 		"spec": map[string]any{
 			"selector":            map[string]any{"matchLabels": labels},
-			"podMetricsEndpoints": []any{map[string]any{"port": "metrics"}},
+			"podMetricsEndpoints": []any{map[string]any{
+				"port": "metrics",
+				"relabelings": []any{
+					map[string]any{"sourceLabels": []any{"__meta_kubernetes_pod_label_" + promLabel(labelGroup)}, "targetLabel": "keepalivedgroup"},
+					map[string]any{"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node"},
+				},
+			}},
 		},
 	}}
 	return u
+}
+
+// promLabel is a Kubernetes label name as Prometheus' service discovery spells it in
+// __meta_kubernetes_pod_label_<name>: every character outside [a-zA-Z0-9_] becomes _.
+func promLabel(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, k)
 }

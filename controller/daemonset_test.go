@@ -202,6 +202,10 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		if len(port) != 1 || port[0].(map[string]any)["port"] != "metrics" {
 			return fmt.Errorf("podMetricsEndpoints %v", port)
 		}
+		// The group and node labels the dashboard and alerts use.
+		if got := fmt.Sprint(port[0].(map[string]any)["relabelings"]); got != "[map[sourceLabels:[__meta_kubernetes_pod_label_redhatcop_redhat_io_keepalivedgroup] targetLabel:keepalivedgroup] map[sourceLabels:[__meta_kubernetes_pod_node_name] targetLabel:node]]" {
+			return fmt.Errorf("relabelings %s", got)
+		}
 		if refs := pm.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != g.UID {
 			return fmt.Errorf("ownerReferences %v", refs)
 		}

@@ -12,6 +12,7 @@ import (
 var (
 	vrrpLabels     = []string{"name", "intf", "vrid", "state"}
 	instanceLabels = []string{"name", "intf", "vrid"}
+	vipLabels      = []string{"name", "intf", "vrid", "vip"}
 	socketLabels   = []string{"intf", "family"}
 )
 
@@ -55,6 +56,7 @@ type Collector struct {
 	basePriority   *prometheus.Desc
 	transitions    *prometheus.Desc
 	lastTransition *prometheus.Desc
+	vipMaster      *prometheus.Desc
 	instances      *prometheus.Desc
 	received       *prometheus.Desc
 	unattributed   *prometheus.Desc
@@ -75,6 +77,8 @@ func NewCollector(src Source) *Collector {
 			"State changes of the instance since vrrpd started, FAULT included", instanceLabels, nil),
 		lastTransition: prometheus.NewDesc("vrrpd_last_transition_timestamp_seconds",
 			"Unix time of the instance's latest state change (0 if none)", instanceLabels, nil),
+		vipMaster: prometheus.NewDesc("vrrpd_vip_master",
+			"1 for each VIP of an instance in MASTER state on this host, 0 for the other instances' VIPs: who holds an address, without a join", vipLabels, nil),
 		instances: prometheus.NewDesc("vrrpd_instances",
 			"Number of VRRP instances in each state", []string{"state"}, nil),
 		received: prometheus.NewDesc("vrrpd_packets_received_total",
@@ -95,7 +99,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{c.state, c.priority, c.basePriority, c.transitions,
-		c.lastTransition, c.instances, c.received, c.unattributed} {
+		c.lastTransition, c.vipMaster, c.instances, c.received, c.unattributed} {
 		ch <- d
 	}
 }
@@ -133,6 +137,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			last = float64(in.LastTransition.UnixNano()) / 1e9
 		}
 		emit(ch, c.lastTransition, prometheus.GaugeValue, last, in.Name, in.Interface, vrid)
+		var master float64
+		if in.State == vrrp.StateMaster {
+			master = 1
+		}
+		for _, v := range in.VIPs {
+			emit(ch, c.vipMaster, prometheus.GaugeValue, master, in.Name, in.Interface, vrid, v.Addr().String())
+		}
 	}
 	for _, s := range allStates {
 		emit(ch, c.instances, prometheus.GaugeValue, float64(perState[s]), s.String())

@@ -22,6 +22,7 @@
 //	vrrpd_priority, vrrpd_base_priority{name,intf,vrid}        gauges
 //	vrrpd_transitions_total{name,intf,vrid}        counter, every state change
 //	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}    gauge
+//	vrrpd_vip_master{name,intf,vrid,vip}           gauge, 1 per VIP of a MASTER here, else 0
 //	vrrpd_instances{state}                         gauge, instances per state
 //	vrrpd_packets_received_total{intf,family}      counter, per socket
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take

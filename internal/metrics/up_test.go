@@ -65,3 +65,15 @@ func grepLines(body, word string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestVIPMaster: one vrrpd_vip_master series per VIP, 1 for a MASTER's, 0 for others.
+func TestVIPMaster(t *testing.T) {
+	srv := newServer(t, metrics.SourceFunc(sampleSnapshot), metrics.Options{})
+	_, body := get(t, srv.URL+metrics.MetricsPath)
+	got := grepLines(body, "vrrpd_vip_master{")
+	want := `vrrpd_vip_master{intf="eth0",name="VI_1",vip="10.99.0.100",vrid="51"} 1` + "\n" +
+		`vrrpd_vip_master{intf="eth0",name="VI_6",vip="fd00:99::100",vrid="52"} 0`
+	if got != want {
+		t.Errorf("vrrpd_vip_master:\n%s\nwant\n%s", got, want)
+	}
+}
