@@ -204,7 +204,7 @@ func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 			}},
 		},
 		"spec": map[string]any{
-			"selector":            map[string]any{"matchLabels": labels},
+			"selector": map[string]any{"matchLabels": labels},
 			"podMetricsEndpoints": []any{map[string]any{
 				"port": "metrics",
 				"relabelings": []any{
