@@ -28,6 +28,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
+	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
 	"github.com/vrrp-operator/vrrp-operator/vip"
@@ -240,7 +241,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	d, err := daemon.New(daemon.Options{StateDir: *stateDir, Logger: log})
+	opts := daemon.Options{StateDir: *stateDir, Logger: log}
+	var events *groupsource.EventRecorder
+	if api != nil {
+		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
+		var err error
+		if events, err = groupsource.NewEventRecorder(api, *node, log); err != nil {
+			log.Error("cannot start", "err", err)
+			return exitFail
+		}
+		opts.OnStateChange = func(c daemon.StateChange) { events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs) }
+	}
+	d, err := daemon.New(opts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFail
@@ -269,6 +281,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	if api != nil {
+		go events.Run(ctx)
 		go followGroup(ctx, d, api, groupKey, *node, *stateDir, log)
 		log.Info("starting", "group", groupKey.String(), "node", *node, "state_dir", *stateDir)
 	} else {

@@ -22,6 +22,10 @@ type Options struct {
 	StateDir string
 	// Logger receives the daemon's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// OnStateChange, if set, is called on every state change of an instance, from the
+	// daemon's loop: it must return at once (hand the change to another goroutine, and
+	// drop it rather than block).
+	OnStateChange func(StateChange)
 
 	// Tuning that no caller has needed to change (zero means the default):
 	//
@@ -85,6 +89,15 @@ type Daemon struct {
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
 	health    atomic.Pointer[healthRule] // republished with the snapshot (health.go)
+}
+
+// StateChange is one instance's change of state, for Options.OnStateChange.
+type StateChange struct {
+	Instance string // its name: in Kubernetes mode the group's instance key
+	From, To vrrp.State
+	VRID     uint8
+	VIPs     []netip.Prefix // the instance's addresses (shared: do not modify)
+	At       time.Time
 }
 
 type timerOwner struct {

@@ -80,10 +80,12 @@ func (d *Daemon) noteFault(in *instance, err error, now time.Time) {
 	if in.faultErr == nil || err == nil || in.faultErr.Error() != err.Error() {
 		in.faultErr = err
 		d.log.Warn(fmt.Sprintf("(%s) Entering FAULT STATE", in.cfg.Name), "reason", errString(err))
+		from := in.state
 		in.state = vrrp.StateFault
 		in.transitions++
 		in.lastTransition = now
 		d.publish(now)
+		d.notify(in, from, now)
 	}
 }
 
@@ -181,6 +183,16 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	in.lastTransition = now
 	// keepalived's wording, so log scrapers and humans used to it read the same.
 	d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", in.cfg.Name, a.To), "from", a.From.String(), "reason", string(a.Reason))
+	d.notify(in, a.From, now)
+}
+
+// notify tells Options.OnStateChange that in left from.
+func (d *Daemon) notify(in *instance, from vrrp.State, now time.Time) {
+	if d.opts.OnStateChange == nil || from == in.state {
+		return
+	}
+	d.opts.OnStateChange(StateChange{Instance: in.cfg.Name, From: from, To: in.state, VRID: in.cfg.VRID,
+		VIPs: in.vipPrefixes(), At: now})
 }
 
 // send builds one advertisement with priority and sends it to the group or to every
@@ -250,6 +262,15 @@ func toVIP(v config.VIP, dev string) vip.VIP {
 		dev = v.Dev
 	}
 	return vip.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label}
+}
+
+// vipPrefixes are the instance's addresses, in a new slice.
+func (in *instance) vipPrefixes() []netip.Prefix {
+	ps := make([]netip.Prefix, 0, len(in.cfg.VIPs))
+	for _, v := range in.cfg.VIPs {
+		ps = append(ps, v.Prefix)
+	}
+	return ps
 }
 
 // vipFor returns the configured VIP (with its device and label) of prefix p, which the

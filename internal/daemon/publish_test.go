@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 )
 
 // TestSentCountersPublished: a master that hears nobody still publishes its
@@ -52,5 +53,29 @@ func BenchmarkPublish255(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d.publish(t0)
+	}
+}
+
+// TestOnStateChange: every state change reaches Options.OnStateChange, with the
+// instance's name, VRID and VIPs.
+func TestOnStateChange(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	var got []string
+	d.opts.OnStateChange = func(c StateChange) {
+		got = append(got, fmt.Sprintf("%s %d %v->%v %v", c.Instance, c.VRID, c.From, c.To, c.VIPs))
+	}
+	startDaemon(t, d, testInstance("ns/web", 7, 100, "10.99.0.100/24"))
+	advance(d, takeover(100))
+	conn := d.byName["ns/web"].conn
+	at := takeover(100).Add(time.Second)
+	d.handleBatch(&batch{conn: conn, tc: conn.tc, pkts: []transport.Packet{peerAdvert(t, 7, 150, "10.99.0.100/24")}, n: 1}, at)
+	want := []string{
+		"ns/web 7 INIT->BACKUP [10.99.0.100/24]",
+		"ns/web 7 BACKUP->MASTER [10.99.0.100/24]",
+		"ns/web 7 MASTER->BACKUP [10.99.0.100/24]",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("state changes:\n%q\nwant\n%q", got, want)
 	}
 }

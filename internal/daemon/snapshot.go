@@ -30,9 +30,7 @@ func (d *Daemon) publish(now time.Time) {
 			BasePriority:   in.cfg.Priority,
 			Transitions:    in.transitions,
 			LastTransition: in.lastTransition,
-		}
-		for _, v := range in.cfg.VIPs {
-			mi.VIPs = append(mi.VIPs, v.Prefix)
+			VIPs:           in.vipPrefixes(),
 		}
 		if in.sm != nil {
 			mi.State = in.sm.State()
