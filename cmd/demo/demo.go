@@ -713,7 +713,6 @@ func (d *Demo) shell(ctx context.Context, h *netlab.Host, name string, args ...s
 	return out, nil
 }
 
-
 func (d *Demo) title(n int, s string) {
 	d.say("\n== %d/6  %s", n, s)
 }
