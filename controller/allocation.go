@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 	"sync"
@@ -9,20 +8,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // allocator decides which addresses are in use. Its truth is the API: the
 // informer cache, indexed by address, lists every Service's ingress IPs and
-// externalIPs (after a restart the cache is filled from the API server
+// externalIPs, of which only those of Services the operator serves count
+// (vetter.blockers; after a restart the cache is filled from the API server
 // before any reconcile runs, so nothing allocated before is forgotten).
 // The cache lags behind our own writes, so the allocator also remembers
 // what this process allocated and released until the cache catches up, and
 // one mutex serialises every decide-and-write, so two Services reconciled
 // at the same time can never pick the same address.
 type allocator struct {
-	reader client.Reader
-	now    func() time.Time
+	now func() time.Time
 
 	mu sync.Mutex
 	// held: addresses this process wrote to a Service's status.
@@ -48,9 +46,8 @@ type memo struct {
 // address forever.
 const cacheGrace = 30 * time.Second
 
-func newAllocator(reader client.Reader) *allocator {
+func newAllocator() *allocator {
 	return &allocator{
-		reader:   reader,
 		now:      time.Now,
 		held:     map[netip.Addr]memo{},
 		released: map[netip.Addr]memo{},
@@ -58,17 +55,15 @@ func newAllocator(reader client.Reader) *allocator {
 	}
 }
 
-// inUseBy returns the other Service using addr, if any. Call with mu held.
-func (a *allocator) inUseBy(ctx context.Context, addr netip.Addr, self types.NamespacedName) (types.NamespacedName, bool, error) {
-	var list corev1.ServiceList
-	if err := a.reader.List(ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}); err != nil {
+// inUseBy returns the other Service using addr, if any: one the cache
+// shows holding or validly claiming it (vetter.blockers: only Services the
+// operator serves count), or one of this process's writes the cache does
+// not show yet. share: see vetter.blockers. Call with mu held.
+func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service, share bool) (types.NamespacedName, bool, error) {
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	cached, err := v.blockers(addr, svc, share)
+	if err != nil {
 		return types.NamespacedName{}, false, err
-	}
-	var cached []types.NamespacedName
-	for i := range list.Items {
-		if s := (types.NamespacedName{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}); s != self {
-			cached = append(cached, s)
-		}
 	}
 	now := a.now()
 	h, isHeld := a.held[addr]
@@ -76,7 +71,7 @@ func (a *allocator) inUseBy(ctx context.Context, addr netip.Addr, self types.Nam
 		delete(a.held, addr) // the cache has had time to show our write; it does not
 		isHeld = false
 	}
-	if isHeld && h.svc != self {
+	if isHeld && h.svc != self && !(share && v.sharesWith(svc, h.svc)) {
 		return h.svc, true, nil
 	}
 	r, isReleased := a.released[addr]

@@ -67,7 +67,9 @@ func getService(t testing.TB, ns, name string) *corev1.Service {
 // never duplicates.
 func TestConcurrentAllocation(t *testing.T) {
 	ns := newNamespace(t, "alloc")
-	newGroup(t, ns, "g", withPool("10.99.0.200/29"))
+	// A range, not the CIDR 10.99.0.200/29: a CIDR's network and broadcast
+	// addresses are never handed out, and this test races for all eight.
+	newGroup(t, ns, "g", withPool("10.99.0.200-10.99.0.207"))
 	startManager(t, ns)
 
 	var wg sync.WaitGroup
@@ -155,7 +157,8 @@ func TestConcurrentAllocation(t *testing.T) {
 // another load-balancer class is left alone.
 func TestRequestedAddressesAndRelease(t *testing.T) {
 	ns := newNamespace(t, "req")
-	newGroup(t, ns, "g", withPool("10.99.0.0/28", "fd00:99::/124"))
+	// Ranges, so the first addresses (a CIDR's edges) are handed out.
+	newGroup(t, ns, "g", withPool("10.99.0.0-10.99.0.15", "fd00:99::-fd00:99::f"))
 	startManager(t, ns)
 	ann := func(k, v string) func(*corev1.Service) {
 		return func(s *corev1.Service) { asLoadBalancer(s); s.Annotations[k] = v }

@@ -29,8 +29,10 @@ func BenchmarkConvergence1000Services(b *testing.B) {
 		for gi := range 4 {
 			newGroup(b, ns, fmt.Sprintf("g%d", gi), func(g *v1alpha1.KeepalivedGroup) {
 				g.Spec.Interface = fmt.Sprintf("eth%d", gi)
+				g.Spec.Segment = fmt.Sprintf("seg%d", gi) // 250 instances each: one router-ID space apiece
 				g.Spec.NodeSelector = map[string]string{"bench": ns}
-				g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{v1alpha1.AddressRange(fmt.Sprintf("10.99.0.%d/26", 64*gi))}}
+				// 64 addresses apart from the nodes' 10.99.0.1-50 (API data only).
+				g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{v1alpha1.AddressRange(fmt.Sprintf("10.99.1.%d-10.99.1.%d", 64*gi, 64*gi+63))}}
 			})
 		}
 		var wg sync.WaitGroup

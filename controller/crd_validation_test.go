@@ -57,6 +57,11 @@ func TestCRDValidation(t *testing.T) {
 		{"passwordAuth without secretRef", `{interface: eth0, passwordAuth: {secretKey: pw}}`, "secretRef: Required value"},
 		{"passwordAuth empty secret name", `{interface: eth0, passwordAuth: {secretRef: {name: ""}}}`, "passwordAuth.secretRef.name is required"},
 		{"interface too long", `{interface: abcdefghijklmnopq}`, "may not be more than 15"},
+		{"passwordAuth v3", `{interface: eth0, vrrpVersion: 3, passwordAuth: {secretRef: {name: pw}}}`, "passwordAuth needs VRRPv2"},
+		{"passwordAuth v2", `{interface: eth0, vrrpVersion: 2, passwordAuth: {secretRef: {name: pw}}}`, ""},
+		{"passwordAuth no version", `{interface: eth0, passwordAuth: {secretRef: {name: pw}}}`, ""},
+		{"passwordAuth no version 2s", `{interface: eth0, advertInterval: 2s, passwordAuth: {secretRef: {name: pw}}}`, ""},
+		{"passwordAuth no version 500ms", `{interface: eth0, advertInterval: 500ms, passwordAuth: {secretRef: {name: pw}}}`, "whole seconds from 1s to 255s"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,8 +106,10 @@ func TestCRDDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := g.Spec
-	if s.VRRPVersion != 3 {
-		t.Errorf("vrrpVersion = %d, want 3", s.VRRPVersion)
+	// No default version: unset means 2 with passwordAuth (as here) and 3
+	// without, which the operator decides (groupSettings).
+	if s.VRRPVersion != 0 {
+		t.Errorf("vrrpVersion = %d, want it left unset", s.VRRPVersion)
 	}
 	if s.AdvertInterval == nil || s.AdvertInterval.Duration != time.Second {
 		t.Errorf("advertInterval = %v, want 1s", s.AdvertInterval)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
@@ -27,8 +28,27 @@ const (
 	containerName = "keepalived"
 	// metricsPort is vrrpd's Prometheus and health endpoint.
 	metricsPort = 9650
-	// runDir is vrrpd's only writable path (its record of VIPs it added).
+	// runDir is vrrpd's only writable path (its record of VIPs it added and
+	// its cache of the group), in the container and, one directory per
+	// group, on the node (hostRunDir).
 	runDir = "/run/vrrpd"
+	// hostRunDir holds each group's runDir on the node, as
+	// <namespace>/<name>: a pod that replaces another (a crash, an
+	// upgrade, an eviction) finds the record of the VIPs its predecessor
+	// added and removes them. An emptyDir would die with the pod and leave
+	// them on the interface. /run is a tmpfs: a reboot, which takes the
+	// VIPs too, clears it.
+	hostRunDir = "/run/vrrpd"
+	// passwordDir is where the group's password Secret is mounted: one
+	// file, passwordFile, holding the Secret's key. The kubelet reads the
+	// Secret, not vrrpd, and rewrites the file when the Secret changes;
+	// vrrpd reads it again on its own (groupsource.Options.PasswordFile).
+	passwordDir  = "/etc/vrrpd/password"
+	passwordFile = "password"
+	// hostIPEnv carries the node's status.hostIP into vrrpd's
+	// --metrics-host, so its endpoint listens on the node's address only,
+	// not on every address the node has, the VIPs included.
+	hostIPEnv = "HOST_IP"
 
 	labelName  = "app.kubernetes.io/name"
 	labelGroup = "redhatcop.redhat.io/keepalivedgroup"
@@ -67,36 +87,58 @@ func ownerRef(g *v1alpha1.KeepalivedGroup) *metav1ac.OwnerReferenceApplyConfigur
 
 // desiredDaemonSet runs vrrpd on every member node: host network (VRRP and
 // the VIPs live on the node's interfaces), NET_ADMIN (addresses) and NET_RAW
-// (VRRP and ARP sockets) and nothing else, a read-only root filesystem with
-// an emptyDir for its state, tolerating every taint like the original so
-// the VIPs can live on any selected node.
-func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string) *appsv1ac.DaemonSetApplyConfiguration {
+// (VRRP and ARP sockets) and nothing else, the runtime's default seccomp
+// profile, a read-only root filesystem with a hostPath for its state,
+// tolerating every taint like the original so the VIPs can live on any
+// selected node. A group with passwordAuth gets its Secret's key as a file:
+// neither vrrpd nor the operator reads Secrets through the API.
+func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.ResourceRequirements) *appsv1ac.DaemonSetApplyConfiguration {
 	labels := podLabels(g)
+	args := []string{"--group", g.Namespace + "/" + g.Name, "--node", "$(NODE_NAME)", "--metrics-host", "$(" + hostIPEnv + ")"}
+	mounts := []*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("run").WithMountPath(runDir)}
+	volumes := []*corev1ac.VolumeApplyConfiguration{corev1ac.Volume().WithName("run").WithHostPath(corev1ac.HostPathVolumeSource().
+		WithPath(groupRunDir(g)).WithType(corev1.HostPathDirectoryOrCreate))}
+	if pa := g.Spec.PasswordAuth; pa != nil && pa.SecretRef.Name != "" {
+		args = append(args, "--password-file", passwordDir+"/"+passwordFile)
+		mounts = append(mounts, corev1ac.VolumeMount().WithName("password").WithMountPath(passwordDir).WithReadOnly(true))
+		// Not optional: without its password a VRRPv2 group must not run
+		// (it would answer its peers unauthenticated), and a pod that
+		// waits for its Secret says why in its events. A mounted
+		// directory, not a subPath, so the kubelet's updates reach it.
+		volumes = append(volumes, corev1ac.Volume().WithName("password").WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(pa.SecretRef.Name).
+			WithItems(corev1ac.KeyToPath().WithKey(cmp.Or(pa.SecretKey, "password")).WithPath(passwordFile)).
+			WithDefaultMode(0o400).
+			WithOptional(false)))
+	}
 	c := corev1ac.Container().
 		WithName(containerName).
 		WithImage(image).
-		WithArgs("--group", g.Namespace+"/"+g.Name, "--node", "$(NODE_NAME)").
-		WithEnv(corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(
-			corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName")))).
+		WithArgs(args...).
+		WithEnv(
+			corev1ac.EnvVar().WithName("NODE_NAME").WithValueFrom(
+				corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("spec.nodeName"))),
+			corev1ac.EnvVar().WithName(hostIPEnv).WithValueFrom(
+				corev1ac.EnvVarSource().WithFieldRef(corev1ac.ObjectFieldSelector().WithFieldPath("status.hostIP")))).
 		WithPorts(corev1ac.ContainerPort().WithName("metrics").WithContainerPort(metricsPort).WithProtocol(corev1.ProtocolTCP)).
 		WithSecurityContext(corev1ac.SecurityContext().
 			WithPrivileged(false).
 			WithAllowPrivilegeEscalation(false).
 			WithReadOnlyRootFilesystem(true).
+			WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault)).
 			WithCapabilities(corev1ac.Capabilities().
 				WithDrop("ALL").
 				WithAdd("NET_ADMIN", "NET_RAW"))).
-		WithVolumeMounts(corev1ac.VolumeMount().WithName("run").WithMountPath(runDir)).
+		WithVolumeMounts(mounts...).
+		// The kubelet probes the pod's IP, which with hostNetwork is
+		// status.hostIP, where --metrics-host makes vrrpd listen.
 		WithLivenessProbe(corev1ac.Probe().
 			// /livez, not /healthz: a restart cures a stalled loop, but not an instance that
 			// cannot start (which /healthz and keepalived_up report), and every restart makes
 			// the node's masters resign.
 			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/livez").WithPort(intstr.FromString("metrics"))).
 			WithPeriodSeconds(10).WithFailureThreshold(3)).
-		WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{
-			corev1.ResourceCPU:    resource.MustParse("10m"),
-			corev1.ResourceMemory: resource.MustParse("32Mi"),
-		}))
+		WithResources(resources(res))
 
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(ownedName(g)).
@@ -104,7 +146,7 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string) *appsv1ac.Daemo
 		WithDNSPolicy(corev1.DNSClusterFirstWithHostNet).
 		WithTolerations(corev1ac.Toleration().WithOperator(corev1.TolerationOpExists)).
 		WithContainers(c).
-		WithVolumes(corev1ac.Volume().WithName("run").WithEmptyDir(corev1ac.EmptyDirVolumeSource()))
+		WithVolumes(volumes...)
 	if len(g.Spec.NodeSelector) > 0 {
 		pod.WithNodeSelector(g.Spec.NodeSelector)
 	}
@@ -125,35 +167,66 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string) *appsv1ac.Daemo
 			WithTemplate(tmpl))
 }
 
+func resources(res corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
+	rr := corev1ac.ResourceRequirements()
+	if len(res.Requests) > 0 {
+		rr.WithRequests(res.Requests)
+	}
+	if len(res.Limits) > 0 {
+		rr.WithLimits(res.Limits)
+	}
+	return rr
+}
+
+// groupRunDir is the group's state directory on the node. Namespace and
+// name are separate path elements: neither may contain a slash, so two
+// groups never share one (a "-" join would let namespace a-b's group c
+// meet namespace a's group b-c).
+func groupRunDir(g *v1alpha1.KeepalivedGroup) string {
+	return hostRunDir + "/" + g.Namespace + "/" + g.Name
+}
+
+// DefaultVrrpdResources are what a vrrpd container requests and may use
+// unless the operator's flags say otherwise (Options.VrrpdResources).
+// Measured at the capacity load in Kubernetes mode, 255 instances at 100 ms
+// advertisements over two nodes (test/e2e TestKubernetesModeCapacityMemory,
+// docs/security-vrrpd.md): a peak RSS of 27-28 MiB and 0.58-0.70 CPU
+// seconds in 20 s (29m-35m) per node; the requests add some 30% and 15%.
+// The memory limit is over four times that peak, room for a burst (a
+// relist, a large status, the garbage collector's lag, which GOMEMLIMIT
+// does not bound here); an OOM kill is a failover. No CPU limit: a
+// throttled vrrpd misses advertisements and its backups take over.
+func DefaultVrrpdResources() corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("40m"),
+			corev1.ResourceMemory: resource.MustParse("36Mi"),
+		},
+		Limits: corev1.ResourceList{
+			corev1.ResourceMemory: resource.MustParse("128Mi"),
+		},
+	}
+}
+
 func desiredServiceAccount(g *v1alpha1.KeepalivedGroup) *corev1ac.ServiceAccountApplyConfiguration {
 	return corev1ac.ServiceAccount(ownedName(g), g.Namespace).
 		WithLabels(podLabels(g)).
 		WithOwnerReferences(ownerRef(g))
 }
 
-// desiredRole lets vrrpd read its own group and nothing else, plus its
-// password Secret when the group has one. resourceNames limits list and
-// watch to requests with a metadata.name field selector, which is how vrrpd
-// watches.
+// desiredRole lets vrrpd read its own group and nothing else: resourceNames
+// limits list and watch to requests with a metadata.name field selector,
+// which is how vrrpd watches. Its password comes from the pod's Secret
+// volume, which the kubelet reads with the node's credentials.
 func desiredRole(g *v1alpha1.KeepalivedGroup) *rbacv1ac.RoleApplyConfiguration {
-	rules := []*rbacv1ac.PolicyRuleApplyConfiguration{
-		rbacv1ac.PolicyRule().
-			WithAPIGroups(v1alpha1.GroupVersion.Group).
-			WithResources("keepalivedgroups").
-			WithResourceNames(g.Name).
-			WithVerbs("get", "list", "watch"),
-	}
-	if pa := g.Spec.PasswordAuth; pa != nil && pa.SecretRef.Name != "" {
-		rules = append(rules, rbacv1ac.PolicyRule().
-			WithAPIGroups("").
-			WithResources("secrets").
-			WithResourceNames(pa.SecretRef.Name).
-			WithVerbs("get", "list", "watch"))
-	}
 	return rbacv1ac.Role(ownedName(g), g.Namespace).
 		WithLabels(podLabels(g)).
 		WithOwnerReferences(ownerRef(g)).
-		WithRules(rules...)
+		WithRules(rbacv1ac.PolicyRule().
+			WithAPIGroups(v1alpha1.GroupVersion.Group).
+			WithResources("keepalivedgroups").
+			WithResourceNames(g.Name).
+			WithVerbs("get", "list", "watch"))
 }
 
 func desiredRoleBinding(g *v1alpha1.KeepalivedGroup) *rbacv1ac.RoleBindingApplyConfiguration {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -25,9 +27,11 @@ import (
 )
 
 // TestDaemonSetAndRBAC checks what the operator runs for a group: vrrpd
-// with only NET_ADMIN and NET_RAW, not privileged, read-only root, the
-// group's selector, tolerations, priority class and annotations; RBAC that
-// reaches only the group itself and its password Secret; all of it owned by
+// with only NET_ADMIN and NET_RAW, not privileged, RuntimeDefault seccomp,
+// read-only root, its VIP record on a hostPath per group, the password
+// Secret as a volume, its metrics on the node's address, requests and a
+// memory limit, the group's selector, tolerations, priority class and
+// annotations; RBAC that reaches only the group itself; all of it owned by
 // the group. envtest runs no garbage collector, so cleanup on group deletion
 // is proven by the controller ownerReferences the collector acts on.
 // A deleted DaemonSet is put back.
@@ -62,10 +66,13 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		t.Fatalf("%d containers", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Image != testImage || !slices.Equal(c.Args, []string{"--group", ns + "/g", "--node", "$(NODE_NAME)"}) {
+	wantArgs := []string{"--group", ns + "/g", "--node", "$(NODE_NAME)", "--metrics-host", "$(HOST_IP)", "--password-file", "/etc/vrrpd/password/password"}
+	if c.Image != testImage || !slices.Equal(c.Args, wantArgs) {
 		t.Errorf("image %q args %v", c.Image, c.Args)
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+	// The node's name, and its address for the metrics listener.
+	if len(c.Env) != 2 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
+		c.Env[1].Name != "HOST_IP" || c.Env[1].ValueFrom == nil || c.Env[1].ValueFrom.FieldRef.FieldPath != "status.hostIP" {
 		t.Errorf("env %v", c.Env)
 	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9650 {
@@ -73,22 +80,42 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.Privileged == nil || *sc.Privileged || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
-		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("securityContext %+v", sc)
 	} else if !slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_ADMIN", "NET_RAW"}) || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities %+v", sc.Capabilities)
 	}
-	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/run/vrrpd" || len(pod.Volumes) != 1 || pod.Volumes[0].EmptyDir == nil {
-		t.Errorf("volumes %v mounts %v", pod.Volumes, c.VolumeMounts)
+	// The VIP record on the node, one directory per group; the password
+	// Secret's key as a file the kubelet keeps up to date.
+	wantMounts := []corev1.VolumeMount{
+		{Name: "run", MountPath: "/run/vrrpd"},
+		{Name: "password", MountPath: "/etc/vrrpd/password", ReadOnly: true},
+	}
+	wantVolumes := []corev1.Volume{
+		{Name: "run", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: "/run/vrrpd/" + ns + "/g", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+		{Name: "password", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: "vrrp-pw", Items: []corev1.KeyToPath{{Key: "password", Path: "password"}},
+			DefaultMode: ptr.To[int32](0o400), Optional: ptr.To(false)}}},
+	}
+	if !reflect.DeepEqual(c.VolumeMounts, wantMounts) || !reflect.DeepEqual(pod.Volumes, wantVolumes) {
+		t.Errorf("volumes %+v mounts %+v", pod.Volumes, c.VolumeMounts)
+	}
+	// Requests and a memory limit; no CPU limit.
+	def := DefaultVrrpdResources()
+	if !c.Resources.Requests.Cpu().Equal(*def.Requests.Cpu()) || !c.Resources.Requests.Memory().Equal(*def.Requests.Memory()) ||
+		!c.Resources.Limits.Memory().Equal(*def.Limits.Memory()) || !c.Resources.Limits.Cpu().IsZero() {
+		t.Errorf("resources %+v", c.Resources)
 	}
 
+	// vrrpd's Role reads the group and nothing else: no Secret.
 	var role rbacv1.Role
 	if err := k8s.Get(ctx, key, &role); err != nil {
 		t.Fatal(err)
 	}
 	wantRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedgroups"}, ResourceNames: []string{"g"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"vrrp-pw"}, Verbs: []string{"get", "list", "watch"}},
 	}
 	if !reflect.DeepEqual(role.Rules, wantRules) {
 		t.Errorf("role rules %+v", role.Rules)
@@ -115,6 +142,7 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 	g = getGroup(t, ns, "g")
 	g.Spec.NodeSelector = map[string]string{"role": "edge"}
 	g.Spec.Image = "example.com/vrrpd:custom"
+	g.Spec.PasswordAuth = nil
 	if err := k8s.Update(ctx, g); err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +153,10 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		p := ds.Spec.Template.Spec
 		if p.NodeSelector["role"] != "edge" || p.Containers[0].Image != "example.com/vrrpd:custom" {
 			return fmt.Errorf("DaemonSet not updated: %v %s", p.NodeSelector, p.Containers[0].Image)
+		}
+		// Without passwordAuth, no Secret volume and no --password-file.
+		if len(p.Volumes) != 1 || len(p.Containers[0].VolumeMounts) != 1 || slices.Contains(p.Containers[0].Args, "--password-file") {
+			return fmt.Errorf("password volume left: %v %v", p.Volumes, p.Containers[0].Args)
 		}
 		return nil
 	})
@@ -211,4 +243,61 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPodSecurityEvent: a group whose namespace enforces baseline (or
+// restricted) gets one Warning Event naming the label that admits vrrpd's
+// pods; it is not repeated on later reconciles, and a privileged namespace
+// gets none.
+func TestPodSecurityEvent(t *testing.T) {
+	ctx := context.Background()
+	labelled := func(prefix, level string) string {
+		ns := newNamespace(t, prefix)
+		var n corev1.Namespace
+		if err := k8s.Get(ctx, types.NamespacedName{Name: ns}, &n); err != nil {
+			t.Fatal(err)
+		}
+		n.Labels["pod-security.kubernetes.io/enforce"] = level
+		if err := k8s.Update(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+		return ns
+	}
+	baseline, privileged := labelled("psa-base", "baseline"), labelled("psa-priv", "privileged")
+	newGroup(t, baseline, "g", nil)
+	newGroup(t, privileged, "g", nil)
+	m := startManager(t, baseline, privileged)
+
+	eventually(t, 20*time.Second, func() error {
+		evs := groupEvents(t, baseline, "g", ReasonPodSecurity)
+		if len(evs) != 1 {
+			return fmt.Errorf("%d %s events", len(evs), ReasonPodSecurity)
+		}
+		if e := evs[0]; e.Type != corev1.EventTypeWarning || !strings.Contains(e.Note, "pod-security.kubernetes.io/enforce=privileged") {
+			return fmt.Errorf("event %s: %s", e.Type, e.Note)
+		}
+		return nil
+	})
+	// Later reconciles of both groups: still one Event, never repeated.
+	for _, ns := range []string{baseline, privileged} {
+		key := types.NamespacedName{Namespace: ns, Name: "g"}
+		before := m.r.Groups.Reconciles(key)
+		g := getGroup(t, ns, "g")
+		g.Labels = map[string]string{"touched": "yes"}
+		if err := k8s.Update(ctx, g); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 20*time.Second, func() error {
+			if m.r.Groups.Reconciles(key) <= before {
+				return fmt.Errorf("no reconcile after the change")
+			}
+			return nil
+		})
+	}
+	if evs := groupEvents(t, baseline, "g", ReasonPodSecurity); len(evs) != 1 || evs[0].Series != nil {
+		t.Errorf("baseline: events %+v, want one, not repeated", evs)
+	}
+	if evs := groupEvents(t, privileged, "g", ReasonPodSecurity); len(evs) != 0 {
+		t.Errorf("privileged: events %+v, want none", evs)
+	}
 }

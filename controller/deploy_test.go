@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,8 +21,10 @@ import (
 
 // TestOperatorRBACIsEnough installs deploy/operator's namespace, ClusterRole,
 // ServiceAccount and binding, then runs the operator impersonating that
-// ServiceAccount: it must do all its work (status, DaemonSet, a Role for a
-// password Secret, address allocation, events) with exactly those rights.
+// ServiceAccount: it must do all its work (status, DaemonSet, vrrpd's Role,
+// address allocation, events) with exactly those rights, which include no
+// Secret: a group with passwordAuth gets its Secret as a volume of the
+// DaemonSet's pods, and vrrpd's Role has no Secret either.
 // The Deployment manifest is checked by a server-side dry run.
 func TestOperatorRBACIsEnough(t *testing.T) {
 	needAPIServer(t)
@@ -31,7 +37,7 @@ func TestOperatorRBACIsEnough(t *testing.T) {
 	ns := newNamespace(t, "rbac")
 	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "pw"}}
-		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.240/30"}}
+		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.240-10.99.0.243"}}
 	})
 	newService(t, ns, "web", ns+"/g", asLoadBalancer)
 	newService(t, ns, "bad", "nogroup", withExternalIPs("10.99.0.9"))
@@ -50,6 +56,22 @@ func TestOperatorRBACIsEnough(t *testing.T) {
 
 	cfg := rest.CopyConfig(testConfig)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:vrrp-operator:vrrp-operator"}
+	// The deployed ClusterRole grants nothing on Secrets, and the API
+	// server agrees: the operator's ServiceAccount may not read one.
+	for _, r := range readObjects(t, filepath.Join(dir, "rbac/role.yaml"))[0].Object["rules"].([]any) {
+		for _, res := range r.(map[string]any)["resources"].([]any) {
+			if res == "secrets" {
+				t.Errorf("deploy/operator's ClusterRole has a rule on secrets: %v", r)
+			}
+		}
+	}
+	opc, err := client.New(cfg, client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := opc.List(context.Background(), &corev1.SecretList{}, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
+		t.Fatalf("the operator listing Secrets: %v, want Forbidden", err)
+	}
 	startManagerAs(t, cfg, ns)
 	eventually(t, 30*time.Second, func() error {
 		g := getGroup(t, ns, "g")
@@ -66,6 +88,24 @@ func TestOperatorRBACIsEnough(t *testing.T) {
 		}
 		return nil
 	})
+	// What it made for the password: a Secret volume in the DaemonSet, and
+	// a vrrpd Role without Secrets.
+	key := types.NamespacedName{Namespace: ns, Name: "g-vrrpd"}
+	var ds appsv1.DaemonSet
+	eventually(t, 20*time.Second, func() error { return k8s.Get(context.Background(), key, &ds) })
+	vols := ds.Spec.Template.Spec.Volumes
+	if !slices.ContainsFunc(vols, func(v corev1.Volume) bool { return v.Secret != nil && v.Secret.SecretName == "pw" }) {
+		t.Errorf("DaemonSet volumes %+v lack Secret pw", vols)
+	}
+	var role rbacv1.Role
+	if err := k8s.Get(context.Background(), key, &role); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "secrets") {
+			t.Errorf("vrrpd's Role has a rule on secrets: %+v", r)
+		}
+	}
 }
 
 // applyFileIfAbsent creates each object of a file unless it exists.

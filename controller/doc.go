@@ -19,6 +19,8 @@
 //     group's Services, that let its vrrpd record Events on them.
 //   - service_controller.go and allocation.go: annotation checks, address
 //     allocation and release (internal/ipam).
+//   - tenancy.go: which Services a group serves and which of their
+//     addresses they hold (the vetter both reconcilers ask).
 //   - annotations.go: reading the Service annotations; events.go: Event
 //     reasons; rbac.go: the operator's own RBAC markers.
 //
@@ -38,10 +40,12 @@
 // Existing assignments are never renumbered unless blacklisted; new keys
 // take the lowest free ID in sorted key order; beyond 255 the remaining keys
 // are left out, the group is Degraded (RouterIDsExhausted) and each Service
-// left out gets one Event. Groups whose interface (or interfaceFromIP) is
-// the same are taken to share an L2 segment: an ID held by one is never
-// handed out by another, and when two collide anyway (status carried over
-// from the original operator), the later-created group renumbers.
+// left out gets one Event. Groups of one spec.segment (every group without
+// one is on the cluster's default segment, whatever its interface) share an
+// ID space: an ID held by one is never handed out by another, and when two
+// collide anyway (status carried over from the original operator, or from
+// before segments, when each interface had a space of its own), the
+// later-created group renumbers and says so in a RouterIDRenumbered Event.
 //
 // # Priorities and preemption
 //
@@ -65,8 +69,10 @@
 // list, one per family) or the deprecated spec.loadBalancerIP. With
 // autoAssign false only requests are served.
 //
-// No address is ever given twice: the allocator's truth is the API (every
-// Service's ingress IPs and externalIPs, from the informer cache, which the
+// No address is ever given twice: the allocator's truth is the API (the
+// ingress IPs and externalIPs of the Services the operator serves, as
+// tenancy.go decides, never a member node's address or a pool CIDR's edge;
+// from the informer cache, which the
 // manager fills before any reconcile, so restarts forget nothing), plus a
 // record of this process's own recent writes that the cache has not shown
 // yet, and one mutex around every decide-and-write. With leader election
@@ -76,15 +82,27 @@
 // that implementation; Services with no class or with the class
 // "redhatcop.redhat.io/keepalived" (v1alpha1.LoadBalancerClass) are ours.
 //
+// # Tenancy
+//
+// A group's allowedNamespaces admits Services by namespace; its externalIPs
+// policy limits what they may list in spec.externalIPs. Whatever the group
+// says, an address belongs to one Service (the first holder: an allocated
+// address before an externalIP, then the older Service, then
+// namespace/name; Services of one namespace with the same allow-shared-ip
+// value share it), and only unicast host addresses that are no member
+// node's own become VIPs. A refusal drops that address or Service, never the
+// group. Namespace label changes re-run both reconcilers.
+//
 // # Events
 //
 // On Services: IPAllocated, IPReleased, AllocationFailed, GroupNotFound,
 // InvalidAnnotation (a malformed group annotation, bad verbatimconfig JSON,
 // an unknown or operator-managed verbatim key, a bad loadbalancerips value,
-// IPv6 VIPs in a VRRPv2 group) and RouterIDsExhausted; each names the value
+// IPv6 VIPs in a VRRPv2 group), RouterIDsExhausted, NamespaceNotAllowed,
+// ExternalIPNotAllowed, AddressNotUsable and AddressInUse; each names the value
 // at fault, and nothing else about the Service or its group is disturbed.
 // On groups: one Event whenever Degraded or ImageSubstituted becomes true or
-// changes, and Recovered when Degraded clears.
+// changes, Recovered when Degraded clears, and RouterIDRenumbered.
 //
 // # Watches and load
 //

@@ -28,6 +28,23 @@ const (
 	ReasonGroupNotFound      = "GroupNotFound"
 	ReasonInvalidAnnotation  = "InvalidAnnotation"
 	ReasonRouterIDsExhausted = "RouterIDsExhausted"
+	// ReasonNamespaceNotAllowed: the group's allowedNamespaces does not
+	// admit the Service's namespace; it gets no VIP.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonExternalIPNotAllowed: an externalIP outside the group's
+	// spec.externalIPs policy.
+	ReasonExternalIPNotAllowed = "ExternalIPNotAllowed"
+	// ReasonAddressNotUsable: an address no host may own as a VIP
+	// (multicast, loopback, link-local, broadcast, a pool CIDR's edge) or
+	// a member node's own address.
+	ReasonAddressNotUsable = "AddressNotUsable"
+	// ReasonAddressInUse: another Service holds the address (it claimed it
+	// first).
+	ReasonAddressInUse = "AddressInUse"
+	// ReasonRouterIDRenumbered (on groups): an instance's router ID had to
+	// change because an earlier group on the segment holds it or it was
+	// blacklisted.
+	ReasonRouterIDRenumbered = "RouterIDRenumbered"
 )
 
 // Event actions (events.k8s.io/v1 requires one).

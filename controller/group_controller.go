@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +46,15 @@ type GroupReconciler struct {
 	VrrpdImage string
 	// SCCClusterRole is Options.SCCClusterRole.
 	SCCClusterRole string
+	// Reader reads without the cache (the manager's API reader): the
+	// objects of keepalived-operator looked up during a migration.
+	Reader client.Reader
+	// MigrationDwell is Options.MigrationDwell.
+	MigrationDwell time.Duration
+	// VrrpdResources is Options.VrrpdResources, defaults filled in.
+	VrrpdResources corev1.ResourceRequirements
+
+	podSecurity podSecurityReports
 
 	mu sync.Mutex
 	// published holds the router IDs this process last wrote to each
@@ -62,6 +73,9 @@ type GroupReconciler struct {
 	// stale cache read, an API error), which the work queue retries.
 	reconciles map[types.NamespacedName]int
 	retries    map[types.NamespacedName]int
+	// readySince is when a migrating group's vrrpd DaemonSet was first seen
+	// ready (migration.go).
+	readySince map[types.NamespacedName]time.Time
 }
 
 func (r *GroupReconciler) init() {
@@ -73,6 +87,7 @@ func (r *GroupReconciler) init() {
 		r.applied = map[string][32]byte{}
 		r.reconciles = map[types.NamespacedName]int{}
 		r.retries = map[types.NamespacedName]int{}
+		r.readySince = map[types.NamespacedName]time.Time{}
 	}
 }
 
@@ -131,16 +146,42 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := computePlan(&g, services.Items, nodes.Items, reserved)
+	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
+	// refused address or namespace leaves out that address or Service,
+	// never the group.
+	v := newVetter(ctx, r.Client).withNodes(nodes.Items)
+	v.seed(&g, nodes.Items)
+	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
+	for i := range services.Items {
+		svc := &services.Items[i]
+		vips, _, err := v.vips(svc)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		granted[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = vips
+	}
+	p := planVetted(&g, services.Items, granted, nodes.Items, reserved)
 	r.reportLeftOut(&g, services.Items, p.leftOutServices)
+	r.reportRenumbered(&g, p)
 
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
 	if err := r.applyEventsRBAC(ctx, &g, p.instances); err != nil {
 		applyErr = errors.Join(applyErr, fmt.Errorf("events RBAC: %w", err))
 	}
+	r.checkPodSecurity(ctx, &g)
+
+	// A takeover from keepalived-operator replaces the instances' settings
+	// and priorities with the old pods' while it lasts (migration.go).
+	mig, requeue, migErr := r.migrate(ctx, &g, time.Now())
+	if mig != nil {
+		p.instances = shadowInstances(p.instances, len(p.nodes), mig.OldVersion)
+	}
 
 	status := buildStatus(&g, p, image, substituted, applyErr)
+	status.Migration = mig
+	migrationCondition(&status, g.Generation, mig)
+	slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 	r.reportConditions(&g, g.Status.Conditions, status.Conditions)
 
 	if !equality.Semantic.DeepEqual(g.Status, status) {
@@ -154,7 +195,10 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	r.mu.Lock()
 	r.published[req.NamespacedName] = p.routerIDs
 	r.mu.Unlock()
-	return ctrl.Result{}, applyErr
+	if applyErr == nil {
+		applyErr = migErr
+	}
+	return ctrl.Result{RequeueAfter: requeue}, applyErr
 }
 
 func (r *GroupReconciler) forget(group types.NamespacedName) {
@@ -162,6 +206,8 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	defer r.mu.Unlock()
 	delete(r.published, group)
 	delete(r.leftOut, group)
+	delete(r.readySince, group)
+	r.podSecurity.forget(group)
 	prefix := group.String() + "/"
 	for k := range r.applied {
 		if strings.HasPrefix(k, prefix) {
@@ -170,15 +216,14 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	}
 }
 
-// segment names the L2 segment a group's VRRP traffic lives on, as far as
-// the operator can tell: groups on the same interface name (or routing to
-// the same interfaceFromIP address) are assumed to share one, so they must
-// not share router IDs (the original's issues 26, 32 and 66).
+// segment names the L2 segment a group's VRRP traffic lives on: its
+// spec.segment, or "" for the cluster's default segment. Groups of one
+// segment must not share router IDs (the original's issues 26, 32 and 66).
+// The interface name says nothing about the wire: one group may name eth0,
+// another interfaceFromIP, and both reach the same switch, so without an
+// admin's word every group is on the one default segment.
 func segment(g *v1alpha1.KeepalivedGroup) string {
-	if g.Spec.InterfaceFromIP != "" {
-		return "ip:" + g.Spec.InterfaceFromIP
-	}
-	return "if:" + g.Spec.Interface
+	return g.Spec.Segment
 }
 
 // before orders groups by age, then name: on a collision the later group
@@ -265,6 +310,24 @@ func (r *GroupReconciler) reportLeftOut(g *v1alpha1.KeepalivedGroup, services []
 	}
 }
 
+// reportRenumbered sends one Warning Event on the group listing the
+// instances whose router ID changed (from its status to the new plan): a
+// collision with an earlier group of the segment (status carried over from
+// the original operator, or two groups that were on separate segments
+// before) or a blacklist change. The earlier group keeps its IDs; peers
+// such as routers configured by hand must be told.
+func (r *GroupReconciler) reportRenumbered(g *v1alpha1.KeepalivedGroup, p plan) {
+	if r.Recorder == nil || len(p.renumbered) == 0 {
+		return
+	}
+	parts := make([]string, len(p.renumbered))
+	for i, k := range p.renumbered {
+		parts[i] = fmt.Sprintf("%s %d->%d", k, g.Status.RouterIDs[k], p.routerIDs[k])
+	}
+	r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeWarning, ReasonRouterIDRenumbered, actionAssignRouterID,
+		"router IDs changed because an earlier group on segment %q holds them or they are blacklisted: %s", segment(g), strings.Join(parts, ", "))
+}
+
 // reportConditions sends an Event on the group when Degraded or
 // ImageSubstituted becomes true or changes its message, and when Degraded
 // clears, so the group's Events tell its history without repeating.
@@ -315,7 +378,7 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		{desiredServiceAccount(g), &corev1.ServiceAccount{}},
 		{desiredRole(g), &rbacv1.Role{}},
 		{desiredRoleBinding(g), &rbacv1.RoleBinding{}},
-		{desiredDaemonSet(g, image), &appsv1.DaemonSet{}},
+		{desiredDaemonSet(g, image, r.VrrpdResources), &appsv1.DaemonSet{}},
 	}
 	var errs []string
 	for _, o := range owned {
@@ -425,6 +488,13 @@ func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGro
 	} else {
 		set(v1alpha1.ConditionReady, true, v1alpha1.ReasonReconciled,
 			fmt.Sprintf("%d instance(s) on %d node(s)", len(p.instances), len(p.nodes)))
+	}
+
+	if g.Spec.PasswordAuth != nil && g.Spec.VRRPVersion == 0 {
+		set(v1alpha1.ConditionPasswordAuthVRRPv2, true, v1alpha1.ReasonPasswordAuthWithoutVersion,
+			"passwordAuth without vrrpVersion: the group runs VRRPv2 (as keepalived-operator did), the only version with authentication")
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPasswordAuthVRRPv2)
 	}
 
 	if substituted {

@@ -28,6 +28,8 @@ type plan struct {
 	// leftOutServices the Services they belong to.
 	leftOut         []string
 	leftOutServices []types.NamespacedName
+	// renumbered are the instance keys whose router ID changed, sorted.
+	renumbered []string
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.
@@ -43,6 +45,14 @@ type instanceDraft struct {
 // router IDs the group may not hand out (its blacklist and IDs of other
 // groups on the same segment).
 func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes []corev1.Node, reserved func(int) bool) plan {
+	return planVetted(g, services, nil, nodes, reserved)
+}
+
+// planVetted is computePlan with each Service's VIPs decided by the caller
+// (vetter.vips: namespace admitted, addresses usable, held by this Service).
+// A nil granted takes every Service's addresses as they are; with a non-nil
+// one, a Service missing from it has no VIPs.
+func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, nodes []corev1.Node, reserved func(int) bool) plan {
 	var p plan
 	p.nodes = memberNodes(g, nodes)
 	names := make([]string, len(p.nodes))
@@ -50,13 +60,14 @@ func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes [
 		names[i] = n.Name
 	}
 
-	drafts := instanceDrafts(services, groupSettings(g).Version)
+	drafts := instanceDrafts(services, granted, groupSettings(g).Version)
 	keys := make([]string, len(drafts))
 	for i, d := range drafts {
 		keys[i] = d.key
 	}
 	res := vrid.Assign(keys, g.Status.RouterIDs, reserved)
 	p.leftOut = res.LeftOut
+	p.renumbered = res.Renumbered
 	if len(res.IDs) > 0 {
 		p.routerIDs = res.IDs
 	}
@@ -117,7 +128,7 @@ func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes [
 // A Service without VIPs yet has no instance (and takes no router ID).
 // VRRPv2 carries IPv4 only, so a version 2 group leaves IPv6 VIPs out (the
 // Service reconciler says so in an Event).
-func instanceDrafts(services []corev1.Service, version int32) []instanceDraft {
+func instanceDrafts(services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, version int32) []instanceDraft {
 	var out []instanceDraft
 	for i := range services {
 		svc := &services[i]
@@ -125,6 +136,9 @@ func instanceDrafts(services []corev1.Service, version int32) []instanceDraft {
 			continue
 		}
 		vips, _ := serviceVIPs(svc)
+		if granted != nil {
+			vips = slices.Clone(granted[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}])
+		}
 		if version == 2 {
 			vips = slices.DeleteFunc(vips, netip.Addr.Is6)
 		}
@@ -146,7 +160,10 @@ func instanceDrafts(services []corev1.Service, version int32) []instanceDraft {
 }
 
 // groupSettings are the VRRP settings every instance of the group shares,
-// with the CRD's defaults applied in case the object predates them.
+// with the CRD's defaults applied in case the object predates them. Without
+// vrrpVersion the version is 2 for a group with passwordAuth (what
+// keepalived-operator ran: keepalived's default, and the only version with
+// authentication) and 3 otherwise.
 func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 	s := v1alpha1.InstanceSettings{
 		Version:        3,
@@ -154,8 +171,11 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 		Preempt:        true,
 		Unicast:        g.Spec.UnicastEnabled,
 	}
-	if g.Spec.VRRPVersion != 0 {
+	switch {
+	case g.Spec.VRRPVersion != 0:
 		s.Version = g.Spec.VRRPVersion
+	case g.Spec.PasswordAuth != nil:
+		s.Version = 2
 	}
 	if g.Spec.AdvertInterval != nil {
 		s.AdvertInterval = *g.Spec.AdvertInterval

@@ -119,16 +119,16 @@ func TestBlacklistTakesEffect(t *testing.T) {
 	waitRouterIDs(t, ns, "g", map[string]int{ns + "/s0": 2, ns + "/s1": 5, ns + "/s2": 4})
 }
 
-// TestGroupsOnOneSegmentDoNotCollide: two groups on the same interface
+// TestGroupsOnOneSegmentDoNotCollide: two groups on the same segment
 // never share a router ID (the original's issues 26, 32, 66), a group on
-// another interface may reuse them, and a collision carried in from
+// another segment may reuse them, and a collision carried in from
 // outside is resolved by the later group alone.
 func TestGroupsOnOneSegmentDoNotCollide(t *testing.T) {
 	ns := newNamespace(t, "seg")
 	newGroup(t, ns, "a", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 	newGroup(t, ns, "b", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
-	newGroup(t, ns, "c", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2" })
+	newGroup(t, ns, "c", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" })
 	for _, grp := range []string{"a", "b", "c"} {
 		for i := range 2 {
 			newService(t, ns, fmt.Sprintf("%s%d", grp, i), ns+"/"+grp, withExternalIPs(fmt.Sprintf("10.99.0.%d", 10*(1+int(grp[0]-'a'))+i)))

@@ -44,17 +44,65 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if annotated && svc.DeletionTimestamp == nil {
 		group = r.checkAnnotations(ctx, &svc, value)
 	}
+	v := newVetter(ctx, r.Client)
+	admitted := true
+	if group != nil {
+		ns, err := v.namespace(svc.Namespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		var why string
+		if admitted, why = namespaceAllowed(group, svc.Namespace, ns); !admitted {
+			r.event(&svc, group, corev1.EventTypeWarning, ReasonNamespaceNotAllowed, actionValidate, "%s; no VIP", why)
+		}
+	}
 
 	// Release on delete, on a type change, when the group annotation goes,
-	// and when the Service moves to another load-balancer class.
+	// when the group stops admitting the Service's namespace, and when the
+	// Service moves to another load-balancer class.
 	if controllerutil.ContainsFinalizer(&svc, serviceFinalizer) &&
-		(svc.DeletionTimestamp != nil || !annotated || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc)) {
+		(svc.DeletionTimestamp != nil || !annotated || !admitted || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc)) {
 		return ctrl.Result{}, r.release(ctx, &svc, value)
 	}
-	if group == nil || group.Spec.AddressPool == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc) {
+	if group == nil || !admitted {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, r.allocate(ctx, &svc, group)
+	if group.Spec.AddressPool != nil && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && classIsOurs(&svc) {
+		if err := r.allocate(ctx, v, &svc, group); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{}, r.reportVIPs(ctx, &svc, group)
+}
+
+// reportVIPs tells the Service, one Event per reason, which of its
+// addresses it does not get as VIPs and why: the same decision the group's status is
+// computed from (vetter.vips). It reads the Service again, so an address
+// just allocated is judged as the group reconciler will see it.
+func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
+	var cur corev1.Service
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, &cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	_, refused, err := newVetter(ctx, r.Client).vips(&cur)
+	if err != nil {
+		return err
+	}
+	// One Event per reason: the events library folds Events of one
+	// object, reason and action into one series whatever their notes, so
+	// a second refusal for the same reason would only bump a count.
+	var reasons []string
+	notes := map[string][]string{}
+	for _, f := range refused {
+		if _, ok := notes[f.reason]; !ok {
+			reasons = append(reasons, f.reason)
+		}
+		notes[f.reason] = append(notes[f.reason], f.msg)
+	}
+	for _, reason := range reasons {
+		r.event(&cur, g, corev1.EventTypeWarning, reason, actionValidate, "%s", strings.Join(notes[reason], "; "))
+	}
+	return nil
 }
 
 // checkAnnotations reports every problem with the Service's annotations as
@@ -129,7 +177,7 @@ func ingressAddrs(svc *corev1.Service) []netip.Addr {
 	return out
 }
 
-func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
+func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
 	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 	groupRef := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
 	ap := g.Spec.AddressPool
@@ -142,6 +190,10 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g
 	if err != nil {
 		r.event(svc, g, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionAllocate, "%v", err)
 		return nil
+	}
+	facts, err := v.group(groupRef)
+	if err != nil || facts.g == nil {
+		return err // the group is gone; its deletion reconciles the Service again
 	}
 	autoAssign := ap.AutoAssign == nil || *ap.AutoAssign
 	if len(want) == 0 && !autoAssign {
@@ -163,6 +215,16 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g
 				"%s asks for %s, which is not in the address pool of group %s (%s)", source, a, groupRef, pool)
 			return nil
 		}
+		if reason, msg := facts.addrProblem(a, false); reason != "" {
+			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s: %s", source, msg)
+			return nil
+		}
+	}
+	// Never hand out what could not be a VIP: a CIDR entry's network or
+	// broadcast address, or a member node's own address.
+	unusable := func(x netip.Addr) bool {
+		_, own := facts.nodeAddrs[x]
+		return own || pool.IsEdge(x)
 	}
 
 	// From here on, decide and write under the allocator's lock.
@@ -194,11 +256,13 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g
 			pick = want[i]
 		} else if len(want) > 0 && !autoAssign {
 			continue
-		} else if i := slices.IndexFunc(current, func(x netip.Addr) bool { return ipam.FamilyOf(x) == f && pool.Contains(x) }); i >= 0 {
+		} else if i := slices.IndexFunc(current, func(x netip.Addr) bool {
+			return ipam.FamilyOf(x) == f && pool.Contains(x) && !unusable(x)
+		}); i >= 0 {
 			pick = current[i]
 		}
 		if pick.IsValid() {
-			other, used, err := a.inUseBy(ctx, pick, self)
+			other, used, err := a.inUseBy(v, pick, svc, true)
 			if err != nil {
 				return err
 			}
@@ -213,7 +277,10 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service, g
 		if !pick.IsValid() {
 			var lookupErr error
 			next, ok := pool.Allocate(f, func(x netip.Addr) bool {
-				_, used, err := a.inUseBy(ctx, x, self)
+				if unusable(x) {
+					return true
+				}
+				_, used, err := a.inUseBy(v, x, svc, false)
 				if err != nil && lookupErr == nil {
 					lookupErr = err
 				}

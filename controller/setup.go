@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +38,15 @@ type Options struct {
 	// "<group>-vrrpd-scc", so the DaemonSet's pods are admitted with
 	// hostNetwork, NET_ADMIN and NET_RAW and nothing more.
 	SCCClusterRole string
+	// MigrationDwell is how long a group's vrrpd DaemonSet must have been
+	// ready before keepalived-operator's objects of the group are deleted,
+	// and how long the takeover settings outlive the last old pod. Default
+	// 5s.
+	MigrationDwell time.Duration
+	// VrrpdResources are the vrrpd container's requests and limits; each
+	// list left empty takes DefaultVrrpdResources' (the operator's
+	// --vrrpd-* resource flags).
+	VrrpdResources corev1.ResourceRequirements
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -52,6 +63,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	}
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = 4
+	}
+	def := DefaultVrrpdResources()
+	if len(opts.VrrpdResources.Requests) == 0 {
+		opts.VrrpdResources.Requests = def.Requests
+	}
+	if len(opts.VrrpdResources.Limits) == 0 {
+		opts.VrrpdResources.Limits = def.Limits
 	}
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -82,6 +100,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Recorder:       rec,
 		VrrpdImage:     opts.VrrpdImage,
 		SCCClusterRole: opts.SCCClusterRole,
+		Reader:         mgr.GetAPIReader(),
+		MigrationDwell: opts.MigrationDwell,
+		VrrpdResources: opts.VrrpdResources,
 	}
 	groups.init()
 	err := ctrl.NewControllerManagedBy(mgr).
@@ -92,8 +113,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		Watches(&corev1.Service{}, serviceToGroups{}).
+		Watches(&corev1.Service{}, serviceToGroups{c: mgr.GetClient()}).
 		Watches(&corev1.Node{}, nodeToGroups{c: mgr.GetClient()}).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return groupsSelectingNamespaces(ctx, mgr.GetClient())
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(groups)
 	if err != nil {
 		return nil, err
@@ -102,7 +126,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	services := &ServiceReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: rec,
-		alloc:    newAllocator(mgr.GetClient()),
+		alloc:    newAllocator(),
 		wake:     make(chan event.GenericEvent, 4096),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
@@ -111,6 +135,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Watches(&v1alpha1.KeepalivedGroup{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return servicesOfGroup(ctx, mgr.GetClient(), types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			return annotatedServicesIn(ctx, mgr.GetClient(), o.GetName())
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.Channel(services.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ServiceWorkers}).
 		Complete(services)
@@ -134,46 +161,102 @@ func servicesOfGroup(ctx context.Context, c client.Client, group types.Namespace
 	return out
 }
 
-// serviceToGroups enqueues only the group a Service is annotated for (the
-// old and the new one when the annotation changes), and only when something
-// the group's status depends on changed.
-type serviceToGroups struct{}
+// groupsSelectingNamespaces lists the groups whose allowedNamespaces
+// depends on namespace labels (from: Selector), for a namespace whose labels
+// changed.
+func groupsSelectingNamespaces(ctx context.Context, c client.Client) []reconcile.Request {
+	var groups v1alpha1.KeepalivedGroupList
+	if err := c.List(ctx, &groups); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, g := range groups.Items {
+		if an := g.Spec.AllowedNamespaces; an != nil && an.From == v1alpha1.NamespacesFromSelector {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: g.Namespace, Name: g.Name}})
+		}
+	}
+	return out
+}
 
-func enqueueGroupOf(q workqueue.TypedRateLimitingInterface[reconcile.Request], svc *corev1.Service) {
-	if ref, ok := groupOf(svc); ok {
+// annotatedServicesIn lists the Services of a namespace annotated for a
+// group, for a namespace whose labels changed (a group may now admit or
+// refuse them).
+func annotatedServicesIn(ctx context.Context, c client.Client, ns string) []reconcile.Request {
+	var list corev1.ServiceList
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, s := range list.Items {
+		if _, ok := s.Annotations[v1alpha1.AnnotationGroup]; ok {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+		}
+	}
+	return out
+}
+
+// serviceToGroups enqueues the group a Service is annotated for (the old
+// and the new one when the annotation changes), and only when something the
+// group's status depends on changed; and the groups of the other Services
+// claiming one of its addresses, whose holder may change with it.
+type serviceToGroups struct{ c client.Client }
+
+// enqueue adds the groups of the Services, and of the Services sharing an
+// address with them, all at once after the lookups: a group reconciled
+// between two adds would be reconciled twice for one change.
+func (h serviceToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], svcs ...*corev1.Service) {
+	var refs []types.NamespacedName
+	add := func(s *corev1.Service) {
+		if ref, ok := groupOf(s); ok && !slices.Contains(refs, ref) {
+			refs = append(refs, ref)
+		}
+	}
+	for _, svc := range svcs {
+		add(svc)
+		vips, _ := serviceVIPs(svc)
+		for _, a := range vips {
+			var list corev1.ServiceList
+			if err := h.c.List(ctx, &list, client.MatchingFields{indexServiceAddresses: a.String()}); err != nil {
+				continue
+			}
+			for i := range list.Items {
+				add(&list.Items[i])
+			}
+		}
+	}
+	for _, ref := range refs {
 		q.Add(reconcile.Request{NamespacedName: ref})
 	}
 }
 
-func (serviceToGroups) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	enqueueGroupOf(q, e.Object.(*corev1.Service))
+func (h serviceToGroups) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.enqueue(ctx, q, e.Object.(*corev1.Service))
 }
 
-func (serviceToGroups) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h serviceToGroups) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	o, n := e.ObjectOld.(*corev1.Service), e.ObjectNew.(*corev1.Service)
 	if !instanceInputsChanged(o, n) {
 		return
 	}
-	enqueueGroupOf(q, o)
-	enqueueGroupOf(q, n)
+	h.enqueue(ctx, q, o, n)
 }
 
-func (serviceToGroups) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h serviceToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if svc, ok := e.Object.(*corev1.Service); ok {
-		enqueueGroupOf(q, svc)
+		h.enqueue(ctx, q, svc)
 	}
 }
 
-func (serviceToGroups) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h serviceToGroups) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	if svc, ok := e.Object.(*corev1.Service); ok {
-		enqueueGroupOf(q, svc)
+		h.enqueue(ctx, q, svc)
 	}
 }
 
 // instanceInputsChanged reports whether a Service update can change its
 // group's instances.
 func instanceInputsChanged(o, n *corev1.Service) bool {
-	for _, k := range []string{v1alpha1.AnnotationGroup, v1alpha1.AnnotationSpreadVIPs, v1alpha1.AnnotationVerbatimConfig} {
+	for _, k := range []string{v1alpha1.AnnotationGroup, v1alpha1.AnnotationSpreadVIPs, v1alpha1.AnnotationVerbatimConfig, v1alpha1.AnnotationSharedIP} {
 		if o.Annotations[k] != n.Annotations[k] {
 			return true
 		}

@@ -59,6 +59,7 @@ func fuzzConfig(in *input, version vrrp.Version, v6 bool) vrrp.Config {
 	if flags&4 != 0 {
 		c.PreemptDelay = time.Duration(in.byte()%8) * time.Second
 	}
+	c.HandoverOnly = flags&16 != 0
 	if version == vrrp.Version2 {
 		c.AdvertInterval = time.Duration(1+in.byte()%3) * time.Second
 		if flags&8 != 0 {
@@ -126,6 +127,8 @@ type checker struct {
 	inst  *vrrp.Instance
 	held  map[netip.Prefix]bool
 	state vrrp.State
+	// pending: after the last step the instance was Master with its VIPs still to add.
+	pending bool
 }
 
 func (c *checker) step(what string, now time.Time, acts []vrrp.Action) {
@@ -164,7 +167,7 @@ func (c *checker) step(what string, now time.Time, acts []vrrp.Action) {
 			if a.Priority != 0 && ((state != vrrp.StateMaster && !becoming) || a.Priority != i.Priority()) {
 				fail("sends priority %d in state %v (priority %d)", a.Priority, state, i.Priority())
 			}
-			if a.Priority == 0 && !c.heldAny() {
+			if a.Priority == 0 && !c.heldAny() && !c.pending {
 				fail("sends priority 0 without having been master")
 			}
 		case vrrp.ActionAnnounce:
@@ -193,8 +196,13 @@ func (c *checker) step(what string, now time.Time, acts []vrrp.Action) {
 	}
 	c.state = state
 
-	// VIPs are held iff Master, and then exactly the configured ones.
-	if i.State() == vrrp.StateMaster {
+	// VIPs are held iff Master, and then exactly the configured ones, except during a
+	// break-first takeover, when the Master holds none yet.
+	c.pending = i.VIPsPending()
+	if c.pending && (i.State() != vrrp.StateMaster || len(c.held) != 0 || i.Timer() != vrrp.TimerAdvert) {
+		fail("VIPs pending in state %v holding %v, timer %v", i.State(), c.held, i.Timer())
+	}
+	if i.State() == vrrp.StateMaster && !c.pending {
 		vips := i.Config().VIPs
 		if len(c.held) != len(vips) {
 			fail("master holds %d VIPs, configured %d", len(c.held), len(vips))
@@ -214,6 +222,9 @@ func (c *checker) step(what string, now time.Time, acts []vrrp.Action) {
 		want = vrrp.TimerAdvert
 	case vrrp.StateBackup:
 		want = vrrp.TimerMasterDown
+		if i.Config().HandoverOnly && i.Timer() == vrrp.TimerNone {
+			want = vrrp.TimerNone // no silence counts until a master hands over
+		}
 	}
 	if i.Timer() != want || (want == vrrp.TimerNone) != i.Deadline().IsZero() {
 		fail("%v has timer %v, deadline %v", i.State(), i.Timer(), i.Deadline())

@@ -20,6 +20,12 @@ import (
 // by [Settings.Interval] and [Settings.NAInterval], so a VRRP loop never
 // blocks on pacing. It is safe for concurrent use.
 //
+// Announce costs the same whatever the number of rounds: a call is queued
+// as one job (its addresses and a count of rounds still to go), and the
+// sender makes each message when its slot comes. A burst of many rounds
+// (garp_master_repeat is a count from configuration) thus never stops the
+// caller, and memory stays one job per call.
+//
 // The interface's MAC is read when the Announcer is made, in the calling
 // thread's network namespace; its packet sockets, and the file its IPv6
 // forwarding setting is read from when an NA is sent (the NA Router flag, see
@@ -32,10 +38,9 @@ type Announcer struct {
 	ip6    frameConn
 
 	mu      sync.Mutex
-	pace4   pacer
-	pace6   pacer
-	queue   []message // sorted by at
-	pending int       // queued or being sent
+	lane4   lane // gratuitous ARPs, paced by Settings.Interval
+	lane6   lane // neighbour advertisements, paced by Settings.NAInterval
+	pending int  // messages queued or being sent
 	idle    *sync.Cond
 	closed  bool
 	wake    chan struct{}
@@ -45,9 +50,80 @@ type Announcer struct {
 	sentARP, sentNA, errs atomic.Uint64
 }
 
-type message struct {
-	at time.Time
-	ip netip.Addr
+// lane is one family's queue: jobs in the order they were announced, sent one message at a
+// time in their pacer's slots.
+type lane struct {
+	pace pacer
+	jobs []*job
+}
+
+// job is what is left of one Announce call in one family: rounds more rounds over addrs,
+// the current one from addrs[next].
+type job struct {
+	addrs  []netip.Addr
+	rounds int
+	next   int
+}
+
+// left is how many messages the job still sends.
+func (j *job) left() int { return j.rounds*len(j.addrs) - j.next }
+
+// take returns the head job's next message if its slot has come by now, and books the
+// slot; wait is how long until it comes otherwise (negative when the lane is empty).
+func (l *lane) take(now time.Time) (ip netip.Addr, ok bool, wait time.Duration) {
+	if len(l.jobs) == 0 {
+		return netip.Addr{}, false, -1
+	}
+	if l.pace.Interval > 0 && l.pace.next.After(now) {
+		return netip.Addr{}, false, l.pace.next.Sub(now)
+	}
+	l.pace.reserve(now)
+	j := l.jobs[0]
+	ip = j.addrs[j.next]
+	j.next++
+	if j.next == len(j.addrs) {
+		j.next = 0
+		j.rounds--
+		if j.rounds == 0 {
+			l.jobs[0] = nil
+			l.jobs = l.jobs[1:]
+		}
+	}
+	return ip, true, 0
+}
+
+// cancel drops vips from every job and returns how many messages that dropped.
+func (l *lane) cancel(vips []netip.Addr) int {
+	dropped := 0
+	kept := l.jobs[:0]
+	for _, j := range l.jobs {
+		before := j.left()
+		next := 0
+		var addrs []netip.Addr
+		for i, ip := range j.addrs {
+			if slices.Contains(vips, ip) {
+				continue
+			}
+			if i < j.next {
+				next++
+			}
+			addrs = append(addrs, ip)
+		}
+		j.addrs, j.next = addrs, next
+		if len(addrs) > 0 && next == len(addrs) { // the current round's rest was all cancelled
+			j.next = 0
+			j.rounds--
+		}
+		if len(addrs) == 0 || j.rounds <= 0 {
+			dropped += before
+			continue
+		}
+		dropped += before - j.left()
+		kept = append(kept, j)
+	}
+	clear(l.jobs[len(kept):])
+	l.jobs = kept
+	return dropped
 }
 
 // counts are what an Announcer did.
@@ -102,8 +178,8 @@ func start(ifi *net.Interface, s Settings, onError func(error), arp, ip6 frameCo
 		router:  router,
 		arp:     arp,
 		ip6:     ip6,
-		pace4:   pacer{Interval: s.Interval},
-		pace6:   pacer{Interval: s.NAInterval},
+		lane4:   lane{pace: pacer{Interval: s.Interval}},
+		lane6:   lane{pace: pacer{Interval: s.NAInterval}},
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		onError: onError,
@@ -117,32 +193,32 @@ func start(ifi *net.Interface, s Settings, onError func(error), arp, ip6 frameCo
 func (a *Announcer) Interface() *net.Interface { return a.ifi }
 
 // Announce queues rounds rounds of announcements for the VIPs: a round is
-// one GARP per IPv4 VIP and one NA per IPv6 VIP, in the order given.
+// one GARP per IPv4 VIP and one NA per IPv6 VIP, in the order given. It
+// queues one job per family, not the messages themselves.
 func (a *Announcer) Announce(vips []netip.Addr, rounds int) {
 	if rounds <= 0 || len(vips) == 0 {
 		return
+	}
+	var v4, v6 []netip.Addr
+	for _, ip := range vips {
+		if ip = ip.Unmap(); ip.Is4() {
+			v4 = append(v4, ip)
+		} else {
+			v6 = append(v6, ip)
+		}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return
 	}
-	now := time.Now()
-	for range rounds {
-		for _, ip := range vips {
-			ip = ip.Unmap()
-			var at time.Time
-			if ip.Is4() {
-				at = a.pace4.reserve(now)
-			} else {
-				at = a.pace6.reserve(now)
-			}
-			i, _ := slices.BinarySearchFunc(a.queue, at, func(m message, t time.Time) int { return m.at.Compare(t) })
-			for i < len(a.queue) && a.queue[i].at.Equal(at) {
-				i++
-			}
-			a.queue = slices.Insert(a.queue, i, message{at, ip})
-			a.pending++
+	for _, q := range []struct {
+		l     *lane
+		addrs []netip.Addr
+	}{{&a.lane4, v4}, {&a.lane6, v6}} {
+		if len(q.addrs) > 0 {
+			q.l.jobs = append(q.l.jobs, &job{addrs: q.addrs, rounds: rounds})
+			a.pending += rounds * len(q.addrs)
 		}
 	}
 	select {
@@ -156,9 +232,7 @@ func (a *Announcer) Announce(vips []netip.Addr, rounds int) {
 func (a *Announcer) Cancel(vips []netip.Addr) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := len(a.queue)
-	a.queue = slices.DeleteFunc(a.queue, func(m message) bool { return slices.Contains(vips, m.ip) })
-	a.pending -= n - len(a.queue)
+	a.pending -= a.lane4.cancel(vips) + a.lane6.cancel(vips)
 	if a.pending == 0 {
 		a.idle.Broadcast()
 	}
@@ -196,7 +270,7 @@ func (a *Announcer) Close() error {
 		return nil
 	}
 	a.closed = true
-	a.queue = nil
+	a.lane4.jobs, a.lane6.jobs = nil, nil
 	a.pending = 0
 	a.idle.Broadcast()
 	a.mu.Unlock()
@@ -205,10 +279,15 @@ func (a *Announcer) Close() error {
 	return errors.Join(a.arp.Close(), a.ip6.Close(), a.router.close())
 }
 
+// sendBatch bounds how many messages the sender takes per locking of the
+// queue, so that Announce and Cancel never wait long for it.
+const sendBatch = 64
+
 func (a *Announcer) run() {
 	defer close(a.done)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
+	due := make([]netip.Addr, 0, sendBatch)
 	for {
 		a.mu.Lock()
 		if a.closed {
@@ -216,20 +295,32 @@ func (a *Announcer) run() {
 			return
 		}
 		now := time.Now()
-		i := 0
-		for i < len(a.queue) && !a.queue[i].at.After(now) {
-			i++
-		}
-		due := slices.Clone(a.queue[:i])
-		a.queue = slices.Delete(a.queue, 0, i)
+		due = due[:0]
 		var wait time.Duration = -1
-		if len(a.queue) > 0 {
-			wait = a.queue[0].at.Sub(now)
+		// One message from each family in turn, so a round's GARPs and NAs
+		// interleave as they were given.
+		for len(due) < sendBatch {
+			ip4, ok4, w4 := a.lane4.take(now)
+			if ok4 {
+				due = append(due, ip4)
+			}
+			ip6, ok6, w6 := a.lane6.take(now)
+			if ok6 {
+				due = append(due, ip6)
+			}
+			if !ok4 && !ok6 {
+				for _, w := range []time.Duration{w4, w6} {
+					if w >= 0 && (wait < 0 || w < wait) {
+						wait = w
+					}
+				}
+				break
+			}
 		}
 		a.mu.Unlock()
 
-		for _, m := range due {
-			a.send(m.ip)
+		for _, ip := range due {
+			a.send(ip)
 		}
 		if len(due) > 0 {
 			a.mu.Lock()

@@ -16,5 +16,7 @@
 //     spaces messages on one interface. Both are pure values driven by the
 //     caller's clock, so they are tested on a virtual clock;
 //   - I/O: an [Announcer] owns the packet sockets of one interface and sends
-//     rounds of frames for a list of VIPs, paced as [Settings] asks.
+//     rounds of frames for a list of VIPs, paced as [Settings] asks. A burst
+//     is queued as one job per family and its frames made as their slots come,
+//     so any number of rounds costs the caller (the daemon's loop) the same.
 package garp

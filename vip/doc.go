@@ -9,7 +9,17 @@
 // after it is removed, so after a crash (kill -9) the next daemon can call
 // [Manager.Recover] and take off whatever the dead one left behind before
 // it joins its virtual routers: a restart never leaves one VIP on two hosts.
-// One state directory belongs to one daemon; [New] locks it.
+// One state directory belongs to one daemon; [New] locks it. In Kubernetes mode
+// it is a hostPath per group under /run, so the pod that replaces a crashed one
+// finds the record.
+//
+// A Manager owns only what it added. [Manager.Hold] first looks whether the
+// address is on the device already (the node's own /32 or /128, an API-server
+// VIP held by kube-vip or another keepalived): such a foreign address is
+// reported, never recorded and never removed. VIPs are held per virtual router
+// and reference-counted: [Manager.Release] takes one off the interface when its
+// last holder lets go. [Manager.Missing] says which VIPs someone else took off,
+// so that a master can put them back.
 //
 // [VMACs] makes and removes the private-mode macvlan interfaces that carry a
 // virtual router's MAC (RFC 5798 §7.3, keepalived's use_vmac), with the

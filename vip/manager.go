@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,7 +28,10 @@ type Manager struct {
 	lock *os.File
 
 	mu     sync.Mutex
-	record []VIP
+	record []VIP // what this Manager (or a crashed one before it) added: on disk
+	// holders are the virtual routers holding each recorded VIP: it leaves the interface
+	// when the last lets go. Only in memory: after a crash every recorded VIP goes.
+	holders map[key]map[string]bool
 }
 
 // New opens (creating it if needed) the state directory and locks it, so
@@ -90,64 +94,166 @@ func (m *Manager) recorded() []VIP {
 	return slices.Clone(m.record)
 }
 
-// Add puts the VIPs on their interfaces. Adding a VIP that is already there
-// is fine. The record is written first (once for all of them), so a crash
-// right after the kernel calls cannot leave an address nobody knows about.
-// It validates everything before doing anything; a kernel error stops at
-// the failing VIP (the record keeps it and the rest, which is safe:
-// recovery and Remove tolerate absent addresses).
+// Add is Hold for the one anonymous holder, for callers that run each VIP once.
 func (m *Manager) Add(vs ...VIP) error {
+	_, err := m.Hold("", vs...)
+	return err
+}
+
+// Hold makes sure the VIPs are on their interfaces for holder (a virtual router: the
+// daemon's instance name) and returns those it found there already without having added
+// them: foreign addresses, such as the node's own /32 or /128, or an API-server VIP held
+// by kube-vip or another keepalived. A foreign address is never recorded, never held and
+// so never removed by this Manager: it belongs to whoever put it there. An address is
+// the same when its address and device are, whatever its prefix length, since removing
+// ours would take the other one's address off the wire too.
+//
+// A VIP this Manager added already (for another holder, or for this one before someone
+// flushed it) gains holder and is put back if it went missing. New VIPs are recorded
+// first (once for all of them), so a crash right after the kernel calls cannot leave an
+// address nobody knows about. It validates everything before doing anything; a kernel
+// error stops at the failing VIP (the record keeps it and the rest, which is safe:
+// recovery and Release tolerate absent addresses).
+func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 	for _, v := range vs {
 		if err := v.validate(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lock == nil {
-		return errors.New("vip: manager is closed")
+		return nil, errors.New("vip: manager is closed")
 	}
 	links := make([]netlink.Link, len(vs))
 	for i, v := range vs {
 		link, err := m.nl.LinkByName(v.Dev)
 		if err != nil {
-			return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
+			return nil, fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
 		}
 		links[i] = link
 	}
+	// What each VIP is: already ours, new (recorded now, added below) or foreign.
+	const (
+		isForeign = iota
+		isOurs
+		isNew
+	)
+	on := addrCache{nl: m.nl}
 	next := slices.Clone(m.record)
 	changed := false
-	for _, v := range vs {
+	kind := make([]int, len(vs))
+	for i, v := range vs {
 		k := v.key()
-		switch i := slices.IndexFunc(next, func(r VIP) bool { return r.key() == k }); {
-		case i < 0:
-			next = append(next, v)
-			changed = true
-		case next[i].Label != v.Label:
-			next[i] = v
-			changed = true
+		if j := slices.IndexFunc(next, func(r VIP) bool { return r.key() == k }); j >= 0 {
+			kind[i] = isOurs
+			if next[j].Label != v.Label {
+				next[j] = v
+				changed = true
+			}
+			continue
 		}
+		there, err := on.has(links[i], v)
+		if err != nil {
+			return nil, fmt.Errorf("vip %s: %w", v, err)
+		}
+		if there {
+			kind[i] = isForeign
+			foreign = append(foreign, v)
+			continue
+		}
+		kind[i] = isNew
+		next = append(next, v)
+		changed = true
 	}
 	if changed {
 		if err := writeRecord(m.dir, next); err != nil {
-			return fmt.Errorf("vip: %w", err)
+			return nil, fmt.Errorf("vip: %w", err)
 		}
 		m.record = next
 	}
+	var raced []VIP
 	for i, v := range vs {
-		err := m.nl.AddrAdd(links[i], toNetlink(v, true))
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			return fmt.Errorf("vip %s: add: %w", v, err)
+		if kind[i] == isForeign {
+			continue
 		}
+		err := m.nl.AddrAdd(links[i], toNetlink(v, true))
+		switch {
+		case errors.Is(err, unix.EEXIST) && kind[i] == isNew:
+			// Absent a moment ago, there now: someone else added it in between.
+			// Theirs, then, not ours.
+			raced = append(raced, v)
+			continue
+		case err != nil && !errors.Is(err, unix.EEXIST):
+			return foreign, fmt.Errorf("vip %s: add: %w", v, err)
+		}
+		m.hold(v.key(), holder)
 	}
-	return nil
+	if len(raced) > 0 {
+		foreign = append(foreign, raced...)
+		next := slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool {
+			return slices.ContainsFunc(raced, func(v VIP) bool { return v.key() == r.key() })
+		})
+		if err := writeRecord(m.dir, next); err != nil {
+			return foreign, fmt.Errorf("vip: %w", err)
+		}
+		m.record = next
+	}
+	return foreign, nil
 }
 
-// Remove takes the VIPs off their interfaces and then out of the record
-// (written once). Removing a VIP that is not there (or whose interface is
-// gone) is fine. It carries on past failures; a VIP that could not be
+// held reports whether anyone holds k now.
+func (m *Manager) held(k key) bool { return len(m.holders[k]) > 0 }
+
+func (m *Manager) hold(k key, holder string) {
+	if m.holders == nil {
+		m.holders = make(map[key]map[string]bool)
+	}
+	if m.holders[k] == nil {
+		m.holders[k] = make(map[string]bool, 1)
+	}
+	m.holders[k][holder] = true
+}
+
+// Missing returns those of vs that are not on their interface (flushed by someone else,
+// or an add that failed): the ones a master puts back with Hold. A VIP whose interface is gone is not missing: there is nowhere to put it.
+// It lists each interface's addresses once, however many VIPs are on it.
+func (m *Manager) Missing(vs ...VIP) ([]VIP, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	on := addrCache{nl: m.nl}
+	var missing []VIP
+	var errs []error
+	for _, v := range vs {
+		link, err := m.nl.LinkByName(v.Dev)
+		if err != nil {
+			var notFound netlink.LinkNotFoundError
+			if !errors.As(err, &notFound) {
+				errs = append(errs, fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err))
+			}
+			continue
+		}
+		there, err := on.has(link, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("vip %s: %w", v, err))
+			continue
+		}
+		if !there {
+			missing = append(missing, v)
+		}
+	}
+	return missing, errors.Join(errs...)
+}
+
+// Remove is Release for the anonymous holder of Add.
+func (m *Manager) Remove(vs ...VIP) error { return m.Release("", vs...) }
+
+// Release lets holder go of the VIPs. A VIP goes off its interface and then out of the
+// record (written once) when its last holder lets go; one this Manager did not add (a
+// foreign address Hold reported) is never touched. Releasing a VIP that is not there (or
+// whose interface is gone) is fine. It carries on past failures; a VIP that could not be
 // removed stays recorded.
-func (m *Manager) Remove(vs ...VIP) error {
+func (m *Manager) Release(holder string, vs ...VIP) error {
 	for _, v := range vs {
 		if err := v.validate(); err != nil {
 			return err
@@ -158,7 +264,22 @@ func (m *Manager) Remove(vs ...VIP) error {
 	if m.lock == nil {
 		return errors.New("vip: manager is closed")
 	}
-	_, err := m.remove(vs)
+	var last []VIP
+	for _, v := range vs {
+		k := v.key()
+		j := slices.IndexFunc(m.record, func(r VIP) bool { return r.key() == k })
+		if j < 0 {
+			continue // not ours: never removed
+		}
+		delete(m.holders[k], holder)
+		if m.held(k) {
+			continue // another virtual router still holds it
+		}
+		delete(m.holders, k)
+		last = append(last, m.record[j]) // as added, whatever prefix the caller names
+
+	}
+	_, err := m.remove(last)
 	return err
 }
 
@@ -218,6 +339,7 @@ func (m *Manager) removeStale(keep func(VIP) bool) ([]VIP, error) {
 	for _, v := range m.record {
 		if keep == nil || !keep(v) {
 			stale = append(stale, v)
+			delete(m.holders, v.key())
 		}
 	}
 	return m.remove(stale)
@@ -238,17 +360,41 @@ func present(nl *netlink.Handle, v VIP) (bool, error) {
 		}
 		return false, fmt.Errorf("interface %s: %w", v.Dev, err)
 	}
-	addrs, err := nl.AddrList(link, family(v))
-	if err != nil {
-		return false, fmt.Errorf("addresses of %s: %w", v.Dev, err)
-	}
-	want := net.IP(v.Prefix.Addr().AsSlice())
-	for _, a := range addrs {
-		if a.IP.Equal(want) {
-			return true, nil
+	return (&addrCache{nl: nl}).has(link, v)
+}
+
+// addrCache lists each interface's addresses of a family once, for one call that looks at
+// many VIPs.
+type addrCache struct {
+	nl *netlink.Handle
+	by map[addrListKey]map[netip.Addr]bool
+}
+
+type addrListKey struct {
+	index, family int
+}
+
+// has reports whether v's address (any prefix length) is on link.
+func (c *addrCache) has(link netlink.Link, v VIP) (bool, error) {
+	k := addrListKey{link.Attrs().Index, family(v)}
+	set, ok := c.by[k]
+	if !ok {
+		addrs, err := c.nl.AddrList(link, k.family)
+		if err != nil {
+			return false, fmt.Errorf("addresses of %s: %w", link.Attrs().Name, err)
 		}
+		set = make(map[netip.Addr]bool, len(addrs))
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok {
+				set[ip.Unmap()] = true
+			}
+		}
+		if c.by == nil {
+			c.by = make(map[addrListKey]map[netip.Addr]bool)
+		}
+		c.by[k] = set
 	}
-	return false, nil
+	return set[v.Prefix.Addr()], nil
 }
 
 func family(v VIP) int {

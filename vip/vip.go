@@ -74,11 +74,12 @@ func (v VIP) validate() error {
 	return nil
 }
 
-// key identifies a VIP the way the kernel does: address, prefix length and
-// interface (the label is an attribute, not part of the identity).
+// key identifies a VIP by address and interface. The kernel would keep one IPv4 address
+// twice under two prefix lengths, but to the wire (ARP, and whoever else holds it) it is
+// one address: the prefix length and the label are attributes, not part of the identity.
 type key struct {
-	prefix netip.Prefix
-	dev    string
+	addr netip.Addr
+	dev  string
 }
 
-func (v VIP) key() key { return key{v.Prefix, v.Dev} }
+func (v VIP) key() key { return key{v.Prefix.Addr(), v.Dev} }

@@ -74,6 +74,17 @@ type Config struct {
 	// 2.2.7 always does and FRR does by default. Receiving accepts both forms either way.
 	// v2 and IPv6 have one form and ignore it.
 	V3ChecksumAsV2 bool
+	// HandoverOnly makes a Backup take over only when the master hands over (a
+	// priority-0 advertisement, then Skew_Time), never when the master merely falls
+	// silent: no Master_Down_Timer runs otherwise. It is for taking a virtual router
+	// over from routers that share this router's address (keepalived-operator's pods on
+	// the same host network, whose advertisements this router cannot hear): silence
+	// from them proves nothing. Leaving it by Reconfigure arms the Master_Down_Timer; a
+	// Master that leaves it with a change of version stays Master (see Reconfigure); and
+	// a Backup that leaves it makes its first preemption break before make: it
+	// advertises at once but adds the VIPs only after handoffDelay, once the preempted
+	// master has removed them.
+	HandoverOnly bool
 	// VIPs are the virtual addresses, all of one family (IPv4 only for v2), at most MaxVIPs,
 	// without duplicates. The prefix length says how to add them to the interface.
 	VIPs []netip.Prefix

@@ -39,6 +39,15 @@ type Instance struct {
 	// tolerated. Zero means no delay is running.
 	preemptAt time.Time
 
+	// afterHandover is set when the instance leaves Config.HandoverOnly as a Backup (the
+	// end of a takeover) and cleared when it next becomes Master: its first preemption
+	// then breaks before it makes (takeOverBreakFirst). lowerHeardAt is when a
+	// lower-priority master's advertisement was last discarded (preemption pending).
+	// pendingVIPs: Master, but the VIPs are added only when the Adver_Timer fires.
+	afterHandover bool
+	lowerHeardAt  time.Time
+	pendingVIPs   bool
+
 	counters Counters
 }
 
@@ -144,6 +153,9 @@ func (i *Instance) startup(now time.Time, from State, reason Reason, out []Actio
 		i.preemptAt = now.Add(i.cfg.PreemptDelay)
 	}
 	out = append(out, Action{Kind: ActionStateChange, From: from, To: StateBackup, Reason: reason})
+	if i.cfg.HandoverOnly {
+		return i.stop(out) // nothing to time until a master hands over
+	}
 	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 }
 
@@ -156,8 +168,15 @@ func (i *Instance) HandleTimer(now time.Time, out []Action) []Action {
 	switch {
 	case i.state == StateMaster && i.timer == TimerAdvert:
 		out = i.send(i.priority, out)
+		if i.pendingVIPs {
+			i.pendingVIPs = false
+			out = append(out, Action{Kind: ActionAddVIPs, VIPs: i.cfg.VIPs}, Action{Kind: ActionAnnounce, VIPs: i.cfg.VIPs})
+		}
 		return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
 	case i.state == StateBackup && i.timer == TimerMasterDown:
+		if i.afterHandover && !i.lowerHeardAt.IsZero() && now.Sub(i.lowerHeardAt) <= i.MasterDownInterval() {
+			return i.takeOverBreakFirst(now, out)
+		}
 		return i.becomeMaster(now, StateBackup, ReasonMasterDown, out)
 	}
 	return out
@@ -233,7 +252,7 @@ func (i *Instance) SetPriority(now time.Time, p uint8, out []Action) []Action {
 	if i.state == StateMaster {
 		i.masterPriority = p
 		out = i.send(p, out)
-		return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+		return i.armAdvert(now, out)
 	}
 	return out
 }
@@ -246,6 +265,7 @@ func (i *Instance) becomeMaster(now time.Time, from State, reason Reason, out []
 	i.master = i.cfg.Primary
 	i.masterPriority = i.priority
 	i.preemptAt = time.Time{}
+	i.afterHandover = false
 	// The advertisement goes first (RFC 5798 §6.4.1, §6.4.2 list it first; keepalived's
 	// vrrp_state_master_tx sends it before it logs, adds the addresses or announces them):
 	// the other backups, whose Master_Down_Timers may run out a few milliseconds later, must
@@ -269,6 +289,10 @@ func (i *Instance) leaveMaster(to State, reason Reason, priorityZero bool, out [
 	if priorityZero {
 		out = i.send(0, out)
 	}
+	if i.pendingVIPs {
+		i.pendingVIPs = false // never added
+		return out
+	}
 	return append(out, Action{Kind: ActionRemoveVIPs, VIPs: i.cfg.VIPs})
 }
 
@@ -277,6 +301,7 @@ func (i *Instance) forgetMaster() {
 	i.masterPriority = 0
 	i.masterAdverInterval = i.cfg.AdvertInterval
 	i.preemptAt = time.Time{}
+	i.lowerHeardAt = time.Time{}
 }
 
 func (i *Instance) send(priority uint8, out []Action) []Action {
@@ -297,4 +322,41 @@ func (i *Instance) stop(out []Action) []Action {
 	i.timer = TimerNone
 	i.deadline = time.Time{}
 	return append(out, Action{Kind: ActionStopTimer})
+}
+
+// VIPsPending reports whether the instance is Master but adds its VIPs only when the
+// Adver_Timer next fires (a break-first takeover, takeOverBreakFirst).
+func (i *Instance) VIPsPending() bool { return i.pendingVIPs }
+
+// handoffDelay is how long a break-first takeover waits between its first advertisement
+// and adding the VIPs: time for the master it preempts to receive the advertisement and
+// remove them (well under a millisecond on a LAN, a few on a loaded host).
+func handoffDelay(interval time.Duration) time.Duration { return min(50*time.Millisecond, interval/2) }
+
+// takeOverBreakFirst is becomeMaster for the first preemption after a takeover (the
+// Master_Down_Timer ran out while a lower-priority master was advertising): the
+// advertisement leaves at once, so that master steps down and removes the VIPs, and this
+// router adds them handoffDelay later, when the Adver_Timer fires. The VIPs go unserved for
+// that long instead of being held by two routers while the other one reacts: at no moment
+// are they on two nodes.
+func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
+	i.state = StateMaster
+	i.counters.BecomeMaster++
+	i.master = i.cfg.Primary
+	i.masterPriority = i.priority
+	i.preemptAt = time.Time{}
+	i.afterHandover = false
+	i.pendingVIPs = true
+	out = i.send(i.priority, out)
+	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})
+	return i.arm(TimerAdvert, now.Add(handoffDelay(i.cfg.AdvertInterval)), out)
+}
+
+// armAdvert arms the next advertisement an interval from now, unless a break-first
+// takeover's VIPs are still to be added: that earlier deadline stands.
+func (i *Instance) armAdvert(now time.Time, out []Action) []Action {
+	if i.pendingVIPs {
+		return out
+	}
+	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
 }

@@ -101,6 +101,7 @@ func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr,
 	delay := i.cfg.PreemptDelay > 0
 	if i.cfg.Preempt && a.Priority < i.priority && !(delay && (i.preemptAt.IsZero() || now.Before(i.preemptAt))) {
 		// Preempt: ignore a lower-priority master and let Master_Down_Timer run out.
+		i.lowerHeardAt = now
 		return out
 	}
 	if i.cfg.Version == Version3 {
@@ -114,6 +115,11 @@ func (i *Instance) backupAdvert(now time.Time, a *Advertisement, src netip.Addr,
 		} else if i.preemptAt.IsZero() {
 			i.preemptAt = now.Add(i.cfg.PreemptDelay)
 		}
+	}
+	if i.cfg.HandoverOnly {
+		// A master is there: a Skew_Time armed by an earlier handover is off, and
+		// its silence later arms nothing.
+		return i.stop(out)
 	}
 	return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 }
@@ -135,6 +141,9 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 		i.masterAdverInterval = iv
 		i.master = src
 		i.masterPriority = a.Priority
+		if i.cfg.HandoverOnly {
+			return i.stop(out)
+		}
 		return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 	}
 	if a.Priority != 0 && i.cfg.LowerPrioNoAdvert {
@@ -146,7 +155,7 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 	// backups or a lower-priority router that thinks it is master hear from us without
 	// waiting for Adver_Timer.
 	out = i.send(i.priority, out)
-	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+	return i.armAdvert(now, out)
 }
 
 // sameAddresses reports whether addrs holds exactly the addresses of vips, in any order.

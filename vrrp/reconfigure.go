@@ -16,10 +16,19 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 		return out, err
 	}
 	old := i.cfg
+	if i.state == StateMaster && old.HandoverOnly && !c.HandoverOnly && c.Version != old.Version &&
+		c.VRID == old.VRID && c.Primary.Is4() == old.Primary.Is4() {
+		// The end of a takeover that moves to another version: the backups switch
+		// together (they follow the same change), and a restart here would leave the
+		// VIPs unserved for a whole Master_Down_Interval. The Master stays Master and
+		// advertises in the new version at once.
+		return i.keepMasterNewVersion(now, c, out), nil
+	}
 	if c.VRID != old.VRID || c.Version != old.Version || c.Primary.Is4() != old.Primary.Is4() {
 		was := i.state
 		out = i.Shutdown(now, out)
 		i.setConfig(c)
+		i.afterHandover = old.HandoverOnly && !c.HandoverOnly
 		i.priority = c.Priority
 		i.masterAdverInterval = c.AdvertInterval
 		if was == StateInit {
@@ -43,6 +52,9 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 	case StateMaster:
 		removed := prefixesNotIn(old.VIPs, i.cfg.VIPs)
 		added := prefixesNotIn(i.cfg.VIPs, old.VIPs)
+		if i.pendingVIPs {
+			removed, added = nil, nil // none added yet; the Adver_Timer adds the new list
+		}
 		if len(removed) > 0 {
 			out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
 		}
@@ -61,9 +73,19 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 			out = append(out, Action{Kind: ActionAnnounce, VIPs: added})
 		}
 		if changed {
-			out = i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+			out = i.armAdvert(now, out)
 		}
 	case StateBackup:
+		switch {
+		case c.HandoverOnly && !old.HandoverOnly:
+			out = i.stop(out)
+		case old.HandoverOnly && !c.HandoverOnly:
+			i.afterHandover = true
+			if i.timer == TimerNone {
+				// Silence counts again, from now.
+				out = i.arm(TimerMasterDown, now.Add(i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)), out)
+			}
+		}
 		if c.Version == Version2 || i.master == (netip.Addr{}) {
 			// v2 always runs on its own interval; a v3 backup that has heard no
 			// master yet has nothing to adopt.
@@ -92,4 +114,34 @@ func prefixesNotIn(a, b []netip.Prefix) []netip.Prefix {
 		}
 	}
 	return r
+}
+
+// keepMasterNewVersion applies c, which differs from the running configuration in its
+// version (and possibly anything but VRID and family), to a Master without leaving
+// Master: VIPs that went are removed, new ones added and announced, and the first
+// advertisement of the new version leaves at once.
+func (i *Instance) keepMasterNewVersion(now time.Time, c Config, out []Action) []Action {
+	old := i.cfg
+	i.setConfig(c)
+	i.priority = c.Priority
+	i.masterAdverInterval = c.AdvertInterval
+	i.masterPriority = i.priority
+	i.master = c.Primary
+	i.preemptAt = time.Time{}
+	removed := prefixesNotIn(old.VIPs, c.VIPs)
+	added := prefixesNotIn(c.VIPs, old.VIPs)
+	if i.pendingVIPs {
+		removed, added = nil, nil // none added yet; the Adver_Timer adds the new list
+	}
+	if len(removed) > 0 {
+		out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
+	}
+	if len(added) > 0 {
+		out = append(out, Action{Kind: ActionAddVIPs, VIPs: added})
+	}
+	out = i.send(i.priority, out)
+	if len(added) > 0 {
+		out = append(out, Action{Kind: ActionAnnounce, VIPs: added})
+	}
+	return i.armAdvert(now, out)
 }

@@ -18,6 +18,13 @@ const (
 	AnnotationLoadBalancerIPs = AnnotationPrefix + "loadbalancerips"
 )
 
+// AnnotationSharedIP lets Services of one namespace share a VIP: two
+// Services whose annotations carry the same non-empty value may list the
+// same address (MetalLB's allow-shared-ip, under this project's domain;
+// the original has no such annotation). Without it an address belongs to
+// one Service.
+const AnnotationSharedIP = "vrrp-operator.io/allow-shared-ip"
+
 // LoadBalancerClass is this operator's spec.loadBalancerClass. Services with
 // no class or this class are served; Services naming another class are left
 // to that class's implementation.
@@ -35,6 +42,13 @@ const (
 	// ConditionImageSubstituted is true when spec.image names a keepalived
 	// image and the operator's vrrpd image runs instead.
 	ConditionImageSubstituted = "ImageSubstituted"
+	// ConditionMigrating is true while the operator takes the group over
+	// from keepalived-operator's objects (status.migration has the phase),
+	// and false with reason Migrated once it has.
+	ConditionMigrating = "Migrating"
+	// ConditionPasswordAuthVRRPv2 is true when the group runs VRRPv2 because
+	// it sets passwordAuth without vrrpVersion.
+	ConditionPasswordAuthVRRPv2 = "PasswordAuthVRRPv2"
 )
 
 // Condition reasons.
@@ -45,4 +59,17 @@ const (
 	ReasonApplyFailed        = "ApplyFailed"
 	ReasonKeepalivedImage    = "KeepalivedImage"
 	ReasonVrrpdImage         = "VrrpdImage"
+
+	// ReasonKeepalivedOperatorObjects (Migrating true, phase Shadowing):
+	// keepalived-operator's objects of the group were found.
+	ReasonKeepalivedOperatorObjects = "KeepalivedOperatorObjects"
+	// ReasonOldPodsStopping (Migrating true, phase Handover): the old
+	// objects are deleted, their pods are stopping.
+	ReasonOldPodsStopping = "OldPodsStopping"
+	// ReasonSettling (Migrating true, phase Settling): no old pod left.
+	ReasonSettling = "Settling"
+	// ReasonMigrated (Migrating false): the takeover is complete.
+	ReasonMigrated = "Migrated"
+	// ReasonPasswordAuthWithoutVersion (PasswordAuthVRRPv2 true).
+	ReasonPasswordAuthWithoutVersion = "PasswordAuthWithoutVersion"
 )

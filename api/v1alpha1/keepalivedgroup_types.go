@@ -14,8 +14,9 @@ import (
 // centiseconds from 10ms to 40.95s for VRRPv3 (RFC 5798 counts centiseconds).
 //
 // +kubebuilder:validation:XValidation:rule="has(self.interface) || has(self.interfaceFromIP)",message="one of interface or interfaceFromIP is required"
-// +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || (has(self.vrrpVersion) && self.vrrpVersion == 2) || (duration(self.advertInterval) >= duration('10ms') && duration(self.advertInterval) <= duration('40950ms') && duration(self.advertInterval).getMilliseconds() % 10 == 0)",message="with vrrpVersion 3, advertInterval must be whole centiseconds from 10ms to 40.95s"
-// +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || !has(self.vrrpVersion) || self.vrrpVersion != 2 || (duration(self.advertInterval) >= duration('1s') && duration(self.advertInterval) <= duration('255s') && duration(self.advertInterval).getMilliseconds() % 1000 == 0)",message="with vrrpVersion 2, advertInterval must be whole seconds from 1s to 255s"
+// +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || (has(self.vrrpVersion) ? self.vrrpVersion == 2 : has(self.passwordAuth)) || (duration(self.advertInterval) >= duration('10ms') && duration(self.advertInterval) <= duration('40950ms') && duration(self.advertInterval).getMilliseconds() % 10 == 0)",message="with vrrpVersion 3, advertInterval must be whole centiseconds from 10ms to 40.95s"
+// +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || !(has(self.vrrpVersion) ? self.vrrpVersion == 2 : has(self.passwordAuth)) || (duration(self.advertInterval) >= duration('1s') && duration(self.advertInterval) <= duration('255s') && duration(self.advertInterval).getMilliseconds() % 1000 == 0)",message="with vrrpVersion 2 (or passwordAuth without vrrpVersion), advertInterval must be whole seconds from 1s to 255s"
+// +kubebuilder:validation:XValidation:rule="!has(self.passwordAuth) || !has(self.vrrpVersion) || self.vrrpVersion == 2",message="passwordAuth needs VRRPv2 (VRRPv3 has no authentication): leave vrrpVersion unset or set it to 2"
 type KeepalivedGroupSpec struct {
 	// NodeSelector picks the nodes that run the group's vrrpd and so may hold
 	// its VIPs. Empty means every node.
@@ -46,6 +47,8 @@ type KeepalivedGroupSpec struct {
 
 	// PasswordAuth turns on VRRPv2 simple password authentication (keepalived's
 	// auth_type PASS) with the password from a Secret in the group's namespace.
+	// Without vrrpVersion it makes the group VRRPv2; with vrrpVersion 3 it is
+	// refused.
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`
 
@@ -91,9 +94,10 @@ type KeepalivedGroupSpec struct {
 
 	// VRRPVersion is 3 (RFC 5798, IPv4 and IPv6) or 2 (RFC 3768, IPv4 only,
 	// needed for password authentication and for keepalived peers set to
-	// version 2).
+	// version 2). Unset means 2 when passwordAuth is set (what the original
+	// operator ran: keepalived's default, and the PasswordAuthVRRPv2 condition
+	// says so) and 3 otherwise. 3 with passwordAuth is refused.
 	// +optional
-	// +kubebuilder:default=3
 	// +kubebuilder:validation:Enum=2;3
 	VRRPVersion int32 `json:"vrrpVersion,omitempty"`
 
@@ -118,6 +122,85 @@ type KeepalivedGroupSpec struct {
 	// group's Services that have none.
 	// +optional
 	AddressPool *AddressPool `json:"addressPool,omitempty"`
+
+	// AllowedNamespaces says which namespaces' Services may attach to the
+	// group (the keepalivedgroup annotation). Unset means every namespace,
+	// as in the original operator: anyone who may edit a Service anywhere
+	// can then have the group's nodes announce an address. A Service from a
+	// namespace that may not gets no VIP and a NamespaceNotAllowed Event.
+	// +optional
+	AllowedNamespaces *AllowedNamespaces `json:"allowedNamespaces,omitempty"`
+
+	// ExternalIPs restricts the addresses the group's Services may list in
+	// spec.externalIPs. Unset means any unicast host address (the
+	// original's behaviour). An address outside gets an
+	// ExternalIPNotAllowed Event, not a VIP.
+	// +optional
+	ExternalIPs *ExternalIPPolicy `json:"externalIPs,omitempty"`
+
+	// Segment names the L2 segment the group's VRRP traffic shares. Router
+	// IDs are unique among all groups of one segment. Unset is the cluster's
+	// default segment, shared by every group without one, whatever its
+	// interface: groups on one wire may name their NICs differently, so an
+	// interface name proves nothing. Give groups on segments that really are
+	// separate different names to let them reuse router IDs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Segment string `json:"segment,omitempty"`
+}
+
+// NamespacesFrom says where a group's Services may come from, as Gateway
+// API's allowedRoutes.namespaces.from does.
+// +kubebuilder:validation:Enum=All;Same;Selector
+type NamespacesFrom string
+
+// The NamespacesFrom values.
+const (
+	// NamespacesFromAll admits Services of every namespace.
+	NamespacesFromAll NamespacesFrom = "All"
+	// NamespacesFromSame admits Services of the group's own namespace only.
+	NamespacesFromSame NamespacesFrom = "Same"
+	// NamespacesFromSelector admits Services of the namespaces named in
+	// names or whose labels match selector.
+	NamespacesFromSelector NamespacesFrom = "Selector"
+)
+
+// AllowedNamespaces picks the namespaces whose Services may use a group:
+// Gateway API's from/selector, plus MetalLB's list of names.
+// +kubebuilder:validation:XValidation:rule="self.from == 'Selector' ? (has(self.selector) || (has(self.names) && size(self.names) > 0)) : (!has(self.selector) && (!has(self.names) || size(self.names) == 0))",message="from: Selector needs selector or names; selector and names are only for from: Selector"
+type AllowedNamespaces struct {
+	// From is All, Same (the group's namespace) or Selector.
+	From NamespacesFrom `json:"from"`
+
+	// Names are namespaces admitted by name (with from: Selector).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	Names []string `json:"names,omitempty"`
+
+	// Selector admits namespaces whose labels match (with from: Selector).
+	// An empty selector matches every namespace.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// ExternalIPPolicy is where a group's Services may take spec.externalIPs
+// from.
+type ExternalIPPolicy struct {
+	// AllowedCIDRs are the prefixes externalIPs may come from.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=49
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self)",message="must be a CIDR"
+	AllowedCIDRs []string `json:"allowedCIDRs,omitempty"`
+
+	// FromAddressPool also admits the addresses of the group's
+	// addressPool.
+	// +optional
+	FromAddressPool bool `json:"fromAddressPool,omitempty"`
 }
 
 // PasswordAuth names the Secret key that holds the VRRP password.
@@ -170,7 +253,8 @@ type KeepalivedGroupStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready, Degraded and ImageSubstituted.
+	// Conditions: Ready, Degraded, ImageSubstituted, and when they apply
+	// Migrating and PasswordAuthVRRPv2.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -199,6 +283,43 @@ type KeepalivedGroupStatus struct {
 	// +optional
 	// +listType=atomic
 	Instances []Instance `json:"instances,omitempty"`
+
+	// Migration is set while the operator takes the group over from
+	// keepalived-operator's objects (see the Migrating condition).
+	// +optional
+	Migration *Migration `json:"migration,omitempty"`
+}
+
+// MigrationPhase is a step of the takeover from keepalived-operator.
+// +kubebuilder:validation:Enum=Shadowing;Handover;Settling
+type MigrationPhase string
+
+// The phases of a takeover, in order.
+const (
+	// MigrationShadowing: keepalived-operator's DaemonSet runs; vrrpd runs
+	// every instance with the old pods' version, password and router ID,
+	// below their priority and handover-only, until its own DaemonSet is
+	// ready on every node.
+	MigrationShadowing MigrationPhase = "Shadowing"
+	// MigrationHandover: the operator deleted the old objects; the old pods
+	// stop (their masters send priority 0 and a vrrpd backup takes over).
+	// Lasts until no old pod is left.
+	MigrationHandover MigrationPhase = "Handover"
+	// MigrationSettling: no old pod is left; the group keeps the shadow
+	// settings for MigrationSettle, so every takeover has finished, and then
+	// moves to its own settings.
+	MigrationSettling MigrationPhase = "Settling"
+)
+
+// Migration is the state of a takeover from keepalived-operator.
+type Migration struct {
+	// Phase is the current step.
+	Phase MigrationPhase `json:"phase"`
+	// Since is when the phase began.
+	Since metav1.Time `json:"since"`
+	// OldVersion is the VRRP version the old pods run (keepalived's default
+	// 2, or spec.verbatimConfig's vrrp_version).
+	OldVersion int32 `json:"oldVersion"`
 }
 
 // GroupNode is a member node and the addresses its peers send unicast
@@ -229,7 +350,9 @@ type Instance struct {
 	// (standard alphabet, padded).
 	// Every byte value has a meaning: 1 to 254 are VRRP priorities, distinct
 	// within an instance, 254 for the node ranked first (the master while
-	// it is up); 0 means the node does not take part in this instance (it
+	// it is up) -- except while status.migration is set, when they stay
+	// below keepalived-operator's pods' 100 (99 for the node ranked first, 8
+	// less for each next, at least 1); 0 means the node does not take part in this instance (it
 	// does not run it and is no unicast peer of it; the operator does not
 	// write 0 today, vrrpd accepts it); 255 (address owner) is never
 	// written and is rejected.
@@ -254,6 +377,14 @@ type InstanceSettings struct {
 	// PasswordAuth is the group's password Secret, when set.
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`
+	// HandoverOnly is set while the operator takes the group over from
+	// keepalived-operator's pods (status.migration): vrrpd runs the instance
+	// as a backup that becomes master only when the current master hands
+	// over (an advertisement with priority 0, then Skew_Time), never when the
+	// master merely falls silent, because the old pod on vrrpd's own node
+	// sends from vrrpd's own address and vrrpd cannot hear it.
+	// +optional
+	HandoverOnly bool `json:"handoverOnly,omitempty"`
 	// Verbatim holds the vrrp_instance keywords from the Service's
 	// verbatimconfig annotation that a Service may set: known keepalived
 	// keywords that neither the operator decides nor would run a program.

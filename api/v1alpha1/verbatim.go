@@ -1,8 +1,10 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -83,11 +85,54 @@ var instanceKeywords = map[string]Owner{
 // differs), and a MAC could claim another host's on the segment. A Service
 // gets the RFC 5798 virtual MAC on vrrp.<VRID>, which the operator's
 // router IDs keep apart.
+//
+// A keyword with a number limit (VerbatimNumberLimit) must be a whole number
+// in its range: a Service must not make every member of its group send
+// millions of gratuitous ARPs.
 func ServiceValueProblem(k, v string) string {
 	if k == "use_vmac" && strings.TrimSpace(v) != "" {
 		return "takes no interface name or MAC from a Service (vrrpd uses vrrp.<VRID> and the RFC 5798 MAC)"
 	}
+	if l, ok := numberLimits[k]; ok {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < l.Min || n > l.Max {
+			return fmt.Sprintf("must be a whole number from %d to %d", l.Min, l.Max)
+		}
+	}
 	return ""
+}
+
+// NumberLimit is the range of a keyword's whole-number value.
+// +kubebuilder:object:generate=false
+type NumberLimit struct{ Min, Max uint64 }
+
+// numberLimits bound the verbatim keywords whose number drives work or
+// waiting: keepalived 2.2.7's limits (vrrp_parser.c, global_parser.c) or
+// tighter. keepalived reads the repeat counts up to UINT_MAX; every round is
+// a frame per VIP, so 255 bounds them (the default is 5). The delays are
+// keepalived's UINT_MAX microseconds in whole seconds. vrrpd's configuration
+// (internal/config, for files too) holds the same limits, and a test there
+// checks that the two agree.
+var numberLimits = map[string]NumberLimit{
+	"garp_master_repeat":              {0, 255},
+	"garp_master_refresh_repeat":      {0, 255},
+	"garp_lower_prio_repeat":          {0, 255},
+	"garp_master_delay":               {0, 4294},
+	"garp_lower_prio_delay":           {0, 4294},
+	"garp_master_refresh":             {0, 1<<31 - 1},
+	"vrrp_garp_master_repeat":         {0, 255},
+	"vrrp_garp_master_refresh_repeat": {0, 255},
+	"vrrp_garp_lower_prio_repeat":     {0, 255},
+	"vrrp_garp_master_delay":          {0, 4294},
+	"vrrp_garp_lower_prio_delay":      {0, 4294},
+	"vrrp_garp_master_refresh":        {0, 1<<31 - 1},
+}
+
+// VerbatimNumberLimit returns the range of keyword k's value, and false when
+// k has none in this table.
+func VerbatimNumberLimit(k string) (NumberLimit, bool) {
+	l, ok := numberLimits[k]
+	return l, ok
 }
 
 // globalKeywords are the global_defs keywords of spec.verbatimConfig that

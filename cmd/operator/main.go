@@ -22,6 +22,8 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,6 +68,10 @@ func run(ctx context.Context, args []string) error {
 		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
 		serviceWorker = fs.Int("service-workers", 4, "Services reconciled concurrently")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
+		defRes        = controller.DefaultVrrpdResources()
+		cpuRequest    = fs.String("vrrpd-cpu-request", quantity(defRes.Requests, corev1.ResourceCPU), "CPU request of each vrrpd container")
+		memRequest    = fs.String("vrrpd-memory-request", quantity(defRes.Requests, corev1.ResourceMemory), "memory request of each vrrpd container")
+		memLimit      = fs.String("vrrpd-memory-limit", quantity(defRes.Limits, corev1.ResourceMemory), "memory limit of each vrrpd container")
 		logFormat     = fs.String("log-format", "json", "log format: json or text")
 		verbosity     = fs.Int("v", 0, "log verbosity (0 info, 1 and up debug)")
 		showVersion   = fs.Bool("version", false, "print the version and exit")
@@ -75,6 +81,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	if *showVersion {
 		_, err := fmt.Fprintln(stdout, version.String("operator"))
+		return err
+	}
+	res, err := vrrpdResources(*cpuRequest, *memRequest, *memLimit)
+	if err != nil {
 		return err
 	}
 	log, err := newLogger(*logFormat, *verbosity)
@@ -113,7 +123,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, SCCClusterRole: *sccRole}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, SCCClusterRole: *sccRole, VrrpdResources: res}); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -135,4 +145,31 @@ func newLogger(format string, verbosity int) (logr.Logger, error) {
 		return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, opts)), nil
 	}
 	return logr.Logger{}, fmt.Errorf("--log-format %q: want json or text", format)
+}
+
+func quantity(l corev1.ResourceList, name corev1.ResourceName) string {
+	q := l[name]
+	return q.String()
+}
+
+// vrrpdResources reads the --vrrpd-* resource flags. Each must be a quantity; a limit
+// below its request is refused here rather than by the API server on every DaemonSet.
+func vrrpdResources(cpuRequest, memRequest, memLimit string) (corev1.ResourceRequirements, error) {
+	var qs [3]resource.Quantity
+	for i, f := range []struct{ flag, value string }{
+		{"--vrrpd-cpu-request", cpuRequest}, {"--vrrpd-memory-request", memRequest}, {"--vrrpd-memory-limit", memLimit},
+	} {
+		q, err := resource.ParseQuantity(f.value)
+		if err != nil || q.Sign() <= 0 {
+			return corev1.ResourceRequirements{}, fmt.Errorf("%s %q: want a positive quantity", f.flag, f.value)
+		}
+		qs[i] = q
+	}
+	if qs[2].Cmp(qs[1]) < 0 {
+		return corev1.ResourceRequirements{}, fmt.Errorf("--vrrpd-memory-limit %s is below --vrrpd-memory-request %s", memLimit, memRequest)
+	}
+	return corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: qs[0], corev1.ResourceMemory: qs[1]},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: qs[2]},
+	}, nil
 }

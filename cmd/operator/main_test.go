@@ -20,7 +20,11 @@ import (
 )
 
 func TestBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--log-format", "xml"}, {"--no-such-flag"}} {
+	for _, args := range [][]string{
+		{"--log-format", "xml"}, {"--no-such-flag"},
+		{"--vrrpd-memory-limit", "lots"}, {"--vrrpd-cpu-request", "0"}, {"--vrrpd-memory-request", ""},
+		{"--vrrpd-memory-request", "64Mi", "--vrrpd-memory-limit", "32Mi"},
+	} {
 		if err := run(context.Background(), args); err == nil {
 			t.Errorf("%v: no error", args)
 		}
@@ -55,7 +59,8 @@ func TestOperatorBinary(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"--vrrpd-image", "example.com/vrrpd:smoke", "--metrics-bind-address", "0",
-			"--health-probe-bind-address", probe, "--leader-elect", "--leader-election-namespace", "default", "--log-format", "text"})
+			"--health-probe-bind-address", probe, "--leader-elect", "--leader-election-namespace", "default", "--log-format", "text",
+			"--vrrpd-memory-limit", "200Mi"})
 	}()
 	defer func() {
 		cancel()
@@ -90,6 +95,11 @@ func TestOperatorBinary(t *testing.T) {
 		}
 		if img := ds.Spec.Template.Spec.Containers[0].Image; img != "example.com/vrrpd:smoke" {
 			return fmt.Errorf("image %q", img)
+		}
+		// The flag's limit, the defaults' requests.
+		res := ds.Spec.Template.Spec.Containers[0].Resources
+		if res.Limits.Memory().String() != "200Mi" || res.Requests.Memory().IsZero() || res.Requests.Cpu().IsZero() {
+			return fmt.Errorf("resources %v", res)
 		}
 		return nil
 	})

@@ -33,24 +33,23 @@ func apiConfig() (*rest.Config, error) {
 // followGroup is Kubernetes mode's configuration source: it follows the node's
 // KeepalivedGroup (the operator computes everything into its status) and reloads the
 // daemon whenever this node's share of it changes. While the API server is away it serves
-// the group last seen, cached in the state directory. It returns when ctx ends.
-func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, group types.NamespacedName, node, stateDir string, log *slog.Logger) {
-	err := groupsource.Watch(ctx, rc, groupsource.Options{
-		Group:    group,
-		Node:     node,
-		StateDir: stateDir,
-		Logger:   log,
-		OnChange: func(u groupsource.Update) {
-			for _, w := range u.Warnings {
-				log.Warn(w.Message, "at", w.Pos.String())
-			}
-			log.Info("group changed", "group", group.String(), "instances", len(u.Config.Instances),
-				"from_cache", u.FromCache, "resource_version", u.ResourceVersion)
-			if err := d.Reload(ctx, u.Config); err != nil && ctx.Err() == nil {
-				log.Error("group configuration refused, keeping the running one", "err", err)
-			}
-		},
-	})
+// the group last seen, cached in the state directory. opts names the group, the node, the
+// state directory and the password file; followGroup sets the rest. It returns when ctx
+// ends.
+func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, opts groupsource.Options, log *slog.Logger) {
+	group := opts.Group
+	opts.Logger = log
+	opts.OnChange = func(u groupsource.Update) {
+		for _, w := range u.Warnings {
+			log.Warn(w.Message, "at", w.Pos.String())
+		}
+		log.Info("group changed", "group", group.String(), "instances", len(u.Config.Instances),
+			"from_cache", u.FromCache, "resource_version", u.ResourceVersion)
+		if err := d.Reload(ctx, u.Config); err != nil && ctx.Err() == nil {
+			log.Error("group configuration refused, keeping the running one", "err", err)
+		}
+	}
+	err := groupsource.Watch(ctx, rc, opts)
 	if err != nil && ctx.Err() == nil {
 		log.Error("following the group stopped", "group", group.String(), "err", err)
 	}

@@ -2,8 +2,9 @@
 // keepalived.conf, adds and removes their virtual addresses, and serves keepalived-compatible
 // metrics.
 //
-//	vrrpd --config PATH [--state-dir /run/vrrpd] [--metrics-address :9650]
-//	vrrpd check --config PATH      validate and exit (0 ok, 2 on error)
+//	vrrpd --config PATH [--config-id ID] [--state-dir /run/vrrpd] [--metrics-address :9650] [--metrics-host IP]
+//	vrrpd --group NS/NAME --node NODE [--password-file PATH] ...   Kubernetes mode
+//	vrrpd check --config PATH [--config-id ID]   validate and exit (0 ok, 2 on error)
 //	vrrpd status [--address URL]   show the running daemon's instances
 //	vrrpd version                  print the version (also --version)
 //
@@ -19,6 +20,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
@@ -91,6 +93,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
+	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -98,7 +101,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vrrpd check: --config is required")
 		return exitConfig
 	}
-	cfg, ws, err := config.Load(*path)
+	cfg, ws, err := config.LoadWith(*path, *opts)
 	fmt.Fprint(stderr, config.FormatWarnings(prefixWarnings(ws)))
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -120,6 +123,16 @@ func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
 	return 0, true
 }
 
+// configIDFlag adds keepalived's -i / --config-id: the id that selects keepalived.conf's
+// "@ID" lines (default: the host name up to its first dot, as keepalived's).
+func configIDFlag(fs *flag.FlagSet) *config.LoadOptions {
+	o := &config.LoadOptions{}
+	usage := "keepalived.conf: the config id that selects \"@ID\" lines, as keepalived's -i (default: the host name up to its first dot)"
+	fs.StringVar(&o.ConfigID, "config-id", "", usage)
+	fs.StringVar(&o.ConfigID, "i", "", "short for --config-id")
+	return o
+}
+
 func prefixWarnings(ws []config.Warning) []config.Warning {
 	out := make([]config.Warning, len(ws))
 	for i, w := range ws {
@@ -132,14 +145,22 @@ func prefixWarnings(ws []config.Warning) []config.Warning {
 func status(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd status", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("address", "", "the daemon's HTTP endpoint (default: http://127.0.0.1 and the port of --metrics-address)")
+	addr := fs.String("address", "", "the daemon's HTTP endpoint (default: http://127.0.0.1, or --metrics-host, and the port of --metrics-address)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "the daemon's --metrics-address")
+	// In vrrpd's pod `kubectl exec ... vrrpd status` finds the daemon on the node address the
+	// pod's HOST_IP holds, without a shell to expand it.
+	metricsHost := fs.String("metrics-host", os.Getenv(hostIPEnv), "the daemon's --metrics-host (default $"+hostIPEnv+")")
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
 	base := *addr
 	if base == "" {
-		base = localURL(*metricsAddr)
+		listen, err := listenAddress(*metricsAddr, *metricsHost)
+		if err != nil {
+			fmt.Fprintf(stderr, "vrrpd status: %v\n", err)
+			return exitConfig
+		}
+		base = localURL(listen)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -178,10 +199,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
+	metricsHost := fs.String("metrics-host", "", "listen on this IP address only, with the port of --metrics-address (vrrpd's pod passes the node's status.hostIP)")
+	passwordFile := fs.String("password-file", "", "Kubernetes mode: the group's password, the Secret key the kubelet mounts (re-read while running)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
 	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
 	}
@@ -208,6 +232,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		groupKey types.NamespacedName
 		api      *rest.Config
 	)
+	listen, err := listenAddress(*metricsAddr, *metricsHost)
+	if err != nil {
+		fmt.Fprintln(stderr, "vrrpd:", err)
+		return exitConfig
+	}
+	if *passwordFile != "" && *group == "" {
+		fmt.Fprintln(stderr, "vrrpd: --password-file is for Kubernetes mode (--group); a file's instances carry auth_pass")
+		return exitConfig
+	}
 	switch {
 	case *group != "" || *node != "":
 		if *group == "" || *node == "" || *path != "" {
@@ -231,7 +264,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	default:
 		var ws []config.Warning
 		var err error
-		cfg, ws, err = config.Load(*path)
+		cfg, ws, err = config.LoadWith(*path, *opts)
 		for _, w := range ws {
 			log.Warn(w.Message, "at", w.Pos.String())
 		}
@@ -241,7 +274,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	opts := daemon.Options{StateDir: *stateDir, Logger: log}
+	dopts := daemon.Options{StateDir: *stateDir, Logger: log}
 	var events *groupsource.EventRecorder
 	if api != nil {
 		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
@@ -250,9 +283,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			log.Error("cannot start", "err", err)
 			return exitFail
 		}
-		opts.OnStateChange = func(c daemon.StateChange) { events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs) }
+		dopts.OnStateChange = func(c daemon.StateChange) { events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs) }
 	}
-	d, err := daemon.New(opts)
+	d, err := daemon.New(dopts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFail
@@ -261,15 +294,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 
-	if *metricsAddr != "" {
-		srv, err := metrics.NewServer(*metricsAddr, d, metrics.Options{Health: d.Health(), Live: d.Live(), Program: "vrrpd"})
+	if listen != "" {
+		srv, err := metrics.NewServer(listen, d, metrics.Options{Health: d.Health(), Live: d.Live(), Program: "vrrpd"})
 		if err != nil {
 			log.Error("metrics", "err", err)
 			return exitFail
 		}
-		ln, err := net.Listen("tcp", *metricsAddr)
+		ln, err := net.Listen("tcp", listen)
 		if err != nil {
-			log.Error("metrics listener", "address", *metricsAddr, "err", err)
+			log.Error("metrics listener", "address", listen, "err", err)
 			return exitFail
 		}
 		go func() {
@@ -282,14 +315,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	if api != nil {
 		go events.Run(ctx)
-		go followGroup(ctx, d, api, groupKey, *node, *stateDir, log)
+		go followGroup(ctx, d, api, groupsource.Options{Group: groupKey, Node: *node, StateDir: *stateDir, PasswordFile: *passwordFile}, log)
 		log.Info("starting", "group", groupKey.String(), "node", *node, "state_dir", *stateDir)
 	} else {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		go func() {
 			for range hup {
-				reload(ctx, d, *path, log)
+				reload(ctx, d, *path, *opts, log)
 			}
 		}()
 		log.Info("starting", "config", *path, "instances", len(cfg.Instances), "state_dir", *stateDir)
@@ -301,9 +334,35 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// hostIPEnv is the environment variable vrrpd's pod sets to the node's address
+// (status.hostIP, through the downward API).
+const hostIPEnv = "HOST_IP"
+
+// listenAddress is where the metrics server listens: addr, or with host the port of addr on
+// that one address. host is an IP address, IPv6 with or without brackets (status.hostIP
+// has none); a name is refused, as it may stand for several addresses, or none of the
+// node's.
+func listenAddress(addr, host string) (string, error) {
+	if host == "" || addr == "" {
+		return addr, nil
+	}
+	ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if err != nil || ip.Zone() != "" {
+		return "", fmt.Errorf("--metrics-host %q: want an IP address", host)
+	}
+	if ip.IsUnspecified() {
+		return "", fmt.Errorf("--metrics-host %q: want one address, not every address", host)
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("--metrics-address %q: %v", addr, err)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
+}
+
 // reload re-reads the configuration; a broken file is reported and nothing changes.
-func reload(ctx context.Context, d *daemon.Daemon, path string, log *slog.Logger) {
-	cfg, ws, err := config.Load(path)
+func reload(ctx context.Context, d *daemon.Daemon, path string, opts config.LoadOptions, log *slog.Logger) {
+	cfg, ws, err := config.LoadWith(path, opts)
 	for _, w := range ws {
 		log.Warn(w.Message, "at", w.Pos.String())
 	}

@@ -88,6 +88,10 @@ type Instance struct {
 	// V3ChecksumAsV2 sends the VRRPv3 IPv4 checksum without the pseudo-header, as RFC
 	// 9568 §5.2.8 says (keepalived >= 2.2.8's v3_checksum_as_v2).
 	V3ChecksumAsV2 bool
+	// HandoverOnly makes the instance a backup that takes over only when the master
+	// hands over (vrrp.Config.HandoverOnly): the Kubernetes mode's takeover from
+	// keepalived-operator's pods. No keyword sets it.
+	HandoverOnly bool
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -163,7 +167,8 @@ func (a Instance) Equal(b Instance) bool {
 		a.Strict == b.Strict &&
 		a.LowerPrioNoAdvert == b.LowerPrioNoAdvert &&
 		a.OwnerIgnoreAdverts == b.OwnerIgnoreAdverts &&
-		a.V3ChecksumAsV2 == b.V3ChecksumAsV2
+		a.V3ChecksumAsV2 == b.V3ChecksumAsV2 &&
+		a.HandoverOnly == b.HandoverOnly
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.
@@ -212,5 +217,6 @@ func (a Instance) StateMachineConfig(primary netip.Addr) vrrp.Config {
 		LowerPrioNoAdvert:  a.LowerPrioNoAdvert,
 		OwnerIgnoreAdverts: a.OwnerIgnoreAdverts,
 		V3ChecksumAsV2:     a.V3ChecksumAsV2,
+		HandoverOnly:       a.HandoverOnly,
 	}
 }

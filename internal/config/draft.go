@@ -39,17 +39,17 @@ func (g *Globals) set(s *statement) error {
 		v, err = s.uint(2, 3)
 		n.version = vrrp.Version(v)
 	case "vrrp_garp_master_delay":
-		n.garp.MasterDelay, err = s.seconds()
+		n.garp.MasterDelay, err = s.delay()
 	case "vrrp_garp_master_repeat":
 		n.garp.MasterRepeat, err = s.repeat()
 	case "vrrp_garp_master_refresh":
-		n.garp.MasterRefresh, err = s.seconds()
+		n.garp.MasterRefresh, err = s.refresh()
 	case "vrrp_garp_master_refresh_repeat":
 		n.garp.MasterRefreshRepeat, err = s.repeat()
 	case "vrrp_garp_interval":
-		n.garp.Interval, err = s.decimal(0, 1000*time.Second)
+		n.garp.Interval, err = s.decimal(0, MaxGARPInterval)
 	case "vrrp_gna_interval":
-		n.garp.NAInterval, err = s.decimal(0, 1000*time.Second)
+		n.garp.NAInterval, err = s.decimal(0, MaxGARPInterval)
 	case "vrrp_mcast_group4":
 		n.mcast4, err = s.multicast(IPv4)
 	case "vrrp_mcast_group6":
@@ -163,11 +163,11 @@ func (d *Draft) set(s *statement) error {
 		n.mcast, err = s.multicast(0)
 		n.mcastPos = s.pos
 	case "garp_master_delay":
-		err = setPtr(&n.garp.masterDelay, s.seconds)
+		err = setPtr(&n.garp.masterDelay, s.delay)
 	case "garp_master_repeat":
 		err = setPtr(&n.garp.masterRepeat, s.repeat)
 	case "garp_master_refresh":
-		err = setPtr(&n.garp.masterRefresh, s.seconds)
+		err = setPtr(&n.garp.masterRefresh, s.refresh)
 	case "garp_master_refresh_repeat":
 		err = setPtr(&n.garp.masterRefreshRepeat, s.repeat)
 	case "use_vmac":
@@ -215,6 +215,10 @@ func (d *Draft) SetAdvertInterval(i time.Duration) { d.advert = i }
 // SetV3ChecksumAsV2 sets the VRRPv3 IPv4 checksum form: on, without the pseudo-header
 // as RFC 9568 says (v3_checksum_as_v2).
 func (d *Draft) SetV3ChecksumAsV2(on bool) { d.v3ChecksumAsV2 = &on }
+
+// SetHandoverOnly makes the instance take over only on a master's handover (no
+// keyword: Instance.HandoverOnly).
+func (d *Draft) SetHandoverOnly(on bool) { d.handoverOnly = on }
 
 // SetPreempt sets preemption (preempt / nopreempt).
 func (d *Draft) SetPreempt(on bool) { d.preempt = &on }

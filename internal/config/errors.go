@@ -7,6 +7,13 @@ import "strconv"
 type Warning struct {
 	Pos     Position
 	Message string
+	// Count is how many places a repeated warning stands for (a keyword in each of 512
+	// instances gives one warning): Pos is the first, Last the last, and Message says so.
+	// 0 means one place.
+	Count int
+	Last  Position
+	// group is what repeats of this warning share, when not its whole text.
+	group string
 }
 
 func (w Warning) Error() string { return w.Pos.String() + ": " + w.Message }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
@@ -32,19 +33,30 @@ func (p *kaParser) warn(pos Position, format string, a ...any) {
 	p.warnings = append(p.warnings, Warning{Pos: pos, Message: fmt.Sprintf(format, a...)})
 }
 
-// ignore warns about a keyword vrrpd does not implement, once for a whole block.
+// warnGroup is warn for a warning that repeats under group (see groupWarnings).
+func (p *kaParser) warnGroup(group string, pos Position, format string, a ...any) {
+	p.warnings = append(p.warnings, Warning{Pos: pos, Message: fmt.Sprintf(format, a...), group: group})
+}
+
+// ignore warns about a keyword vrrpd does not implement, once for a whole block: a
+// keyword that changes what keepalived does says what vrrpd does instead.
 func (p *kaParser) ignore(n node, where string) {
-	switch {
-	case unsupportedBlocks[n.key()] || n.hasBlock:
-		p.warn(n.pos, "%q block%s is not supported by vrrpd; ignored", n.key(), where)
+	group := "ignore " + blockKind(where) + " " + n.key()
+	block := unsupportedBlocks[n.key()] || n.hasBlock
+	switch m := unsupportedMessage(n.key(), where, block); {
+	case m != "":
+		p.warnGroup(group, n.pos, "%s", m)
+	case block:
+		p.warnGroup(group, n.pos, "%q block%s is not supported by vrrpd; ignored", n.key(), where)
 	default:
-		p.warn(n.pos, "unknown keyword %q%s; ignored", n.key(), where)
+		p.warnGroup(group, n.pos, "unknown keyword %q%s; ignored", n.key(), where)
 	}
 }
 
 // parseKeepalived turns the statements of a keepalived.conf into globals and drafts.
 func parseKeepalived(tree []node) (*kaParser, error) {
 	p := &kaParser{g: DefaultGlobals()}
+	names := map[string]Position{}
 	for _, n := range tree {
 		switch n.key() {
 		case "global_defs":
@@ -55,6 +67,14 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 				return nil, err
 			}
 		case "vrrp_instance":
+			// keepalived reports a second instance of one name and skips its block.
+			if len(n.args()) > 0 {
+				if first, dup := names[n.args()[0]]; dup {
+					p.warn(n.pos, "vrrp_instance %s is already defined at %s; this block is ignored, as keepalived does", n.args()[0], first)
+					continue
+				}
+				names[n.args()[0]] = n.pos
+			}
 			if err := p.instance(n); err != nil {
 				return nil, err
 			}
@@ -103,6 +123,7 @@ func (p *kaParser) instance(n node) error {
 	}
 	d := Draft{pos: n.pos, name: n.args()[0]}
 	where := " in vrrp_instance " + d.name
+	vipsSeen := map[netip.Addr]Position{}
 	for _, c := range n.children {
 		var err error
 		switch c.key() {
@@ -111,10 +132,16 @@ func (p *kaParser) instance(n node) error {
 		case "authentication":
 			err = p.auth(c, &d)
 		case "virtual_ipaddress":
-			d.vips, err = p.vips(c, d.vips)
+			d.vips, err = p.vips(c, d.vips, vipsSeen)
 		case "virtual_ipaddress_excluded":
-			d.evips, err = p.vips(c, d.evips)
+			d.evips, err = p.vips(c, d.evips, vipsSeen)
+		case "state":
+			c = p.state(c, &d)
+			fallthrough
 		default:
+			if c.key() == "unicast_src_ip" || c.key() == "mcast_src_ip" {
+				c = p.stripSource(c)
+			}
 			st := &statement{key: c.key(), args: c.args(), pos: c.pos}
 			err = d.set(st)
 			p.notes(st)
@@ -160,7 +187,7 @@ func (p *kaParser) peers(n node, d *Draft) error {
 		if c.hasBlock {
 			return errAt(c.pos, "unexpected block in unicast_peer")
 		}
-		a, ok := parseAddr(c.key())
+		a, ok := parseAddr(p.stripAddr(c, "unicast_peer", c.key()))
 		if !ok {
 			return errAt(c.pos, "bad IP address %q", c.key())
 		}
@@ -210,8 +237,54 @@ func (p *kaParser) auth(n node, d *Draft) error {
 	return nil
 }
 
-// vips parses a virtual_ipaddress block: one address per line, keepalived style.
-func (p *kaParser) vips(n node, out []draftVIP) ([]draftVIP, error) {
+// state reads "state X" as keepalived does: anything but MASTER or BACKUP (SLAVE and
+// EQUAL appear in tutorials) is BACKUP with a warning, and BACKUP after MASTER is
+// ignored. It returns the statement to apply.
+func (p *kaParser) state(c node, d *Draft) node {
+	if len(c.args()) == 0 {
+		return c
+	}
+	switch s := c.args()[0]; {
+	case s == StateBackup && d.state == StateMaster:
+		p.warn(c.pos, "(%s) state previously set as MASTER; ignoring BACKUP, as keepalived does", d.name)
+		c.words = []string{"state", StateMaster}
+	case s != StateMaster && s != StateBackup:
+		p.warnGroup("state "+s, c.pos, "(%s) unknown state %q; using BACKUP, as keepalived does", d.name, s)
+		c.words = []string{"state", StateBackup}
+	}
+	return c
+}
+
+// stripAddr strips a "-range" or "/mask" from an address of keyword key, as
+// keepalived's inet_stosockaddr does (a range first, then a mask), with a warning.
+func (p *kaParser) stripAddr(c node, key, s string) string {
+	cut := strings.IndexByte(s, '-')
+	if cut < 0 {
+		cut = strings.IndexByte(s, '/')
+	}
+	if cut < 0 {
+		return s
+	}
+	p.warnGroup("strip "+key, c.pos, "%s %s: keepalived ignores the %q; using %s", key, s, s[cut:], s[:cut])
+	return s[:cut]
+}
+
+// stripSource is stripAddr for unicast_src_ip and mcast_src_ip.
+func (p *kaParser) stripSource(c node) node {
+	if len(c.args()) == 0 {
+		return c
+	}
+	words := slices.Clone(c.words)
+	words[1] = p.stripAddr(c, c.key(), words[1])
+	c.words = words
+	return c
+}
+
+// vips parses a virtual_ipaddress block: one address per line, keepalived style. An
+// address the instance already has (in either block) is a warning and skipped:
+// keepalived's own sample lists one twice, once with a label, which keepalived adds once
+// but advertises twice.
+func (p *kaParser) vips(n node, out []draftVIP, seen map[netip.Addr]Position) ([]draftVIP, error) {
 	if err := p.needBlock(n); err != nil {
 		return nil, err
 	}
@@ -226,6 +299,14 @@ func (p *kaParser) vips(n node, out []draftVIP) ([]draftVIP, error) {
 		for _, w := range ws {
 			p.warn(c.pos, "%s", w)
 		}
+		if first, dup := seen[v.Prefix.Addr()]; dup {
+			// keepalived keeps both in its advertisements, and a keepalived peer drops
+			// an advertisement whose address count differs from its own: vrrpd cannot
+			// advertise an address twice, so the fix is on both sides.
+			p.warnGroup("vip twice", c.pos, "VIP %s is already listed at %s; this line is ignored (keepalived advertises the address twice, and a keepalived peer with this line ignores advertisements without it: remove it there too)", v.Prefix.Addr(), first)
+			continue
+		}
+		seen[v.Prefix.Addr()] = c.pos
 		out = append(out, draftVIP{VIP: v, pos: c.pos})
 	}
 	return out, nil

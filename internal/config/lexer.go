@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -29,12 +30,42 @@ const (
 // prefer a clear error to a stack overflow.
 const maxIncludeDepth = 8
 
-// lexer turns keepalived.conf files into items, following include.
+// maxConfigBytes bounds a whole keepalived.conf: the bytes of all its files together, and
+// separately the text its parameters and ~SEQ lines expand to. keepalived has no such
+// bound, and an include glob can match anything (a log, a dump). A real configuration
+// is a few kilobytes; the largest we know of, 512 instances with scripts, is under
+// 200 KiB. 16 MiB is eighty times that, and still bounds what a load can cost: the
+// parsed tree takes a few times the text, well under the daemon's memory limit, and
+// parsing it takes well under a second.
+const maxConfigBytes = 16 << 20
+
+// lexer turns keepalived.conf files into items, following include. Each file is read
+// once: a glob that matches a file already read, or a second include of it, is skipped
+// with a warning, so the work a configuration can cause is bounded by the bytes of its
+// distinct files.
 type lexer struct {
 	items    []item
 	warnings []Warning
 	files    []string
 	stack    []string // files being read, to detect include cycles
+	seen     []seenFile
+	total    int64 // bytes of all files read so far
+	pp       *preprocessor
+}
+
+// seenFile is a file already read, and where (the include that pulled it in).
+type seenFile struct {
+	info os.FileInfo
+	name string
+	from Position
+}
+
+func newLexer(configID string) *lexer {
+	lx := &lexer{}
+	lx.pp = newPreprocessor(configID, maxConfigBytes, lx.line, func(pos Position, msg string) {
+		lx.warnings = append(lx.warnings, Warning{Pos: pos, Message: msg})
+	})
+	return lx
 }
 
 // lexFile reads path and appends its items. from is the position of the include that
@@ -48,25 +79,34 @@ func (lx *lexer) lexFile(path string, from Position) error {
 	if len(lx.stack) >= maxIncludeDepth {
 		return &Error{Pos: from, Message: fmt.Sprintf("includes nested more than %d deep", maxIncludeDepth)}
 	}
-	data, err := readConfigFile(path)
+	if st, err := os.Stat(path); err == nil {
+		for _, s := range lx.seen {
+			if os.SameFile(s.info, st) && slices.Contains(lx.stack, s.name) {
+				return &Error{Pos: from, Message: fmt.Sprintf("include cycle: %s includes itself", path)}
+			}
+			if os.SameFile(s.info, st) {
+				where := "as the main file"
+				if s.from.File != "" {
+					where = "by the include at " + s.from.String()
+				}
+				lx.warnings = append(lx.warnings, Warning{Pos: from, Message: fmt.Sprintf("include: %s was already read (%s); not read again", path, where)})
+				return nil
+			}
+		}
+	}
+	data, err := readConfigFile(path, maxConfigBytes-lx.total)
 	if err != nil {
 		if from.File == "" {
 			return err
 		}
 		return &Error{Pos: from, Message: fmt.Sprintf("include: %v", err)}
 	}
-	lx.files = append(lx.files, path)
-	lx.stack = append(lx.stack, path)
-	defer func() { lx.stack = lx.stack[:len(lx.stack)-1] }()
-	return lx.lexData(path, data)
+	return lx.lexData(path, data, from)
 }
 
-// maxFileSize bounds one configuration file; a real one is a few kilobytes.
-const maxFileSize = 16 << 20
-
-// readConfigFile reads a regular file of at most maxFileSize bytes. An include glob can
-// match anything, and reading /dev/zero or a FIFO would never end.
-func readConfigFile(path string) ([]byte, error) {
+// readConfigFile reads a regular file of at most limit bytes. An include glob can match
+// anything, and reading /dev/zero or a FIFO would never end.
+func readConfigFile(path string, limit int64) ([]byte, error) {
 	// Stat before opening: opening a FIFO blocks until someone writes to it.
 	st, err := os.Stat(path)
 	if err != nil {
@@ -80,33 +120,58 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	data, err := io.ReadAll(io.LimitReader(f, max(limit, 0)+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxFileSize)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: the configuration's files together are larger than %d bytes", path, maxConfigBytes)
 	}
 	return data, nil
 }
 
-// lexData splits data, read from file name, into items.
-func (lx *lexer) lexData(name string, data []byte) error {
+// lexData splits data, read from file name (included at from, or the main file), into
+// items, through keepalived's preprocessor.
+func (lx *lexer) lexData(name string, data []byte, from Position) error {
+	lx.total += int64(len(data))
+	if lx.total > maxConfigBytes {
+		return &Error{Pos: from, Message: fmt.Sprintf("%s: the configuration's files together are larger than %d bytes", name, maxConfigBytes)}
+	}
+	if st, err := os.Stat(name); err == nil {
+		lx.seen = append(lx.seen, seenFile{info: st, name: name, from: from})
+	}
+	lx.files = append(lx.files, name)
+	lx.stack = append(lx.stack, name)
+	restore := lx.pp.startFile(name)
+	defer func() {
+		restore()
+		lx.stack = lx.stack[:len(lx.stack)-1]
+	}()
 	for i, text := range strings.Split(string(data), "\n") {
-		pos := Position{File: name, Line: i + 1}
-		tokens, err := splitLine(text)
-		if err != nil {
-			return &Error{Pos: pos, Message: err.Error()}
+		if err := lx.pp.line(text, Position{File: name, Line: i + 1}); err != nil {
+			return err
 		}
-		if len(tokens) > 0 && tokens[0] == "include" {
-			if err := lx.include(name, pos, tokens[1:]); err != nil {
-				return err
-			}
-			continue
-		}
-		lx.addLine(pos, tokens)
 	}
 	return nil
+}
+
+// line takes one line out of the preprocessor: an include, or statements.
+func (lx *lexer) line(text string, pos Position) error {
+	tokens, err := splitLine(text)
+	if err != nil {
+		return &Error{Pos: pos, Message: err.Error()}
+	}
+	if len(tokens) > 0 && isInclude(tokens[0]) {
+		return lx.include(lx.stack[len(lx.stack)-1], pos, tokens[1:])
+	}
+	lx.addLine(pos, tokens)
+	return nil
+}
+
+// isInclude recognises include and keepalived 2.2's includer, includem, includew,
+// includeb and includea, which differ only in what they report about missing files.
+func isInclude(word string) bool {
+	return word == "include" || (len(word) == len("include")+1 && strings.HasPrefix(word, "include") && strings.ContainsRune("rmwba", rune(word[7])))
 }
 
 // addLine turns one line's tokens into items. Braces end a statement, so that
@@ -170,8 +235,8 @@ func (lx *lexer) include(name string, pos Position, args []string) error {
 }
 
 // splitLine splits one line into tokens: words separated by blanks, "{" and "}" as tokens
-// of their own, "quoted strings" as one token without the quotes. A token starting with
-// '#' or '!' starts a comment that runs to the end of the line.
+// of their own, "quoted strings" as one token without the quotes. Comments are gone by
+// now (decomment), and a '#' or '!' left is one the admin escaped.
 func splitLine(line string) ([]string, error) {
 	var tokens []string
 	i := 0
@@ -180,8 +245,6 @@ func splitLine(line string) ([]string, error) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v':
 			i++
-		case c == '#' || c == '!':
-			return tokens, nil
 		case c == '{' || c == '}':
 			tokens = append(tokens, string(c))
 			i++

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 )
@@ -33,22 +34,53 @@ func (f Format) String() string {
 // is never half applied. Warnings are returned with a successful load, and with an
 // error as far as they were collected.
 func Load(path string) (*Config, []Warning, error) {
-	data, err := readConfigFile(path)
+	return LoadWith(path, LoadOptions{})
+}
+
+// LoadOptions are what a load needs to know beyond the file.
+type LoadOptions struct {
+	// ConfigID selects keepalived.conf's conditional lines ("@ID ..." and "@^ID ..."),
+	// as keepalived's -i / --config-id does. Empty means keepalived's default: the host
+	// name up to its first dot.
+	ConfigID string
+}
+
+// LoadWith is Load with options.
+func LoadWith(path string, o LoadOptions) (*Config, []Warning, error) {
+	data, err := readConfigFile(path, maxConfigBytes)
 	if err != nil {
 		return nil, nil, err
 	}
-	return Parse(path, data)
+	return ParseWith(path, data, o)
 }
 
 // Parse is Load on data already read from the file called name. keepalived.conf includes
 // are still read from disk, relative to name's directory.
 func Parse(name string, data []byte) (*Config, []Warning, error) {
+	return ParseWith(name, data, LoadOptions{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(name string, data []byte, o LoadOptions) (*Config, []Warning, error) {
 	switch DetectFormat(data) {
 	case FormatYAML:
 		return parseYAML(name, data)
 	default:
-		return parseKeepalivedConf(name, data)
+		if o.ConfigID == "" {
+			o.ConfigID = DefaultConfigID()
+		}
+		return parseKeepalivedConf(name, data, o)
 	}
+}
+
+// DefaultConfigID is keepalived's default config id: the host name up to its first dot.
+func DefaultConfigID() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	id, _, _ := strings.Cut(h, ".")
+	return id
 }
 
 // yamlKey matches the start of a YAML mapping ("routerID:", "instances:"), which a
@@ -74,9 +106,9 @@ func DetectFormat(data []byte) Format {
 	return FormatKeepalived
 }
 
-func parseKeepalivedConf(name string, data []byte) (*Config, []Warning, error) {
-	lx := &lexer{files: []string{name}, stack: []string{name}}
-	if err := lx.lexData(name, data); err != nil {
+func parseKeepalivedConf(name string, data []byte, o LoadOptions) (*Config, []Warning, error) {
+	lx := newLexer(o.ConfigID)
+	if err := lx.lexData(name, data, Position{}); err != nil {
 		return nil, lx.warnings, err
 	}
 	tree, err := buildTree(lx.items)
@@ -89,10 +121,11 @@ func parseKeepalivedConf(name string, data []byte) (*Config, []Warning, error) {
 		ws = append(ws, p.warnings...)
 	}
 	if err != nil {
-		return nil, ws, err
+		return nil, groupWarnings(ws), err
 	}
 	cfg := &Config{RouterID: p.g.routerID, Files: lx.files}
-	return finish(cfg, p.drafts, p.g, ws)
+	cfg, ws, err = finish(cfg, p.drafts, p.g, ws)
+	return cfg, groupWarnings(ws), err
 }
 
 // finish resolves every draft and checks the instances against each other. It reports

@@ -78,6 +78,7 @@ type Draft struct {
 	lpnaPos            Position
 	v3ChecksumAsV2     *bool
 	ownerIgnoreAdverts *bool
+	handoverOnly       bool
 	src                netip.Addr
 	srcPos             Position
 	peers              []draftVIP // Prefix holds the single address
@@ -384,6 +385,9 @@ func (r *resolver) addresses() error {
 			return r.fail(v.pos, "address %s is listed twice (first at %s)", v.Prefix.Addr(), p)
 		}
 		seen[v.Prefix.Addr()] = v.pos
+		if why := VIPProblem(v.Prefix); why != "" {
+			return r.fail(v.pos, "VIP %s %s", v.Prefix, why)
+		}
 		if v.Dev == "" {
 			v.Dev = in.Interface
 		}
@@ -432,6 +436,7 @@ func (r *resolver) advertHandling() error {
 	if d.v3ChecksumAsV2 != nil {
 		in.V3ChecksumAsV2 = *d.v3ChecksumAsV2
 	}
+	in.HandoverOnly = d.handoverOnly
 	return nil
 }
 

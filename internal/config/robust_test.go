@@ -83,6 +83,14 @@ func FuzzParse(f *testing.F) {
 	for _, data := range seedConfigs(f) {
 		f.Add(data)
 	}
+	// The public keepalived.conf files too (not in seedConfigs: every truncation of each
+	// would make TestTruncatedAndDamagedConfigs slow).
+	corpus, _ := filepath.Glob(fixture.Path("keepalived-corpus", "*.conf"))
+	for _, c := range corpus {
+		if data, err := os.ReadFile(c); err == nil {
+			f.Add(data)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		// include reads whatever the pattern names (a /proc file can block a read
 		// forever); includes have their own tests, the fuzzer stays off the disk.

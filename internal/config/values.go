@@ -73,15 +73,23 @@ func (s *statement) uint(lo, hi uint64) (uint64, error) {
 	return n, nil
 }
 
-// seconds reads a whole number of seconds (keepalived's garp delays and refreshes).
-func (s *statement) seconds() (time.Duration, error) {
-	v, err := s.uint(0, 1<<31-1)
+// seconds reads a whole number of seconds up to hi (keepalived's garp delays and
+// refreshes).
+func (s *statement) seconds(hi time.Duration) (time.Duration, error) {
+	v, err := s.uint(0, uint64(hi/time.Second))
 	return time.Duration(v) * time.Second, err
 }
 
-// repeat reads a repeat count; 0 becomes 1 with a note, as in keepalived.
+// delay reads garp_master_delay and its kin: whole seconds up to MaxGARPDelay.
+func (s *statement) delay() (time.Duration, error) { return s.seconds(MaxGARPDelay) }
+
+// refresh reads garp_master_refresh: whole seconds up to MaxGARPRefresh, 0 for none.
+func (s *statement) refresh() (time.Duration, error) { return s.seconds(MaxGARPRefresh) }
+
+// repeat reads a repeat count up to MaxGARPRepeat; 0 becomes 1 with a note, as in
+// keepalived.
 func (s *statement) repeat() (int, error) {
-	v, err := s.uint(0, 1<<31-1)
+	v, err := s.uint(0, MaxGARPRepeat)
 	if err != nil {
 		return 0, err
 	}
@@ -219,4 +227,41 @@ func truncateAuthPass(pass, what string) (string, string) {
 
 func errAt(pos Position, format string, a ...any) *Error {
 	return &Error{Pos: pos, Message: fmt.Sprintf(format, a...)}
+}
+
+// limitedBroadcast is 255.255.255.255.
+var limitedBroadcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+
+// VIPProblem says why p cannot be a VIP, or "" when it can: the address must be one a
+// host can own on a segment and announce with gratuitous ARP, a unicast host address. Not
+// the unspecified address, a multicast, loopback or IPv4 link-local address (169.254/16,
+// which the kernel and zeroconf manage per link), nor a broadcast address (the limited
+// one, or its own prefix's). IPv6 link-local VIPs are fine: RFC 5798 wants one first. One
+// rule for files (an error at the VIP's line) and Kubernetes mode (the instance is
+// dropped with a warning, the group's others run).
+func VIPProblem(p netip.Prefix) string {
+	a := p.Addr()
+	switch {
+	case a.IsUnspecified():
+		return "is the unspecified address, not a host address"
+	case a.IsMulticast():
+		return "is a multicast address, not a host address"
+	case a.IsLoopback():
+		return "is a loopback address, not one on the segment"
+	case a.Is4() && a.IsLinkLocalUnicast():
+		return "is an IPv4 link-local address (169.254.0.0/16), which the host manages per link"
+	case a == limitedBroadcast:
+		return "is the broadcast address"
+	case a.Is4() && p.Bits() <= 30 && isBroadcastOf(p):
+		return "is the broadcast address of its own prefix"
+	}
+	return ""
+}
+
+// isBroadcastOf reports whether p's address has every host bit set.
+func isBroadcastOf(p netip.Prefix) bool {
+	b := p.Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	host := uint32(1)<<(32-p.Bits()) - 1
+	return v&host == host
 }

@@ -354,14 +354,19 @@ func (ix yamlIndex) defaults(raw json.RawMessage, g *Globals, ws *[]Warning) err
 		return err
 	}
 	applyGARP(&g.garp, gd)
-	if d.GARP.Interval != nil {
-		if g.garp.Interval, err = d.GARP.Interval.value(); err != nil {
-			return errAt(at("garp", "interval"), "defaults: garp.interval: %v", err)
+	for _, iv := range []struct {
+		k   string
+		v   *yamlDuration
+		dst *time.Duration
+	}{{"interval", d.GARP.Interval, &g.garp.Interval}, {"naInterval", d.GARP.NAInterval, &g.garp.NAInterval}} {
+		if iv.v == nil {
+			continue
 		}
-	}
-	if d.GARP.NAInterval != nil {
-		if g.garp.NAInterval, err = d.GARP.NAInterval.value(); err != nil {
-			return errAt(at("garp", "naInterval"), "defaults: garp.naInterval: %v", err)
+		if *iv.dst, err = iv.v.value(); err != nil {
+			return errAt(at("garp", iv.k), "defaults: garp.%s: %v", iv.k, err)
+		}
+		if *iv.dst > MaxGARPInterval {
+			return errAt(at("garp", iv.k), "defaults: garp.%s %v is more than %v", iv.k, *iv.dst, MaxGARPInterval)
 		}
 	}
 	return nil
@@ -385,13 +390,16 @@ func applyGARP(dst *GARP, d garpDraft) {
 func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (garpDraft, error) {
 	var d garpDraft
 	at := func(k string) Position { return ix.at(append(append([]any{}, path...), k)...) }
-	dur := func(k string, v *yamlDuration) (*time.Duration, error) {
+	dur := func(k string, v *yamlDuration, lo, hi time.Duration) (*time.Duration, error) {
 		if v == nil {
 			return nil, nil
 		}
 		t, err := v.value()
 		if err != nil {
 			return nil, errAt(at(k), "%s: garp.%s: %v", what, k, err)
+		}
+		if t != 0 && t < lo || t > hi {
+			return nil, errAt(at(k), "%s: garp.%s %v is not 0 or between %v and %v", what, k, t, lo, hi)
 		}
 		return &t, nil
 	}
@@ -402,6 +410,9 @@ func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (ga
 		if *v < 0 {
 			return nil, errAt(at(k), "%s: garp.%s must not be negative", what, k)
 		}
+		if *v > MaxGARPRepeat {
+			return nil, errAt(at(k), "%s: garp.%s %d is more than %d", what, k, *v, MaxGARPRepeat)
+		}
 		n, adjusted := repeatCount(uint64(*v))
 		if adjusted {
 			*ws = append(*ws, Warning{Pos: at(k), Message: fmt.Sprintf("%s: garp.%s must be greater than 0; using 1", what, k)})
@@ -409,10 +420,10 @@ func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (ga
 		return &n, nil
 	}
 	var err error
-	if d.masterDelay, err = dur("masterDelay", y.MasterDelay); err != nil {
+	if d.masterDelay, err = dur("masterDelay", y.MasterDelay, 0, MaxGARPDelay); err != nil {
 		return d, err
 	}
-	if d.masterRefresh, err = dur("masterRefresh", y.MasterRefresh); err != nil {
+	if d.masterRefresh, err = dur("masterRefresh", y.MasterRefresh, time.Second, MaxGARPRefresh); err != nil {
 		return d, err
 	}
 	if d.masterRepeat, err = rep("masterRepeat", y.MasterRepeat); err != nil {

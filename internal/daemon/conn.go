@@ -233,4 +233,5 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 			d.setFault(in, err, now)
 		}
 	}
+	d.checkVIPs(now)
 }

@@ -55,7 +55,12 @@
 //     starts (TestStartupRecovery);
 //  11. shutdown: every master sends priority 0 and removes its VIPs, and every socket and
 //     announcer is closed (TestShutdown, TestRun);
-//  12. snapshot: the state, priority, master and counters of every instance are published
+//  12. ownership: a VIP on the interface before the instance became master is served but
+//     never taken or removed, a VIP two instances share stays until the last lets go, and a
+//     VIP someone takes off a master's interface is put back at the next interface check
+//     (TestPreexistingVIPLeftAlone, TestSharedVIPHeldUntilLastLetsGo,
+//     TestFlushedVIPReadded);
+//  13. snapshot: the state, priority, master and counters of every instance are published
 //     for metrics and `vrrpd status`, state changes at once and counters at most every
 //     half a second, so readers never touch the loop (TestCountersPublished).
 //

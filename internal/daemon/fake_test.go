@@ -25,11 +25,15 @@ import (
 // the loop's own functions on a virtual clock and check what would have reached the
 // kernel and the wire.
 type fakeHost struct {
-	held    map[vip.VIP]bool      // addresses on the host
-	stale   []vip.VIP             // what Recover finds, left by "a previous run"
-	linkErr map[string]error      // Running's answer per interface (nil: up)
-	openErr map[string]error      // Open's answer per interface (nil: opens)
-	source  map[string]netip.Addr // the address transport would pick per interface
+	held    map[vip.VIP]bool // addresses on the host that the store added
+	holders map[vip.VIP]map[string]bool
+	// preexisting are addresses on the host that someone else put there: Hold reports
+	// them as foreign and never takes them.
+	preexisting map[vip.VIP]bool
+	stale       []vip.VIP             // what Recover finds, left by "a previous run"
+	linkErr     map[string]error      // Running's answer per interface (nil: up)
+	openErr     map[string]error      // Open's answer per interface (nil: opens)
+	source      map[string]netip.Addr // the address transport would pick per interface
 
 	socks     []*fakeSocket // every socket opened, in order
 	sent      []sentAdvert
@@ -63,9 +67,11 @@ type announceCall struct {
 
 func newFakeHost() *fakeHost {
 	return &fakeHost{
-		held:    map[vip.VIP]bool{},
-		linkErr: map[string]error{},
-		openErr: map[string]error{},
+		held:        map[vip.VIP]bool{},
+		holders:     map[vip.VIP]map[string]bool{},
+		preexisting: map[vip.VIP]bool{},
+		linkErr:     map[string]error{},
+		openErr:     map[string]error{},
 		source: map[string]netip.Addr{
 			"eth0": netip.MustParseAddr("10.99.0.10"),
 			"eth1": netip.MustParseAddr("10.99.1.10"),
@@ -75,25 +81,50 @@ func newFakeHost() *fakeHost {
 
 // vipStore
 
-func (h *fakeHost) Add(vs ...vip.VIP) error {
+// Hold and Release count holders as vip.Manager does, and leave preexisting addresses
+// alone.
+func (h *fakeHost) Hold(holder string, vs ...vip.VIP) ([]vip.VIP, error) {
 	h.vipCalls = append(h.vipCalls, "add "+vipList(vs))
 	h.events = append(h.events, "add "+vipList(vs))
 	if h.addDelay > 0 {
 		time.Sleep(h.addDelay)
 	}
+	var foreign []vip.VIP
 	for _, v := range vs {
+		if h.preexisting[v] {
+			foreign = append(foreign, v)
+			continue
+		}
 		h.held[v] = true
+		if h.holders[v] == nil {
+			h.holders[v] = map[string]bool{}
+		}
+		h.holders[v][holder] = true
+	}
+	return foreign, nil
+}
+
+func (h *fakeHost) Release(holder string, vs ...vip.VIP) error {
+	h.vipCalls = append(h.vipCalls, "remove "+vipList(vs))
+	h.events = append(h.events, "remove "+vipList(vs))
+	for _, v := range vs {
+		delete(h.holders[v], holder)
+		if len(h.holders[v]) == 0 {
+			delete(h.holders, v)
+			delete(h.held, v)
+		}
 	}
 	return nil
 }
 
-func (h *fakeHost) Remove(vs ...vip.VIP) error {
-	h.vipCalls = append(h.vipCalls, "remove "+vipList(vs))
-	h.events = append(h.events, "remove "+vipList(vs))
+func (h *fakeHost) Missing(vs ...vip.VIP) ([]vip.VIP, error) {
+	var missing []vip.VIP
 	for _, v := range vs {
-		delete(h.held, v)
+		if !h.held[v] && !h.preexisting[v] {
+			missing = append(missing, v)
+		}
 	}
-	return nil
+	return missing, nil
 }
 
 func (h *fakeHost) Recover() ([]vip.VIP, error) {

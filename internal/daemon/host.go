@@ -22,12 +22,17 @@ import (
 // ones; the tests put theirs in Options.
 
 // vipStore adds and removes the virtual addresses and remembers them across crashes:
-// *vip.Manager.
+// *vip.Manager. It owns only what it added, and counts holders.
 type vipStore interface {
-	// Add and Remove take the addresses of one action in one call, so the crash record
-	// is written once for all of them.
-	Add(vs ...vip.VIP) error
-	Remove(vs ...vip.VIP) error
+	// Hold and Release take the addresses of one action in one call, so the crash record
+	// is written once for all of them. holder is the virtual router (a VIP shared by two
+	// leaves when the last lets go). Hold returns the addresses that were on their
+	// interface already without the store having added them: never touched, never
+	// removed.
+	Hold(holder string, vs ...vip.VIP) (foreign []vip.VIP, err error)
+	Release(holder string, vs ...vip.VIP) error
+	// Missing returns those of vs that are not on their interface.
+	Missing(vs ...vip.VIP) ([]vip.VIP, error)
 	// Recover removes whatever a previous run recorded and returns it.
 	Recover() ([]vip.VIP, error)
 	Close() error

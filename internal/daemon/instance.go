@@ -32,6 +32,11 @@ type instance struct {
 	vmacErr       error     // why its macvlan could not be made, nil once it is
 	faultErr      error
 
+	// preexisting counts VIPs found on the interface already when it became master (not
+	// added, so never removed: see addVIPs); readded counts VIPs someone else took off
+	// while it was master, which it put back (checkVIPs).
+	preexisting, readded uint64
+
 	transitions    uint64
 	lastTransition time.Time
 	state          vrrp.State // last reported, FAULT while sm is nil
@@ -282,13 +287,34 @@ func (in *instance) vipFor(p netip.Prefix) vip.VIP {
 	return vip.VIP{Prefix: p, Dev: in.cfg.Interface}
 }
 
+// addVIPs puts the instance's VIPs on their interfaces as it becomes master.
+//
+// An address that is on its interface already without vrrpd having added it (the node's
+// own /32 or /128, an API-server VIP that kube-vip or another keepalived holds, or a VIP
+// listed by mistake) is left alone: never recorded, never removed, counted in
+// vrrpd_vip_preexisting_total and logged. The instance still serves it, advertising and
+// announcing as any master does, rather than going FAULT, because that is what keeps the
+// wire consistent: the address is on this node, so this node's adverts and gratuitous ARPs
+// point at where it really is. A FAULT here would hand mastership to another node, which
+// would then add the same address, and two hosts would answer for it.
 func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
 	d.vipl = d.vipl[:0]
 	for _, p := range ps {
 		d.vipl = append(d.vipl, in.vipFor(p))
 	}
-	// One call, so the crash record is written once for all of them.
-	if err := d.vips.Add(d.vipl...); err != nil {
+	d.hold(in, in.cfg.Name, d.vipl)
+}
+
+// hold adds vs for holder, one call so that the crash record is written once for all of
+// them, and reports the foreign ones.
+func (d *Daemon) hold(in *instance, holder string, vs []vip.VIP) {
+	foreign, err := d.vips.Hold(holder, vs...)
+	for _, v := range foreign {
+		in.preexisting++
+		d.dirty = true
+		d.log.Warn(fmt.Sprintf("(%s) VIP is on the interface already and was not added by vrrpd: serving it without adding or ever removing it", in.cfg.Name), "vip", v.String())
+	}
+	if err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot add VIPs", in.cfg.Name), "err", err)
 	}
 }
@@ -298,21 +324,23 @@ func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
 	for _, p := range ps {
 		d.vipl = append(d.vipl, in.vipFor(p))
 	}
-	if err := d.vips.Remove(d.vipl...); err != nil {
+	if err := d.vips.Release(in.cfg.Name, d.vipl...); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot remove VIPs", in.cfg.Name), "err", err)
 	}
 }
 
+// excludedHolder names an instance's virtual_ipaddress_excluded as a holder of its own,
+// apart from its VIPs.
+func excludedHolder(in *instance) string { return in.cfg.Name + " (excluded)" }
+
 // excluded adds or removes the virtual_ipaddress_excluded with the VIPs.
 func (d *Daemon) excluded(in *instance, add bool) {
 	in.holdsExcluded = add
-	var err error
 	if add {
-		err = d.vips.Add(in.vips.excluded...)
-	} else {
-		err = d.vips.Remove(in.vips.excluded...)
+		d.hold(in, excludedHolder(in), in.vips.excluded)
+		return
 	}
-	if err != nil {
+	if err := d.vips.Release(excludedHolder(in), in.vips.excluded...); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", add, "err", err)
 	}
 }
@@ -442,7 +470,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 		for _, n := range nvips.vips {
 			if i, ok := in.vips.index[n.Prefix]; ok && in.vips.vips[i] != n {
 				o := in.vips.vips[i]
-				if err := d.vips.Remove(o); err != nil {
+				if err := d.vips.Release(in.cfg.Name, o); err != nil {
 					d.log.Error(fmt.Sprintf("(%s) cannot move VIP", in.cfg.Name), "vip", o.String(), "err", err)
 				}
 				moved = append(moved, n)
@@ -464,9 +492,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	in.cfg, in.vips = ic, nvips
 	d.execute(in, now)
 	if len(moved) > 0 {
-		if err := d.vips.Add(moved...); err != nil {
-			d.log.Error(fmt.Sprintf("(%s) cannot move VIPs", in.cfg.Name), "err", err)
-		}
+		d.hold(in, in.cfg.Name, moved)
 	}
 	return nil
 }

@@ -20,17 +20,19 @@ func (d *Daemon) publish(now time.Time) {
 	s := &metrics.Snapshot{Instances: make([]metrics.Instance, 0, len(d.instances))}
 	for _, in := range d.instances {
 		mi := metrics.Instance{
-			Name:           in.cfg.Name,
-			Interface:      in.cfg.Interface,
-			Family:         family(in.cfg.Family),
-			VRID:           in.cfg.VRID,
-			Version:        int(in.cfg.Version),
-			State:          in.state,
-			Priority:       in.cfg.Priority,
-			BasePriority:   in.cfg.Priority,
-			Transitions:    in.transitions,
-			LastTransition: in.lastTransition,
-			VIPs:           in.vipPrefixes(),
+			Name:            in.cfg.Name,
+			Interface:       in.cfg.Interface,
+			Family:          family(in.cfg.Family),
+			VRID:            in.cfg.VRID,
+			Version:         int(in.cfg.Version),
+			State:           in.state,
+			Priority:        in.cfg.Priority,
+			BasePriority:    in.cfg.Priority,
+			Transitions:     in.transitions,
+			LastTransition:  in.lastTransition,
+			PreexistingVIPs: in.preexisting,
+			ReaddedVIPs:     in.readded,
+			VIPs:            in.vipPrefixes(),
 		}
 		if in.sm != nil {
 			mi.State = in.sm.State()

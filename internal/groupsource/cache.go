@@ -22,13 +22,16 @@ const CacheFile = "keepalivedgroup.json"
 const maxCacheSize = 4 << 20
 
 // cacheEntry is what the cache file holds: the last group the API server
-// returned and the password its Secret held then, so that a restart while
-// the API server is away brings back exactly the configuration that ran.
+// returned, so that a restart while the API server is away brings back the
+// configuration that ran.
+//
+// It holds no password. The password file is the kubelet's Secret volume,
+// there whenever vrrpd's container runs (a restarted container keeps its
+// pod's volumes; a new pod needs the API server anyway), so a copy adds
+// nothing; and the state directory is a hostPath that outlives the pod,
+// where a copy of the Secret would stay behind on the node.
 type cacheEntry struct {
 	Group *v1alpha1.KeepalivedGroup `json:"group"`
-	// Password is the Secret's value; the file is 0600 in a directory only
-	// vrrpd uses (the pod's emptyDir).
-	Password []byte `json:"password,omitempty"`
 }
 
 // readCache returns the cached entry for group, or nil when there is none.

@@ -16,7 +16,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	if e, err := readCache(dir, key); e != nil || err != nil {
 		t.Fatalf("no cache yet: %v, %v", e, err)
 	}
-	in := &cacheEntry{Group: testGroup(), Password: []byte("s3cret")}
+	in := &cacheEntry{Group: testGroup()}
 	data, err := encodeCache(in)
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestCacheRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(out, in) {
 		t.Fatalf("read back %+v, %v", out, err)
 	}
-	// The password is in it: only the owner may read it.
+	// Only the owner may read it.
 	st, err := os.Stat(filepath.Join(dir, CacheFile))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("mode %v, %v", st.Mode(), err)
@@ -65,6 +65,9 @@ func TestCacheRejects(t *testing.T) {
 		{"torn", func(p string) { os.WriteFile(p, good[:len(good)/2], 0o600) }, "unexpected EOF"},
 		{"not JSON", func(p string) { os.WriteFile(p, []byte("global_defs {"), 0o600) }, "invalid character"},
 		{"unknown field", func(p string) { os.WriteFile(p, []byte(`{"group":{},"extra":1}`), 0o600) }, "unknown field"},
+		// Caches of older vrrpds held the password; they lived in the pod's
+		// emptyDir, which a new pod (on the hostPath) never sees.
+		{"password", func(p string) { os.WriteFile(p, []byte(`{"group":{},"password":"czNjcmV0"}`), 0o600) }, "unknown field"},
 		{"no group", func(p string) { os.WriteFile(p, []byte(`{}`), 0o600) }, "no group"},
 		{"other group", func(p string) { os.WriteFile(p, good, 0o600) }, "holds group lb/edge, not lb/other"},
 		{"directory", func(p string) { os.Mkdir(p, 0o700) }, "not a regular file"},

@@ -5,8 +5,8 @@
 // to the group's status: the member nodes with their addresses, and for each
 // VRRP instance its key, router ID, VIPs, settings and one priority per
 // member node. vrrpd only obeys, so the conversion is a pure function of the
-// group, this node's name, the password Secret's value and the interface a
-// route points to (for interfaceFromIP):
+// group, this node's name, the password (the Secret's value, from its file)
+// and the interface a route points to (for interfaceFromIP):
 //
 //   - Translate makes one config.Instance per instance this node takes part
 //     in (priority not 0) and per address family of its VIPs; an instance
@@ -21,13 +21,22 @@
 //     table (v1alpha1.InstanceKeyword, GlobalKeyword), which the operator
 //     uses too, and set through config's keyword table, which keepalived.conf
 //     uses too; those vrrpd does not implement, and bad values, are warnings
-//     that name them. The output is sorted and deterministic.
+//     that name them, and a number beyond its limit (v1alpha1's limit table,
+//     config's bounds) is ignored with a warning. An instance vrrpd cannot
+//     run (a VIP that is not a unicast host address, bad priorities, a VRID
+//     out of range or taken) is dropped with a warning and the group's others
+//     run: the status may come from an older operator, and one Service must
+//     not stop the rest on every node. Only a fault of the group itself (no
+//     interface, bad member addresses, a password that could not be read) is
+//     an error. The output is sorted and deterministic.
 //
 //   - Watch gets and watches only the one group (a list and a watch with a
 //     metadata.name field selector, which a Role limited by resourceNames
-//     allows), reads the password Secret with get, and hands the daemon a
-//     new configuration whenever the translation changes, never on a
-//     repeated but identical status. It keeps the last group it saw (and the
+//     allows), reads the password from a file (the Secret's key, which the
+//     kubelet mounts into the pod and rewrites when the Secret changes;
+//     vrrpd may not read Secrets), and hands the daemon a new configuration
+//     whenever the translation or the password changes, never on a repeated
+//     but identical status. It keeps the last group it saw (not the
 //     password) in a file in the state directory, so that a restarted vrrpd
 //     serves its VIPs again while the API server is unreachable; the API's
 //     answer replaces the cached copy as soon as it comes.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
@@ -41,10 +42,14 @@ const (
 // A node that is not a member, or takes part in no instance, gets a Config
 // with no instances: the daemon then resigns whatever it ran. Warnings name
 // what was ignored or adjusted (unsupported verbatim keywords, VRRPv3 with a
-// password, a truncated password). An error means the status itself is
-// unusable (bad priorities, address or VRID, an interface that cannot be
-// found, a missing password) and names the instance; nothing of the group
-// should then be applied.
+// password, a truncated password) and the instances dropped: an instance
+// whose status vrrpd cannot run (bad priorities, a VIP that is not a unicast
+// host address, a VRID out of range or taken by another instance) is left out
+// with a warning, so that one Service's bad status (from an older operator,
+// say) stops only its own virtual router. An error means the group itself is
+// unusable (bad member addresses, an interface that cannot be found, a missing
+// password) and names the instance; nothing of the group should then be
+// applied.
 func Translate(g *v1alpha1.KeepalivedGroup, node string, password []byte, resolve Resolver) (*config.Config, []config.Warning, error) {
 	if g == nil {
 		return nil, nil, fmt.Errorf("no KeepalivedGroup")
@@ -111,29 +116,58 @@ func (t *translator) run() (*config.Config, []config.Warning, error) {
 	for i := range ins {
 		in := &ins[i]
 		if i > 0 && ins[i-1].Key == in.Key {
-			return nil, nil, fmt.Errorf("instance %s: listed twice in the status", in.Key)
+			t.drop(in.Key, fmt.Errorf("instance %s: listed twice in the status", in.Key))
+			continue
 		}
 		prios, err := v1alpha1.DecodePriorities(in.Priorities, len(st.Nodes))
 		if err != nil {
-			return nil, nil, fmt.Errorf("instance %s: %w", in.Key, err)
+			t.drop(in.Key, fmt.Errorf("instance %s: %w", in.Key, err))
+			continue
 		}
 		if prios[self] == v1alpha1.PriorityNotMember {
 			continue
 		}
 		out, err := t.instance(in, prios, self, members, globals)
 		var ce *config.Error
+		var ge groupError
 		switch {
+		case errors.As(err, &ge):
+			return nil, nil, ge.error // the group's, not the instance's: nothing can run
 		case errors.As(err, &ce):
-			return nil, nil, err // names the group and the virtual router already
+			t.drop(in.Key, err) // names the group and the virtual router already
+			continue
 		case err != nil:
-			return nil, nil, fmt.Errorf("instance %s: %w", in.Key, err)
+			t.drop(in.Key, fmt.Errorf("instance %s: %w", in.Key, err))
+			continue
 		}
 		cfg.Instances = append(cfg.Instances, out...)
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, nil, err
+		// Instances that clash (one VRID twice): keep them in key order while they fit,
+		// so the later one is dropped. Only here, since it validates once per instance.
+		var kept []config.Instance
+		for _, c := range cfg.Instances {
+			try := &config.Config{RouterID: cfg.RouterID, Instances: append(slices.Clip(kept), c)}
+			if err := try.Validate(); err != nil {
+				t.drop(c.Name, err)
+				continue
+			}
+			kept = try.Instances
+		}
+		cfg.Instances = kept
 	}
 	return cfg, t.warnings, nil
+}
+
+// groupError is a translation error of the group itself (no interface to run on), which
+// no instance can run without.
+type groupError struct{ error }
+
+// drop reports an instance that cannot run. One instance's bad status (a multicast VIP
+// from an older operator, a VRID out of range) must not stop the group's others on every
+// node: the instance is dropped with a warning, and vrrpd serves the rest.
+func (t *translator) drop(key string, err error) {
+	t.warn(key, "instance dropped, the group's others run: %v", err)
 }
 
 // members parses every member node's addresses: the first of each family.
@@ -217,8 +251,8 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 			return nil, fmt.Errorf("bad VIP %q", s)
 		}
 		a = a.Unmap()
-		if a.IsUnspecified() || a.IsMulticast() {
-			return nil, fmt.Errorf("VIP %s is not a unicast address", a)
+		if why := config.VIPProblem(netip.PrefixFrom(a, a.BitLen())); why != "" {
+			return nil, fmt.Errorf("VIP %s %s", a, why)
 		}
 		byFamily[vrrp.FamilyOf(a)] = append(byFamily[vrrp.FamilyOf(a)], a)
 	}
@@ -227,7 +261,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 	}
 	iface, err := t.interfaceName()
 	if err != nil {
-		return nil, err
+		return nil, groupError{fmt.Errorf("instance %s: %w", in.Key, err)}
 	}
 	d, opt, err := t.draft(in, iface, prios[self])
 	if err != nil {
@@ -262,6 +296,11 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 		}
 		c, ws, err := config.Resolve(fd, globals, opt)
 		t.warnings = append(t.warnings, ws...)
+		if err != nil && opt.MissingPassword != "" && strings.Contains(err.Error(), opt.MissingPassword) {
+			// The Secret, not the instance: a password that could not be read must not
+			// make every node resign the group's instances.
+			return nil, groupError{err}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -296,6 +335,8 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 	}
 	d.SetPreempt(set.Preempt)
 	d.SetV3ChecksumAsV2(set.V3ChecksumAsV2)
+	// The operator's takeover from keepalived-operator (status.migration).
+	d.SetHandoverOnly(set.HandoverOnly)
 	t.verbatim(in.Key, d, set.Verbatim)
 	if m := d.MulticastGroup(); m.IsValid() && !slices.ContainsFunc(in.VIPs, func(s string) bool {
 		a, err := netip.ParseAddr(s)

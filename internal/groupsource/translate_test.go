@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -336,7 +337,7 @@ func TestTranslateVerbatim(t *testing.T) {
 		t.Errorf("IPv6 multicast group %v, want the Service's mcast_dst_ip", got)
 	}
 	want := []string{
-		`KeepalivedGroup lb/edge: verbatimConfig vrrp_garp_master_delay "soon" is not a number between 0 and 2147483647; ignored`,
+		`KeepalivedGroup lb/edge: verbatimConfig vrrp_garp_master_delay "soon" is not a number between 0 and 4294; ignored`,
 		`KeepalivedGroup lb/edge: verbatimConfig vrrp_iptables is not supported by vrrpd; ignored`,
 		`KeepalivedGroup lb/edge: (default/dual) verbatim advert_int is set by the operator; ignored`,
 		`KeepalivedGroup lb/edge: (default/dual) verbatim garp_master_repeat must be greater than 0; using 1`,
@@ -440,52 +441,92 @@ func TestTranslateVersionAndInterval(t *testing.T) {
 	}
 }
 
+// TestTranslateErrors: a status vrrpd cannot run. What is wrong with one instance drops
+// that instance with a warning naming it, and the group's others run; what is wrong with
+// the group (its interface, its members) is an error, and nothing applies.
 func TestTranslateErrors(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		mutate func(g *v1alpha1.KeepalivedGroup)
-		want   string
+		name    string
+		mutate  func(g *v1alpha1.KeepalivedGroup)
+		dropped string // the instance key dropped; "" for an error of the whole group
+		want    string
 	}{
 		{"priorities not base64", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].Priorities = "not base64!" },
-			`instance default/web: priorities "not base64!": not base64`},
+			"default/web", `instance default/web: priorities "not base64!": not base64`},
 		{"priorities too few", func(g *v1alpha1.KeepalivedGroup) {
 			g.Status.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{254, 253})
-		}, "instance default/dual: priorities \"/v0=\": 2 values for 3 nodes"},
+		}, "default/dual", "instance default/dual: priorities \"/v0=\": 2 values for 3 nodes"},
 		{"priority 255", func(g *v1alpha1.KeepalivedGroup) {
 			g.Status.Instances[1].Priorities = v1alpha1.EncodePriorities([]uint8{1, 255, 2})
-		}, "instance default/spread/10.99.0.102: priorities \"Af8C\": value 255 for node 1"},
+		}, "default/spread/10.99.0.102", "instance default/spread/10.99.0.102: priorities \"Af8C\": value 255 for node 1"},
 		{"bad VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"10.99.0.300"} },
-			`instance default/web: bad VIP "10.99.0.300"`},
+			"default/web", `instance default/web: bad VIP "10.99.0.300"`},
 		{"multicast VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"224.0.0.18"} },
-			`instance default/web: VIP 224.0.0.18 is not a unicast address`},
+			"default/web", `instance default/web: VIP 224.0.0.18 is a multicast address, not a host address`},
 		{"unspecified VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"::"} },
-			`instance default/web: VIP :: is not a unicast address`},
+			"default/web", `instance default/web: VIP :: is the unspecified address, not a host address`},
+		{"loopback VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"10.99.0.101", "127.0.0.1"} },
+			"default/web", `instance default/web: VIP 127.0.0.1 is a loopback address`},
+		{"link-local VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"169.254.169.254"} },
+			"default/web", `instance default/web: VIP 169.254.169.254 is an IPv4 link-local address`},
+		{"broadcast VIP", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = []string{"255.255.255.255"} },
+			"default/web", `instance default/web: VIP 255.255.255.255 is the broadcast address`},
 		{"one VIP twice", func(g *v1alpha1.KeepalivedGroup) {
 			g.Status.Instances[2].VIPs = []string{"10.99.0.101", "::ffff:10.99.0.101"}
-		},
-			`(default/web) address 10.99.0.101 is listed twice`},
+		}, "default/web", `(default/web) address 10.99.0.101 is listed twice`},
 		{"no VIPs", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VIPs = nil },
-			`instance default/web: no VIPs`},
+			"default/web", `instance default/web: no VIPs`},
 		{"VRID 0", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VRID = 0 },
-			`instance default/web: VRID 0 is outside 1..255`},
+			"default/web", `instance default/web: VRID 0 is outside 1..255`},
 		{"VRID 256", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VRID = 256 },
-			`instance default/web: VRID 256 is outside 1..255`},
+			"default/web", `instance default/web: VRID 256 is outside 1..255`},
 		{"version 4", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].Settings.Version = 4 },
-			`instance default/web: VRRP version 4 is neither 2 nor 3`},
-		{"no interface", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "" },
-			`instance default/dual: the group sets neither interface nor interfaceFromIP`},
+			"default/web", `instance default/web: VRRP version 4 is neither 2 nor 3`},
 		{"one VRID twice", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[2].VRID = 3 },
-			`(default/web) interface eth0, VRID 3, IPv4 is already used by instance default/spread/10.99.0.102`},
+			"default/web", `(default/web) interface eth0, VRID 3, IPv4 is already used by instance default/spread/10.99.0.102`},
 		{"one key twice", func(g *v1alpha1.KeepalivedGroup) { g.Status.Instances[1].Key = "default/web" },
-			`instance default/web: listed twice`},
+			"", `instance default/web: listed twice`},
+		{"no interface", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "" },
+			"", `instance default/dual: the group sets neither interface nor interfaceFromIP`},
 		{"bad node address", func(g *v1alpha1.KeepalivedGroup) { g.Status.Nodes[2].Addresses = []string{"fe80::1%eth0"} },
-			`node c: bad address "fe80::1%eth0"`},
+			"", `node c: bad address "fe80::1%eth0"`},
 	} {
 		g := testGroup()
+		all, _ := mustTranslate(t, testGroup(), "a", nil, nil)
 		tc.mutate(g)
-		cfg, _, err := Translate(g, "a", nil, nil)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: config %v, error %v; want %q", tc.name, cfg, err, tc.want)
+		cfg, ws, err := Translate(g, "a", nil, nil)
+		if tc.name == "one key twice" {
+			// Two status entries under one key: the second is dropped, and the
+			// instance the first describes runs.
+			if err != nil || !warned(ws, tc.want) || len(cfg.Instances) != len(all.Instances)-1 {
+				t.Errorf("%s: error %v, warnings %v, %d instances", tc.name, err, ws, len(cfg.Instances))
+			}
+			continue
+		}
+		if tc.dropped == "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: config %v, error %v; want %q", tc.name, cfg, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: the whole group fails: %v", tc.name, err)
+			continue
+		}
+		if !warned(ws, tc.want) {
+			t.Errorf("%s: no warning %q in %v", tc.name, tc.want, ws)
+		}
+		var names, want []string
+		for _, in := range cfg.Instances {
+			names = append(names, in.Name)
+		}
+		for _, in := range all.Instances {
+			if in.Name != tc.dropped && !strings.HasPrefix(in.Name, tc.dropped+"/ipv") {
+				want = append(want, in.Name)
+			}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%s: instances %v, want %v (all but %s)", tc.name, names, want, tc.dropped)
 		}
 	}
 	if _, _, err := Translate(nil, "a", nil, nil); err == nil {
@@ -651,5 +692,61 @@ func TestTranslateChecksumAndStrict(t *testing.T) {
 	}
 	if text := warningsText(ws); len(ws) != 1 || !strings.Contains(text, "(default/web) strict mode requires lower_prio_no_advert; setting it") {
 		t.Errorf("warnings:\n%s", text)
+	}
+}
+
+// TestTranslateHandoverOnly: the takeover settings the operator writes while
+// keepalived-operator's pods run reach the state machine.
+func TestTranslateHandoverOnly(t *testing.T) {
+	g := testGroup()
+	for i := range g.Status.Instances {
+		s := &g.Status.Instances[i].Settings
+		s.Version, s.Preempt, s.HandoverOnly = 2, false, true
+		g.Status.Instances[i].VIPs = []string{"10.99.0.10" + fmt.Sprint(i)}
+	}
+	cfg, _ := mustTranslate(t, g, "a", nil, nil)
+	if len(cfg.Instances) != 3 {
+		t.Fatalf("instances %v, want 3", names(cfg))
+	}
+	for _, in := range cfg.Instances {
+		sm := in.StateMachineConfig(netip.MustParseAddr("10.99.0.1"))
+		if !in.HandoverOnly || !sm.HandoverOnly || sm.Version != vrrp.Version2 || sm.Preempt {
+			t.Errorf("%s: handoverOnly %v/%v version %v preempt %v, want true/true 2 false", in.Name, in.HandoverOnly, sm.HandoverOnly, sm.Version, sm.Preempt)
+		}
+	}
+	g.Status.Instances[0].Settings.HandoverOnly = false
+	cfg, _ = mustTranslate(t, g, "a", nil, nil)
+	if cfg.Instances[0].HandoverOnly {
+		t.Errorf("%s: handoverOnly without the setting", cfg.Instances[0].Name)
+	}
+}
+
+// warned reports whether a warning contains want.
+func warned(ws []config.Warning, want string) bool {
+	return slices.ContainsFunc(ws, func(w config.Warning) bool { return strings.Contains(w.Error(), want) })
+}
+
+// TestTranslateVerbatimBounds: a verbatim number beyond its limit (a Service's
+// garp_master_repeat of 2^31-1, a group's global one) is ignored with a warning, the
+// instance runs on keepalived's default, and the rest of the group is untouched.
+func TestTranslateVerbatimBounds(t *testing.T) {
+	g := testGroup()
+	g.Spec.VerbatimConfig = map[string]string{"vrrp_garp_master_refresh_repeat": "100000"}
+	g.Status.Instances[2].Settings.Verbatim = map[string]string{"garp_master_repeat": "2147483647", "garp_master_delay": "1"}
+	cfg, ws := mustTranslate(t, g, "a", nil, nil)
+	in, ok := cfg.Instance("default/web")
+	if !ok {
+		t.Fatalf("default/web not running: %v", names(cfg))
+	}
+	if in.GARP.MasterRepeat != config.DefaultGARPMasterRepeat || in.GARP.MasterDelay != time.Second || in.GARP.MasterRefreshRepeat != config.DefaultGARPRefreshRepeat {
+		t.Errorf("GARP %+v: want the default repeats and the valid delay", in.GARP)
+	}
+	for _, w := range []string{
+		`(default/web) verbatim garp_master_repeat must be a whole number from 0 to 255; ignored`,
+		`verbatimConfig vrrp_garp_master_refresh_repeat "100000" is not a number between 0 and 255; ignored`,
+	} {
+		if !warned(ws, w) {
+			t.Errorf("no warning %q in %v", w, ws)
+		}
 	}
 }

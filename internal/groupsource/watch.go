@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,11 +50,16 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the exponential wait between retries
 	// after an error; zero means 500ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
-	// SecretRefresh is how often the password Secret is read again, so a
-	// changed password takes effect without a change to the group. vrrpd
-	// only gets the Secret (it needs no list or watch on it); zero means
-	// one minute.
-	SecretRefresh time.Duration
+	// PasswordFile holds the group's password: the key of its Secret,
+	// which the kubelet mounts into vrrpd's pod (the operator's DaemonSet
+	// names it with vrrpd's --password-file). vrrpd never reads a Secret
+	// through the API. Empty means no password.
+	PasswordFile string
+	// PasswordRefresh is how often PasswordFile is read again while the
+	// group wants a password, so that a rotated Secret (the kubelet
+	// replaces the file) takes effect without a change to the group or a
+	// restart; zero means ten seconds.
+	PasswordRefresh time.Duration
 }
 
 // Update is a new configuration for the daemon.
@@ -92,15 +99,16 @@ func Watch(ctx context.Context, rc *rest.Config, opts Options) error {
 	return w.run(ctx)
 }
 
-// scheme decodes our group's objects, Secrets, Services and Events (events.go) and the
-// API's Status errors. It holds only these: client-go's full scheme (every API group) would cost vrrpd megabytes of memory.
+// scheme decodes our group's objects, the Services and Events of events.go, and the
+// API's Status errors. It holds only these: client-go's full scheme (every API group)
+// would cost vrrpd megabytes of memory.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err) // registration of static types; cannot fail at run time
 	}
-	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Secret{}, &corev1.Service{})
-	s.AddKnownTypes(eventsv1.SchemeGroupVersion, &eventsv1.Event{}) // events.go
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{})
+	s.AddKnownTypes(eventsv1.SchemeGroupVersion, &eventsv1.Event{})
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }()
@@ -111,12 +119,11 @@ type watcher struct {
 	opts   Options
 	log    *slog.Logger
 	groups rest.Interface
-	core   rest.Interface // for the password Secret
 
 	// Inputs of the translation.
 	group    *v1alpha1.KeepalivedGroup // nil: does not exist
 	password []byte
-	secret   *v1alpha1.PasswordAuth // Secret the password came from
+	pwErr    string // why the last read of PasswordFile gave nothing, logged once per change
 
 	// Output.
 	last      *config.Config
@@ -149,8 +156,8 @@ func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = max(30*time.Second, opts.MinBackoff)
 	}
-	if opts.SecretRefresh <= 0 {
-		opts.SecretRefresh = time.Minute
+	if opts.PasswordRefresh <= 0 {
+		opts.PasswordRefresh = 10 * time.Second
 	}
 
 	gc := rest.CopyConfig(rc)
@@ -164,18 +171,10 @@ func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: %w", err)
 	}
-	cc := rest.CopyConfig(gc)
-	cc.GroupVersion = &corev1.SchemeGroupVersion
-	cc.APIPath = "/api"
-	core, err := rest.RESTClientFor(cc)
-	if err != nil {
-		return nil, fmt.Errorf("groupsource: %w", err)
-	}
 	return &watcher{
 		opts:   opts,
 		log:    opts.Logger.With("group", opts.Group.String()),
 		groups: groups,
-		core:   core,
 		retry:  backoff{min: opts.MinBackoff, max: opts.MaxBackoff},
 	}, nil
 }
@@ -224,7 +223,8 @@ func (w *watcher) startFromCache() {
 	if e == nil {
 		return
 	}
-	w.group, w.password, w.secret = e.Group, e.Password, secretRef(e.Group)
+	w.group = e.Group
+	w.readPassword()
 	if data, err := encodeCache(e); err == nil {
 		w.cached = data
 	}
@@ -241,9 +241,7 @@ func (w *watcher) session(ctx context.Context) (healthy bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := w.setGroup(ctx, g); err != nil {
-		return false, err
-	}
+	w.setGroup(g)
 	for {
 		start := time.Now()
 		wi, err := w.watchFrom(ctx, rv)
@@ -313,7 +311,7 @@ func (w *watcher) watchFrom(ctx context.Context, rv string) (watch.Interface, er
 		Watch(ctx)
 }
 
-// consume handles the watch's events, the Secret refresh and translation
+// consume handles the watch's events, the password refresh and translation
 // retries until the watch ends, and returns the last resourceVersion seen.
 func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) (string, int, error) {
 	events := 0
@@ -324,9 +322,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) (s
 		case <-ctx.Done():
 			return rv, events, ctx.Err()
 		case <-timer.C:
-			if err := w.refresh(ctx); err != nil {
-				return rv, events, err
-			}
+			w.refresh()
 			timer.Reset(w.nextWakeup())
 		case ev, ok := <-wi.ResultChan():
 			if !ok {
@@ -346,9 +342,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) (s
 				if ev.Type == watch.Deleted {
 					g = nil
 				}
-				if err := w.setGroup(ctx, g); err != nil {
-					return rv, events, err
-				}
+				w.setGroup(g)
 				timer.Reset(w.nextWakeup())
 			case watch.Bookmark:
 				if m, err := meta.Accessor(ev.Object); err == nil {
@@ -365,7 +359,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) (s
 	}
 }
 
-// nextWakeup is the time until the next Secret refresh or translation
+// nextWakeup is the time until the next password refresh or translation
 // retry, whichever is due first.
 func (w *watcher) nextWakeup() time.Duration {
 	at := w.refreshAt
@@ -378,69 +372,77 @@ func (w *watcher) nextWakeup() time.Duration {
 	return max(time.Until(at), 0)
 }
 
-// setGroup takes a group from the API server: reads its Secret, updates the
-// cache, translates and hands a changed configuration to OnChange.
-func (w *watcher) setGroup(ctx context.Context, g *v1alpha1.KeepalivedGroup) error {
+// setGroup takes a group from the API server: reads the password it needs,
+// updates the cache, translates and hands a changed configuration to
+// OnChange.
+func (w *watcher) setGroup(g *v1alpha1.KeepalivedGroup) {
 	w.group = g
-	w.secret = secretRef(g)
-	w.password = nil
-	if err := w.readSecret(ctx); err != nil {
-		return err
-	}
+	w.readPassword()
 	// Cache first: a crash while the daemon applies the update must not
 	// restart it on the older group.
 	w.updateCache()
 	w.apply(false)
-	return nil
 }
 
-// refresh reads the Secret again and retries a failed translation (its
-// resolver may succeed now, or the Secret may exist now).
-func (w *watcher) refresh(ctx context.Context) error {
+// refresh reads the password file again and retries a failed translation
+// (its resolver may succeed now, or the password may be there now).
+func (w *watcher) refresh() {
 	old := w.password
-	if err := w.readSecret(ctx); err != nil {
-		return err
-	}
+	w.readPassword()
 	if w.failing || !bytes.Equal(old, w.password) {
-		w.updateCache()
 		w.apply(false)
 	}
-	return nil
 }
 
-// readSecret gets the password. A missing Secret or key, or a denied get,
-// leaves no password (the translation then says which instance needs it);
-// any other error is the API's and goes through the retry.
-func (w *watcher) readSecret(ctx context.Context) error {
+// maxPasswordFile bounds what vrrpd reads from the password file: VRRPv2's
+// password is 8 bytes; a bigger file is not a password.
+const maxPasswordFile = 4 << 10
+
+// readPassword reads PasswordFile when the group's instances authenticate.
+// A missing, unreadable or oversized file leaves no password: the
+// translation then says which instance needs it, and the next refresh or
+// retry reads the file again (the kubelet may not have written it yet).
+func (w *watcher) readPassword() {
 	w.refreshAt = time.Time{}
-	pa := w.secret
+	w.password = nil
+	pa := secretRef(w.group)
 	if pa == nil {
-		w.password = nil
-		return nil
+		w.pwErr = ""
+		return
 	}
-	w.refreshAt = time.Now().Add(w.opts.SecretRefresh)
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	s := &corev1.Secret{}
-	err := w.core.Get().Namespace(w.opts.Group.Namespace).Resource("secrets").Name(pa.SecretRef.Name).
-		Do(ctx).Into(s)
-	switch {
-	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err):
-		w.log.Warn("cannot read the password Secret", "secret", pa.SecretRef.Name, "err", err)
-		w.password = nil
-		return nil
-	case err != nil:
-		return fmt.Errorf("get Secret %s: %w", pa.SecretRef.Name, err)
+	w.refreshAt = time.Now().Add(w.opts.PasswordRefresh)
+	pw, err := readPasswordFile(w.opts.PasswordFile)
+	if err != nil {
+		if msg := err.Error(); msg != w.pwErr {
+			w.pwErr = msg
+			w.log.Warn("cannot read the password", "secret", pa.SecretRef.Name, "key", secretKey(pa), "err", err)
+		}
+		return
 	}
-	w.password = secretValue(s, secretKey(pa))
-	if w.password == nil {
-		w.log.Warn("the password Secret has no such key", "secret", pa.SecretRef.Name, "key", secretKey(pa))
-	}
-	return nil
+	w.pwErr = ""
+	w.password = pw
 }
 
-func secretValue(s *corev1.Secret, key string) []byte {
-	return s.Data[key] // the API server turns stringData into data
+// readPasswordFile returns the content of path. The kubelet replaces a
+// Secret volume's files by switching a symlink, so each read opens the
+// path afresh and sees the old password or the new one, never a mix.
+func readPasswordFile(path string) ([]byte, error) {
+	if path == "" {
+		return nil, errors.New("no password file (vrrpd --password-file)")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxPasswordFile {
+		return nil, fmt.Errorf("%s: more than %d bytes", path, maxPasswordFile)
+	}
+	return data, nil
 }
 
 // secretRef is the Secret the group's instances authenticate with: the
@@ -491,8 +493,8 @@ func (w *watcher) apply(fromCache bool) {
 	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv})
 }
 
-// updateCache writes the group and password the API server gave, or removes
-// the cache when the group is gone.
+// updateCache writes the group the API server gave, or removes the cache
+// when the group is gone.
 func (w *watcher) updateCache() {
 	if w.opts.StateDir == "" {
 		return
@@ -504,7 +506,7 @@ func (w *watcher) updateCache() {
 		w.cached = nil
 		return
 	}
-	data, err := encodeCache(&cacheEntry{Group: w.group, Password: w.password})
+	data, err := encodeCache(&cacheEntry{Group: w.group})
 	if err != nil {
 		w.log.Warn("cannot encode the cache", "err", err)
 		return

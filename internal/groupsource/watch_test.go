@@ -204,8 +204,12 @@ func TestWatchCacheWhileAPIAway(t *testing.T) {
 }
 
 // TestWatchWithVrrpdRole runs the watch as the vrrpd ServiceAccount with
-// the Role the operator means to give it: get/list/watch on its own group
-// by resourceNames, get on its password Secret.
+// the Role the operator gives it: get/list/watch on its own group by
+// resourceNames and nothing else, no Secret at all. The password comes from
+// a file, as the kubelet mounts the Secret's key: a new password replaces
+// the file the way the kubelet does (a new directory, one symlink switched)
+// and takes effect without any change to the group; the cache never holds
+// it.
 func TestWatchWithVrrpdRole(t *testing.T) {
 	needAPI(t)
 	ctx := context.Background()
@@ -223,13 +227,11 @@ func TestWatchWithVrrpdRole(t *testing.T) {
 	createGroup(t, ns, "other", testGroup())
 	for _, obj := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vrrp-pass"}, Data: map[string][]byte{"password": []byte("s3cret")}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "unrelated"}, Data: map[string][]byte{"password": []byte("x")}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vrrpd"}},
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vrrpd"},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"keepalivedgroups"}, ResourceNames: []string{"edge"}, Verbs: []string{"get", "list", "watch"}},
-				{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"vrrp-pass"}, Verbs: []string{"get"}},
 			},
 		},
 		&rbacv1.RoleBinding{
@@ -245,24 +247,26 @@ func TestWatchWithVrrpdRole(t *testing.T) {
 	sa := rest.CopyConfig(testConfig)
 	sa.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":vrrpd"}
 
-	// The Role is really enforced: everything but the two named objects is
-	// denied to the ServiceAccount.
+	// The Role is really enforced: everything but the group is denied to
+	// the ServiceAccount, its password Secret included.
 	saClient, err := client.New(sa, client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for what, err := range map[string]error{
-		"get the other group":           saClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, &v1alpha1.KeepalivedGroup{}),
-		"list groups without selector":  saClient.List(ctx, &v1alpha1.KeepalivedGroupList{}, client.InNamespace(ns)),
-		"get an unrelated Secret":       saClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "unrelated"}, &corev1.Secret{}),
-		"list Secrets by name selector": saClient.List(ctx, &corev1.SecretList{}, client.InNamespace(ns), client.MatchingFields{"metadata.name": "vrrp-pass"}),
+		"get the other group":          saClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, &v1alpha1.KeepalivedGroup{}),
+		"list groups without selector": saClient.List(ctx, &v1alpha1.KeepalivedGroupList{}, client.InNamespace(ns)),
+		"get the password Secret":      saClient.Get(ctx, types.NamespacedName{Namespace: ns, Name: "vrrp-pass"}, &corev1.Secret{}),
 	} {
 		if !apierrors.IsForbidden(err) {
 			t.Errorf("%s: %v, want Forbidden", what, err)
 		}
 	}
 
-	w := startWatch(t, sa, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: "b", StateDir: t.TempDir(), SecretRefresh: 100 * time.Millisecond})
+	vol := newSecretVolume(t, "password", "s3cret\n") // the original operator's Secrets may end in a newline
+	dir := t.TempDir()
+	w := startWatch(t, sa, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: "b", StateDir: dir,
+		PasswordFile: vol.path("password"), PasswordRefresh: 100 * time.Millisecond})
 	u := w.next(t)
 	wantTranslation(t, u, ns, "edge", "b", []byte("s3cret"))
 	for _, in := range u.Config.Instances {
@@ -281,56 +285,127 @@ func TestWatchWithVrrpdRole(t *testing.T) {
 	}
 
 	// A new password takes effect without any change to the group.
-	var s corev1.Secret
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "vrrp-pass"}, &s); err != nil {
-		t.Fatal(err)
-	}
-	s.Data["password"] = []byte("n3wpass")
-	if err := k8s.Update(ctx, &s); err != nil {
-		t.Fatal(err)
-	}
+	vol.update(t, "password", "n3wpass")
 	u = w.next(t)
 	if in := u.Config.Instances[0]; in.AuthPass != "n3wpass" {
 		t.Fatalf("after the Secret changed: password %q", in.AuthPass)
 	}
-	if strings.Contains(w.logs.String(), "kubernetes API") || strings.Contains(w.logs.String(), "Secret") {
+	if strings.Contains(w.logs.String(), "kubernetes API") || strings.Contains(w.logs.String(), "cannot read the password") {
 		t.Errorf("errors under the vrrpd Role:\n%s", w.logs)
+	}
+	// The cache on the node holds the group, never the password.
+	eventuallyCache(t, dir, ns, "edge", u.ResourceVersion)
+	data, err := os.ReadFile(filepath.Join(dir, CacheFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pw := range []string{"s3cret", "n3wpass", "czNjcmV0", "bjN3cGFzcw"} { // and their base64
+		if strings.Contains(string(data), pw) {
+			t.Errorf("the cache holds the password %q", pw)
+		}
 	}
 }
 
-// TestWatchMissingSecret: without its password a VRRPv2 group is not
-// applied (no instance runs unauthenticated); once the Secret exists the
-// configuration comes by itself.
-func TestWatchMissingSecret(t *testing.T) {
+// TestWatchMissingPassword: without its password a VRRPv2 group is not
+// applied (no instance runs unauthenticated); once the file exists the
+// configuration comes by itself, and a restart from the cache reads the
+// file again.
+func TestWatchMissingPassword(t *testing.T) {
 	needAPI(t)
-	ns := newNamespace(t, "nosecret")
+	ns := newNamespace(t, "nopassword")
 	g := testGroup()
 	g.Status.Instances = g.Status.Instances[2:]
 	pa := &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "later"}, SecretKey: "pw"}
 	g.Status.Instances[0].Settings.Version = 2
 	g.Status.Instances[0].Settings.PasswordAuth = pa
 	createGroup(t, ns, "edge", g)
-	w := startWatch(t, testConfig, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: "a", SecretRefresh: time.Hour})
+	key := types.NamespacedName{Namespace: ns, Name: "edge"}
+	pwFile := filepath.Join(t.TempDir(), "password")
+	dir := t.TempDir()
+	w := startWatch(t, testConfig, Options{Group: key, Node: "a", StateDir: dir, PasswordFile: pwFile, PasswordRefresh: time.Hour})
 	eventually(t, func() error {
 		if !strings.Contains(w.logs.String(), `passwordAuth: no password in Secret later key \"pw\"`) {
 			return errors.New("no error about the missing password logged")
 		}
 		return nil
 	})
+	if n := strings.Count(w.logs.String(), "cannot read the password"); n != 1 {
+		t.Errorf("the missing file logged %d times, want once until it changes", n)
+	}
 	select {
 	case u := <-w.updates:
 		t.Fatalf("update without a password: %+v", u)
 	default:
 	}
-	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"}, StringData: map[string]string{"pw": "finally"}}
-	if err := k8s.Create(context.Background(), sec); err != nil {
+	if err := os.WriteFile(pwFile, []byte("finally"), 0o400); err != nil {
 		t.Fatal(err)
 	}
-	// The failed translation is retried with backoff, reading the Secret
+	// The failed translation is retried with backoff, reading the file
 	// again, long before the hourly refresh.
 	u := w.next(t)
 	if len(u.Config.Instances) != 1 || u.Config.Instances[0].AuthPass != "finally" {
-		t.Fatalf("after the Secret appeared: %+v", u.Config)
+		t.Fatalf("after the password appeared: %+v", u.Config)
+	}
+	eventuallyCache(t, dir, ns, "edge", u.ResourceVersion)
+	if err := w.stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stop: %v", err)
+	}
+
+	// Restarted while the API server is away: the cached group with the
+	// password of the file.
+	away := &rest.Config{Host: "http://127.0.0.1:1", Timeout: time.Second}
+	again := startWatch(t, away, Options{Group: key, Node: "a", StateDir: dir, PasswordFile: pwFile})
+	u = again.next(t)
+	if !u.FromCache || len(u.Config.Instances) != 1 || u.Config.Instances[0].AuthPass != "finally" {
+		t.Fatalf("from the cache: %+v", u)
+	}
+
+	// A file too big to be a password is refused.
+	if err := os.WriteFile(pwFile, make([]byte, maxPasswordFile+1), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readPasswordFile(pwFile); err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("oversized file: %v", err)
+	}
+}
+
+// secretVolume lays out a directory as the kubelet lays out a Secret
+// volume: each key a symlink through ..data to a timestamped directory,
+// updated by writing a new directory and renaming a new ..data symlink over
+// the old one.
+type secretVolume struct {
+	dir string
+	gen int
+}
+
+func newSecretVolume(t *testing.T, key, value string) *secretVolume {
+	t.Helper()
+	v := &secretVolume{dir: t.TempDir()}
+	v.update(t, key, value)
+	if err := os.Symlink(filepath.Join("..data", key), filepath.Join(v.dir, key)); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func (v *secretVolume) path(key string) string { return filepath.Join(v.dir, key) }
+
+func (v *secretVolume) update(t *testing.T, key, value string) {
+	t.Helper()
+	v.gen++
+	ts := fmt.Sprintf("..2026_11_23_%d", v.gen)
+	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v.dir, ts, key), []byte(value), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -432,5 +507,34 @@ func TestWatchBacksOff(t *testing.T) {
 	case u := <-w.updates:
 		t.Fatalf("a relist of an unchanged group gave an update: %+v", u)
 	default:
+	}
+}
+
+// TestWatchMulticastVIPDropsOneInstance: a status with a multicast VIP in one instance
+// (the API server takes it; an older operator wrote it) gives every member node its other
+// instances, with a warning naming the dropped one, instead of no configuration at all.
+func TestWatchMulticastVIPDropsOneInstance(t *testing.T) {
+	needAPI(t)
+	ns := newNamespace(t, "mcast")
+	g := testGroup()
+	g.Status.Instances[0].VIPs = []string{"10.99.0.100", "239.1.2.3"} // default/dual
+	createGroup(t, ns, "edge", g)
+	for _, node := range []string{"a", "b", "c"} {
+		w := startWatch(t, testConfig, Options{Group: types.NamespacedName{Namespace: ns, Name: "edge"}, Node: node, StateDir: t.TempDir()})
+		u := w.next(t)
+		wantTranslation(t, u, ns, "edge", node, nil)
+		var got []string
+		for _, in := range u.Config.Instances {
+			if strings.HasPrefix(in.Name, "default/dual") {
+				t.Errorf("%s runs %s, whose status has a multicast VIP", node, in.Name)
+			}
+			got = append(got, in.Name)
+		}
+		if want := map[string]int{"a": 2, "b": 1, "c": 2}[node]; len(got) != want {
+			t.Errorf("%s runs %v, want the group's %d other instances", node, got, want)
+		}
+		if !warned(u.Warnings, "(default/dual) instance dropped") || !strings.Contains(w.logs.String(), "239.1.2.3 is a multicast address") {
+			t.Errorf("%s: no warning about the dropped instance: %v", node, u.Warnings)
+		}
 	}
 }

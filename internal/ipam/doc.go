@@ -11,14 +11,22 @@
 //
 // # Network and broadcast addresses
 //
-// Every address of a CIDR entry is usable, including the all-zeros and
-// all-ones addresses of an IPv4 block such as 10.99.0.200/29 (as MetalLB does
-// by default). A pool entry names a set of addresses, not a subnet: a /29
-// carved out of a node LAN /24 has no network or broadcast address of its own,
-// and the operator cannot know the real subnet. If an entry does coincide
-// with the whole LAN subnet, list its network and broadcast addresses under
-// excludedAddresses, or write the entry as a range. A CIDR written with host
-// bits set ("10.99.0.201/29") is taken as its network block (10.99.0.200/29).
+// The pool's ranges hold every address of a CIDR entry (Contains, Size and
+// Allocate see them all), but Pool.IsEdge names the addresses the operator
+// never hands out and refuses as VIPs, taking a CIDR entry to be a subnet: its
+// IPv4 network and broadcast addresses (for prefixes up to /30; /31 and /32
+// have none, RFC 3021) and its IPv6 subnet-router anycast address (the first
+// one, for prefixes up to /126; RFC 4291, RFC 6164). Hosts on a subnet that
+// does start there treat them as broadcast or router addresses, and a VIP
+// there would attract or break that traffic (MetalLB's avoidBuggyIPs makes
+// the same choice). This costs two
+// addresses of a /29 carved out of a larger LAN, which has no such addresses
+// of its own; write the entry as a range ("10.99.0.200-10.99.0.207") to hand
+// out every address. A CIDR written with host bits set ("10.99.0.201/29") is
+// taken as its network block (10.99.0.200/29).
+//
+// HostProblem says which addresses are no host's at all (multicast, loopback,
+// link-local, unspecified, the limited broadcast, 0/8, 240/4).
 //
 // # Allocation
 //

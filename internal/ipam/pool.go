@@ -19,6 +19,11 @@ type addrRange struct {
 // A Pool is immutable once parsed and safe for concurrent use.
 type Pool struct {
 	ranges [2][]addrRange // indexed by Family.index()
+	// edges are the network and broadcast addresses of the CIDR entries
+	// (see cidrEdges), sorted. They stay in ranges (Contains, Size and
+	// Allocate count every address of an entry); the operator skips them
+	// through IsEdge.
+	edges []netip.Addr
 }
 
 // EntryError is a bad entry of the pool: which list, its index and its text.
@@ -41,6 +46,7 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // returned as an *EntryError.
 func Parse(addresses, excluded []string) (*Pool, error) {
 	var incl, excl [2][]addrRange
+	var edges []netip.Addr
 	for i, s := range addresses {
 		r, err := parseEntry(s)
 		if err != nil {
@@ -48,6 +54,7 @@ func Parse(addresses, excluded []string) (*Pool, error) {
 		}
 		fi, _ := FamilyOf(r.first).index()
 		incl[fi] = append(incl[fi], r)
+		edges = append(edges, cidrEdges(s)...)
 	}
 	for i, s := range excluded {
 		r, err := parseEntry(s)
@@ -57,7 +64,8 @@ func Parse(addresses, excluded []string) (*Pool, error) {
 		fi, _ := FamilyOf(r.first).index()
 		excl[fi] = append(excl[fi], r)
 	}
-	p := &Pool{}
+	slices.SortFunc(edges, netip.Addr.Compare)
+	p := &Pool{edges: slices.Compact(edges)}
 	for fi := range p.ranges {
 		p.ranges[fi] = subtract(merge(incl[fi]), merge(excl[fi]))
 	}
@@ -123,6 +131,39 @@ func checkAddr(a netip.Addr) error {
 		return fmt.Errorf("address %s is IPv4-mapped IPv6; write %s", a, a.Unmap())
 	}
 	return nil
+}
+
+// cidrEdges returns the addresses of a CIDR entry that are no host's: an
+// IPv4 prefix's network and broadcast address (except /31 and /32, RFC
+// 3021), an IPv6 prefix's first address, the subnet-router anycast address
+// every router on the link answers (RFC 4291 section 2.6.1; except /127 and
+// /128, RFC 6164). A pool entry written as a CIDR is taken to be the subnet
+// (MetalLB's avoidBuggyIPs does the same for .0 and .255); write a range to
+// hand out every address. Ranges and single addresses have no edges.
+func cidrEdges(entry string) []netip.Addr {
+	p, err := netip.ParsePrefix(strings.TrimSpace(entry))
+	if err != nil {
+		return nil
+	}
+	p = p.Masked()
+	switch {
+	case p.Addr().Is4() && p.Bits() <= 30:
+		return []netip.Addr{p.Addr(), lastOf(p)}
+	case p.Addr().Is6() && p.Bits() <= 126:
+		return []netip.Addr{p.Addr()}
+	}
+	return nil
+}
+
+// IsEdge reports whether a is the network, broadcast or subnet-router
+// anycast address of one of the pool's CIDR entries: in the pool's ranges
+// but never a host's address.
+func (p *Pool) IsEdge(a netip.Addr) bool {
+	if p == nil {
+		return false
+	}
+	_, found := slices.BinarySearchFunc(p.edges, a, netip.Addr.Compare)
+	return found
 }
 
 // lastOf returns the highest address of a masked prefix.

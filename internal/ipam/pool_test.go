@@ -290,3 +290,47 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestEdges: a CIDR entry's network and broadcast (IPv4) or subnet-router
+// anycast (IPv6) address is an edge; ranges, single addresses, /31, /32,
+// /127 and /128 have none, and edges stay in the pool's ranges.
+func TestEdges(t *testing.T) {
+	p, err := Parse([]string{"10.99.0.200/29", "10.99.0.220-10.99.0.222", "10.99.0.230/31", "10.99.0.240/32", "fd00:99::200/125", "fd00:99::300/127", " 10.99.1.9/24 "}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string]bool{
+		"10.99.0.200": true, "10.99.0.207": true, "10.99.0.201": false, "10.99.0.206": false,
+		"10.99.0.220": false, "10.99.0.222": false, "10.99.0.230": false, "10.99.0.231": false,
+		"10.99.0.240": false, "fd00:99::200": true, "fd00:99::207": false, "fd00:99::300": false,
+		"10.99.1.0": true, "10.99.1.255": true, "10.99.1.9": false, "10.99.0.0": false,
+	} {
+		a := netip.MustParseAddr(s)
+		if got := p.IsEdge(a); got != want {
+			t.Errorf("IsEdge(%s) = %v, want %v", s, got, want)
+		}
+		if want && !p.Contains(a) {
+			t.Errorf("edge %s left the pool's ranges", s)
+		}
+	}
+	var nilPool *Pool
+	if nilPool.IsEdge(netip.MustParseAddr("10.99.0.200")) {
+		t.Error("nil pool has edges")
+	}
+}
+
+func TestHostProblem(t *testing.T) {
+	for s, bad := range map[string]bool{
+		"10.99.0.5": false, "fd00:99::5": false, "192.0.2.1": false, "2001:db8::1": false,
+		"224.0.0.5": true, "239.1.2.3": true, "ff02::12": true, "127.0.0.1": true, "::1": true,
+		"169.254.1.1": true, "fe80::1": true, "0.0.0.0": true, "::": true, "255.255.255.255": true,
+		"0.1.2.3": true, "240.0.0.1": true, "::ffff:10.99.0.5": true, "fe80::1%eth0": true,
+	} {
+		if got := HostProblem(netip.MustParseAddr(s)); (got != "") != bad {
+			t.Errorf("HostProblem(%s) = %q, want bad=%v", s, got, bad)
+		}
+	}
+	if HostProblem(netip.Addr{}) == "" {
+		t.Error("zero Addr passes")
+	}
+}

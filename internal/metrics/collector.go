@@ -60,6 +60,8 @@ type Collector struct {
 	instances      *prometheus.Desc
 	received       *prometheus.Desc
 	unattributed   *prometheus.Desc
+	preexisting    *prometheus.Desc
+	readded        *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading src.
@@ -85,6 +87,10 @@ func NewCollector(src Source) *Collector {
 			"VRRP packets read from the interface's socket", socketLabels, nil),
 		unattributed: prometheus.NewDesc("vrrpd_malformed_dropped_total",
 			"VRRP packets dropped before reaching any instance (undecodable, unknown VRID, broken IP header)", socketLabels, nil),
+		preexisting: prometheus.NewDesc("vrrpd_vip_preexisting_total",
+			"VIPs found on the interface already, not added by vrrpd, when the instance became master: left alone and never removed", instanceLabels, nil),
+		readded: prometheus.NewDesc("vrrpd_vip_readded_total",
+			"VIPs taken off the interface by someone else while the instance was master, and put back", instanceLabels, nil),
 	}
 	for _, d := range keepalivedCounters {
 		c.counters = append(c.counters, prometheus.NewDesc(d.name, d.help, vrrpLabels, nil))
@@ -99,7 +105,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{c.state, c.priority, c.basePriority, c.transitions,
-		c.lastTransition, c.vipMaster, c.instances, c.received, c.unattributed} {
+		c.lastTransition, c.vipMaster, c.instances, c.received, c.unattributed, c.preexisting, c.readded} {
 		ch <- d
 	}
 }
@@ -144,6 +150,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, v := range in.VIPs {
 			emit(ch, c.vipMaster, prometheus.GaugeValue, master, in.Name, in.Interface, vrid, v.Addr().String())
 		}
+		emit(ch, c.preexisting, prometheus.CounterValue, float64(in.PreexistingVIPs), in.Name, in.Interface, vrid)
+		emit(ch, c.readded, prometheus.CounterValue, float64(in.ReaddedVIPs), in.Name, in.Interface, vrid)
 	}
 	for _, s := range allStates {
 		emit(ch, c.instances, prometheus.GaugeValue, float64(perState[s]), s.String())

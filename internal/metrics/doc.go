@@ -23,6 +23,10 @@
 //	vrrpd_transitions_total{name,intf,vrid}        counter, every state change
 //	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}    gauge
 //	vrrpd_vip_master{name,intf,vrid,vip}           gauge, 1 per VIP of a MASTER here, else 0
+//	vrrpd_vip_preexisting_total{name,intf,vrid}    counter, VIPs found on the interface
+//	                                               already (not added, never removed)
+//	vrrpd_vip_readded_total{name,intf,vrid}        counter, VIPs put back after someone
+//	                                               took them off a master's interface
 //	vrrpd_instances{state}                         gauge, instances per state
 //	vrrpd_packets_received_total{intf,family}      counter, per socket
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take

@@ -32,9 +32,9 @@ func sampleSnapshot() metrics.Snapshot {
 			{
 				Name: "VI_1", Interface: "eth0", Family: metrics.FamilyIPv4, VRID: 51, Version: 3,
 				State: vrrp.StateMaster, Priority: 150, BasePriority: 100,
-				Master:         netip.MustParseAddr("10.99.0.10"),
-				VIPs:           []netip.Prefix{netip.MustParsePrefix("10.99.0.100/24")},
-				Transitions:    3,
+				Master:      netip.MustParseAddr("10.99.0.10"),
+				VIPs:        []netip.Prefix{netip.MustParsePrefix("10.99.0.100/24")},
+				Transitions: 3, PreexistingVIPs: 1, ReaddedVIPs: 2,
 				LastTransition: lastChange,
 				Counters: vrrp.Counters{
 					AdvertRcvd: 1, AdvertSent: 2, BecomeMaster: 3, ReleaseMaster: 4, PacketLenErr: 5,
@@ -160,6 +160,8 @@ func TestVrrpdMetrics(t *testing.T) {
 		{"vrrpd_priority", vi1, 150},
 		{"vrrpd_base_priority", vi1, 100},
 		{"vrrpd_transitions_total", vi1, 3},
+		{"vrrpd_vip_preexisting_total", vi1, 1},
+		{"vrrpd_vip_readded_total", vi1, 2},
 		{"vrrpd_last_transition_timestamp_seconds", vi1, float64(lastChange.Unix())},
 		{"vrrpd_last_transition_timestamp_seconds", map[string]string{"name": "VI_F", "intf": "eth1", "vrid": "1"}, 0},
 		{"vrrpd_instances", map[string]string{"state": "MASTER"}, 1},

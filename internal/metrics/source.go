@@ -49,6 +49,11 @@ type Instance struct {
 	Transitions    uint64
 	LastTransition time.Time
 	Counters       vrrp.Counters
+	// PreexistingVIPs counts the VIPs found on the interface already, without vrrpd having
+	// added them, when the instance became master: left alone, never removed.
+	// ReaddedVIPs counts the VIPs someone else took off while it was master, put back.
+	PreexistingVIPs uint64
+	ReaddedVIPs     uint64
 }
 
 // Family is an instance's or socket's address family, as a label value.

@@ -87,15 +87,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	proxy := startProxy(t, cl, proxyAddr, apiAddress(t))
 	ns := newNamespace(t)
 	startOperator(t, ns)
-	t.Cleanup(func() {
-		if t.Failed() {
-			var g v1alpha1.KeepalivedGroup
-			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName}, &g); err == nil {
-				st, _ := yaml.Marshal(g.Status)
-				t.Logf("---- group %s/%s status ----\n%s", ns, groupName, st)
-			}
-		}
-	})
+	logGroupOnFailure(t, ns)
 
 	// 2. The group and its Services.
 	g := &v1alpha1.KeepalivedGroup{
@@ -128,12 +120,7 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 	environ := []string{"KUBECONFIG=" + kubeconfig}
 	stateDirs := map[string]string{"h1": vrrpdtest.NewStateDir(t), "h2": vrrpdtest.NewStateDir(t)}
 	run := func(node string) *vrrpd {
-		a := make([]string, 0, len(args)+6)
-		for _, s := range args {
-			a = append(a, strings.ReplaceAll(s, "$(NODE_NAME)", node))
-		}
-		a = append(a, "--state-dir", stateDirs[node], "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
-		return startVrrpd(t, hosts[node], environ, a...)
+		return startVrrpd(t, hosts[node], environ, nodeArgs(args, node, stateDirs[node])...)
 	}
 	daemons := map[string]*vrrpd{"h1": run("h1"), "h2": run("h2")}
 	want := map[netip.Addr]string{vipWeb: masters[vipWeb], vipSpread1: masters[vipSpread1], vipSpread2: masters[vipSpread2]}
@@ -279,6 +266,32 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 			return strings.Contains(d.Output()[logged[node]:], "from_cache=false")
 		})
 	}
+}
+
+// logGroupOnFailure logs the group's status when the test fails.
+func logGroupOnFailure(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			var g v1alpha1.KeepalivedGroup
+			if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName}, &g); err == nil {
+				st, _ := yaml.Marshal(g.Status)
+				t.Logf("---- group %s/%s status ----\n%s", ns, groupName, st)
+			}
+		}
+	})
+}
+
+// nodeArgs are the DaemonSet's vrrpd arguments as the pod on node runs them, plus the lab's
+// state directory, metrics address and debug logging.
+func nodeArgs(args []string, node, stateDir string) []string {
+	a := make([]string, 0, len(args)+6)
+	// The kubelet expands the pod's env; the lab host's loopback stands for its
+	// status.hostIP, where the suite reads /status.
+	expand := strings.NewReplacer("$(NODE_NAME)", node, "$(HOST_IP)", "127.0.0.1")
+	for _, s := range args {
+		a = append(a, expand.Replace(s))
+	}
+	return append(a, "--state-dir", stateDir, "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
 }
 
 // apiAddress is the API server's host:port in the root namespace.

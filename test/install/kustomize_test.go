@@ -270,10 +270,11 @@ func checkOpenShift(t *testing.T, objs []*unstructured.Unstructured, name string
 	want := map[string]any{
 		"allowHostNetwork": true,
 		// hostNetwork makes every containerPort a hostPort (vrrpd's metrics port).
-		"allowHostPorts":                  true,
-		"allowHostPID":                    false,
-		"allowHostIPC":                    false,
-		"allowHostDirVolumePlugin":        false,
+		"allowHostPorts": true,
+		"allowHostPID":   false,
+		"allowHostIPC":   false,
+		// vrrpd's VIP record outlives its pod in /run/vrrpd/<namespace>/<group>.
+		"allowHostDirVolumePlugin":        true,
 		"allowPrivilegedContainer":        false,
 		"allowPrivilegeEscalation":        false,
 		"defaultAllowPrivilegeEscalation": false,
@@ -286,7 +287,7 @@ func checkOpenShift(t *testing.T, objs []*unstructured.Unstructured, name string
 		"fsGroup":                         map[string]any{"type": "MustRunAs"},
 		"supplementalGroups":              map[string]any{"type": "RunAsAny"},
 		"seccompProfiles":                 []any{"runtime/default"},
-		"volumes":                         []any{"emptyDir", "projected", "configMap", "downwardAPI", "secret"},
+		"volumes":                         []any{"emptyDir", "hostPath", "projected", "configMap", "downwardAPI", "secret"},
 		"users":                           []any{},
 		"groups":                          []any{},
 		"priority":                        nil,

@@ -17,7 +17,10 @@ import (
 
 // vrrpdPod has the security-relevant shape of the pods of a group's DaemonSet (see
 // controller/daemonset.go): host network, uid 0, every capability dropped but NET_ADMIN and
-// NET_RAW, no privilege.
+// NET_RAW, no privilege, the runtime's seccomp profile, a hostPath for the VIP record and
+// the password Secret as a volume. Baseline forbids host namespaces (hostNetwork), host
+// ports (hostNetwork makes 9650 one), hostPath volumes and adding capabilities outside its
+// short list (neither NET_ADMIN nor NET_RAW is in it): only "privileged" admits the pod.
 func vrrpdPod(ns string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "vrrpd", Namespace: ns},
@@ -27,16 +30,27 @@ func vrrpdPod(ns string) *corev1.Pod {
 				Name:  "keepalived",
 				Image: "ghcr.io/vrrp-operator/vrrpd:latest",
 				Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9650}},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "run", MountPath: "/run/vrrpd"},
+					{Name: "password", MountPath: "/etc/vrrpd/password", ReadOnly: true},
+				},
 				SecurityContext: &corev1.SecurityContext{
 					Privileged:               ptr.To(false),
 					AllowPrivilegeEscalation: ptr.To(false),
 					ReadOnlyRootFilesystem:   ptr.To(true),
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 					Capabilities: &corev1.Capabilities{
 						Drop: []corev1.Capability{"ALL"},
 						Add:  []corev1.Capability{"NET_ADMIN", "NET_RAW"},
 					},
 				},
 			}},
+			Volumes: []corev1.Volume{
+				{Name: "run", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: "/run/vrrpd/" + ns + "/lan", Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}},
+				{Name: "password", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: "vrrp-password", Items: []corev1.KeyToPath{{Key: "password", Path: "password"}}}}},
+			},
 		},
 	}
 }
@@ -76,5 +90,10 @@ func TestPodSecurityLabels(t *testing.T) {
 	}
 	if err := create(vrrpdPod(groupNS)); err != nil {
 		t.Errorf("vrrpd's pod in the groups' namespace %s: %v", groupNS, err)
+	}
+	// baseline is not enough: the groups' namespace needs privileged.
+	ensureNamespace(t, "vrrpd-baseline", map[string]string{"pod-security.kubernetes.io/enforce": "baseline"})
+	if err := create(vrrpdPod("vrrpd-baseline")); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "PodSecurity") {
+		t.Errorf("vrrpd's pod in a baseline namespace: %v, want refused by PodSecurity", err)
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -61,28 +59,12 @@ func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string) *vrrpd {
 
 // keepalivedBinary is the installed keepalived; without one it skips t, or fails it under
 // CI=true.
-func keepalivedBinary(t testing.TB) string {
-	t.Helper()
-	bin, err := exec.LookPath("keepalived")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("keepalived not installed: %v", err)
-		}
-		t.Skipf("keepalived not installed: %v", err)
-	}
-	return bin
-}
+func keepalivedBinary(t testing.TB) string { return vrrpdtest.KeepalivedBinary(t) }
 
 // startKeepalived runs the real keepalived (VRRP only) in h with conf.
 func startKeepalived(t testing.TB, h *netlab.Host, conf string) *proc {
 	t.Helper()
-	bin := keepalivedBinary(t)
-	dir := t.TempDir()
-	return vrrpdtest.Start(t, h, "keepalived@"+h.Name, nil, bin,
-		"-f", conf, "-l", "-D", "-n", "-G", "-P",
-		"-p", filepath.Join(dir, "keepalived.pid"),
-		"-r", filepath.Join(dir, "vrrp.pid"),
-		"-c", filepath.Join(dir, "checkers.pid"))
+	return vrrpdtest.StartKeepalived(t, h, conf)
 }
 
 func (v *vrrpd) status() (metrics.Status, error) { return vrrpdtest.Status(v.Host) }

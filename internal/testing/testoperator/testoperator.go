@@ -23,6 +23,12 @@ import (
 // as its --vrrpd-image, until the test ends.
 func Start(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, ns, image string) {
 	t.Helper()
+	StartWith(t, cfg, scheme, ns, controller.Options{VrrpdImage: image})
+}
+
+// StartWith is Start with the operator's options.
+func StartWith(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, ns string, opts controller.Options) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
@@ -35,7 +41,7 @@ func Start(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme, ns, image str
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: image}); err != nil {
+	if _, err := controller.Setup(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

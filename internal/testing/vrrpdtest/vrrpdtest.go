@@ -8,6 +8,8 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -127,4 +129,34 @@ func Holders(t testing.TB, a netip.Addr, hosts ...*netlab.Host) []string {
 		}
 	}
 	return out
+}
+
+// KeepalivedBinary is the installed keepalived; without one it skips t, or fails it under
+// CI=true.
+func KeepalivedBinary(t testing.TB) string {
+	t.Helper()
+	bin, err := exec.LookPath("keepalived")
+	if err != nil {
+		if bin, err = exec.LookPath("/usr/sbin/keepalived"); err == nil {
+			return bin
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("keepalived not installed: %v", err)
+		}
+		t.Skipf("keepalived not installed: %v", err)
+	}
+	return bin
+}
+
+// StartKeepalived runs the real keepalived (VRRP only, in the foreground, logging to the
+// console) in h with the configuration file conf.
+func StartKeepalived(t testing.TB, h *netlab.Host, conf string) *Proc {
+	t.Helper()
+	bin := KeepalivedBinary(t)
+	dir := t.TempDir()
+	return Start(t, h, "keepalived@"+h.Name, nil, bin,
+		"-f", conf, "-l", "-D", "-n", "-G", "-P",
+		"-p", filepath.Join(dir, "keepalived.pid"),
+		"-r", filepath.Join(dir, "vrrp.pid"),
+		"-c", filepath.Join(dir, "checkers.pid"))
 }

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// unsupported is a keepalived.conf keyword that keepalived acts on and vrrpd reads but
+// does not: a file that uses it runs differently under vrrpd, and the warning says how.
+type unsupported struct {
+	// yet: issue 9 plans it; without, vrrpd has no plan to do it (a load balancer, mail).
+	yet bool
+	// effect is what happens instead, for the warning and the migration guide.
+	effect string
+}
+
+// unsupportedKeywords is the table of those keywords, global or per instance, blocks or
+// not. docs/migrate-from-keepalived.md lists every one with what to do instead (a test
+// holds the two together).
+var unsupportedKeywords = map[string]unsupported{
+	"vrrp_script":                {true, "the script never runs"},
+	"track_script":               {true, "the VIP will not follow the script"},
+	"track_interface":            {true, "the VIP will not follow the tracked interfaces"},
+	"track_file":                 {true, "the VIP will not follow the file"},
+	"vrrp_track_file":            {true, "the file is not read"},
+	"track_process":              {true, "the VIP will not follow the process"},
+	"vrrp_track_process":         {true, "the process is not watched"},
+	"track_bfd":                  {true, "the VIP will not follow BFD"},
+	"bfd_instance":               {true, "no BFD session runs"},
+	"vrrp_sync_group":            {true, "the instances change state each on their own, not together"},
+	"notify":                     {true, "no script runs on state changes"},
+	"notify_master":              {true, "no script runs on becoming master"},
+	"notify_backup":              {true, "no script runs on becoming backup"},
+	"notify_fault":               {true, "no script runs on a fault"},
+	"notify_stop":                {true, "no script runs on stopping"},
+	"notify_deleted":             {true, "no script runs when the instance is removed"},
+	"notify_fifo":                {true, "nothing is written to the FIFO"},
+	"notify_fifo_script":         {true, "no script reads the FIFO"},
+	"vrrp_notify_fifo_script":    {true, "no script reads the FIFO"},
+	"notify_master_rx_lower_pri": {true, "no script runs on an advertisement of lower priority"},
+	"vrrp_notify_fifo":           {true, "nothing is written to the FIFO"},
+	"virtual_routes":             {true, "the routes are not added with the VIPs"},
+	"virtual_rules":              {true, "the rules are not added with the VIPs"},
+	"static_ipaddress":           {true, "the addresses are not added"},
+	"static_routes":              {true, "the routes are not added"},
+	"static_rules":               {true, "the rules are not added"},
+	"net_namespace":              {true, "the instances run in vrrpd's own network namespace"},
+	"script_user":                {true, "vrrpd runs no scripts yet"},
+	"virtual_server":             {false, "vrrpd does no load balancing (IPVS)"},
+	"virtual_server_group":       {false, "vrrpd does no load balancing (IPVS)"},
+	"smtp_alert":                 {false, "no mail is sent"},
+	"notification_email":         {false, "no mail is sent"},
+	"smtp_server":                {false, "no mail is sent"},
+}
+
+// unsupportedMessage is the warning for an unsupported keyword (where says in which
+// block), or "" if key is not in the table.
+func unsupportedMessage(key, where string, block bool) string {
+	u, ok := unsupportedKeywords[key]
+	if !ok {
+		return ""
+	}
+	what := fmt.Sprintf("%q", key)
+	if block {
+		what += " block"
+	}
+	yet := ""
+	if u.yet {
+		yet = " yet"
+	}
+	return fmt.Sprintf("%s%s is not supported by vrrpd%s; ignored: %s", what, where, yet, u.effect)
+}
+
+// instancePrefix is the "(NAME) " the rules put before a message about one instance.
+var instancePrefix = regexp.MustCompile(`^\([^)]*\) `)
+
+// groupWarnings folds repeated warnings into the first: a configuration of 512 instances
+// that each use track_script gives one warning with a count, not 512 lines. Warnings
+// repeat when they have one group (a keyword in a kind of block), or the same text apart
+// from the instance they name.
+func groupWarnings(ws []Warning) []Warning {
+	var out []Warning
+	index := map[string]int{}
+	for _, w := range ws {
+		key := w.group
+		if key == "" {
+			key = instancePrefix.ReplaceAllString(w.Message, "")
+		}
+		if i, ok := index[key]; ok {
+			if out[i].Count == 0 {
+				out[i].Count = 1
+			}
+			out[i].Count++
+			out[i].Last = w.Pos
+			continue
+		}
+		index[key] = len(out)
+		out = append(out, w)
+	}
+	for i, w := range out {
+		if w.Count > 1 {
+			out[i].Message = fmt.Sprintf("%s (%d times; the last at %s)", w.Message, w.Count, w.Last)
+		}
+	}
+	return out
+}
+
+// blockKind is the kind of block a "where" names ("in vrrp_instance VI_1" is
+// "vrrp_instance"), for grouping.
+func blockKind(where string) string {
+	f := strings.Fields(where)
+	if len(f) >= 2 {
+		return f[1]
+	}
+	return ""
+}

@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/vip"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// vipHolder is one master's claim on a VIP, for checkVIPs.
+type vipHolder struct {
+	in     *instance
+	holder string
+}
+
+// checkVIPs puts back the VIPs someone else took off a master's interface (ip addr
+// flush, NetworkManager re-applying its profile, or an add that failed). It runs with
+// every interface check, so a netlink address event brings a VIP back within
+// milliseconds and the one-second poll bounds it otherwise: within an advertisement
+// interval at keepalived's default of one second. Re-adding rather than going FAULT keeps
+// the master the master: backups hear nothing change, and the address is back before
+// their Master_Down_Timer (three intervals) could matter. A round of gratuitous ARP / NA
+// follows, for neighbours whose entries failed while the address was gone.
+//
+// A foreign VIP (one that was on the interface before this master, see addVIPs) that
+// disappears is put back too, and is then this vrrpd's own: the instance is master for
+// that address and nobody else holds it any more.
+func (d *Daemon) checkVIPs(now time.Time) {
+	var all []vip.VIP
+	var by map[vip.VIP][]vipHolder
+	for _, in := range d.instances {
+		if in.sm == nil || in.sm.State() != vrrp.StateMaster {
+			continue
+		}
+		if by == nil {
+			by = make(map[vip.VIP][]vipHolder)
+		}
+		for _, v := range in.vips.vips {
+			all = append(all, v)
+			by[v] = append(by[v], vipHolder{in, in.cfg.Name})
+		}
+		if in.holdsExcluded {
+			for _, v := range in.vips.excluded {
+				all = append(all, v)
+				by[v] = append(by[v], vipHolder{in, excludedHolder(in)})
+			}
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	missing, err := d.vips.Missing(all...)
+	if err != nil {
+		d.log.Debug("cannot check the masters' VIPs", "err", err)
+	}
+	if len(missing) > 0 {
+		defer d.publish(now) // rare, and worth seeing at once
+	}
+	for _, v := range missing {
+		hs := by[v]
+		delete(by, v) // a VIP two masters share is put back once
+		for _, h := range hs {
+			h.in.readded++
+			d.dirty = true
+			d.log.Warn(fmt.Sprintf("(%s) VIP was taken off the interface while master; adding it back", h.in.cfg.Name), "vip", v.String())
+			d.hold(h.in, h.holder, []vip.VIP{v})
+		}
+		if len(hs) > 0 {
+			in := hs[0].in
+			if err := d.garp.Announce(v.Dev, garpSettings(in.cfg.GARP), []netip.Addr{v.Prefix.Addr()}, 1); err != nil {
+				d.log.Debug(fmt.Sprintf("(%s) cannot announce VIP", in.cfg.Name), "vip", v.String(), "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,561 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/controller"
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/oldoperator"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testoperator"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+const migrateLabel = "e2e.vrrp-operator.io/migrate"
+
+// oldMasterDown is the old pods' Master_Down_Interval (keepalived's defaults: advert_int
+// 1s, priority 100): the longest a VIP may go unserved during the takeover.
+var oldMasterDown = vrrp.Version2.MasterDownInterval(100, time.Second)
+
+// TestMigrationFromKeepalivedOperator takes a group over from keepalived-operator in the
+// lab: real keepalived processes run the keepalived.conf its template renders for the group
+// (one per node, on the node's own address, as its hostNetwork pods do) and hold the VIPs;
+// then the operator and vrrpd take over while the test plays the DaemonSet controller, the
+// garbage collector and the kubelets (SIGTERM to keepalived when the operator deletes the
+// old DaemonSet). Throughout, every node's addresses are sampled every ~10 ms and a client
+// pings every VIP every 10 ms: no sample may show a VIP on two nodes, and no VIP may go
+// unanswered longer than the old pods' Master_Down_Interval.
+func TestMigrationFromKeepalivedOperator(t *testing.T) {
+	need(t)
+	vrrpdtest.KeepalivedBinary(t)
+	vrrpdBinary(t) // build before the clocks start
+	for _, tc := range []struct {
+		name              string
+		password, unicast bool
+	}{
+		// passwordAuth: VRRPv2 before and after.
+		{name: "password", password: true},
+		// No password: VRRPv2 shadow, then the group's VRRPv3.
+		{name: "v3", password: false},
+		{name: "password-unicast", password: true, unicast: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { runMigration(t, tc.password, tc.unicast) })
+	}
+}
+
+func runMigration(t *testing.T, password, unicast bool) {
+	ctx := context.Background()
+	k8s := env.Client
+
+	// 1. The lab, the proxy into it, the Nodes.
+	lab := netlabtest.New(t, "client", "m1", "m2", "m3")
+	cl := lab.Host("client")
+	nodes := []*netlab.Host{lab.Host("m1"), lab.Host("m2"), lab.Host("m3")}
+	startProxy(t, cl, proxyAddr, apiAddress(t))
+	ns := newNamespace(t)
+	var podIPs []netip.Addr
+	for _, h := range nodes {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Name, Labels: map[string]string{migrateLabel: "true"}}}
+		if err := k8s.Create(ctx, n); err != nil {
+			t.Fatalf("create node %s: %v", h.Name, err)
+		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.Addr4.String()}}
+		if err := k8s.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		podIPs = append(podIPs, h.Addr4)
+	}
+
+	// 2. The group as keepalived-operator left it: spec, Services, the router IDs it
+	// assigned (high ones, clear of the other tests' groups on eth0), its objects and pods.
+	const pass = "s3cret"
+	g := &v1alpha1.KeepalivedGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groupName},
+		Spec: v1alpha1.KeepalivedGroupSpec{
+			Interface:      "eth0",
+			NodeSelector:   map[string]string{migrateLabel: "true"},
+			UnicastEnabled: unicast,
+		},
+	}
+	if password {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keepalived-password"}, StringData: map[string]string{"password": pass}}
+		if err := k8s.Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+		g.Spec.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: sec.Name}}
+	}
+	if err := k8s.Create(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	vips := []netip.Addr{netip.MustParseAddr("10.99.0.100"), netip.MustParseAddr("10.99.0.101"), netip.MustParseAddr("10.99.0.102")}
+	var svcs []oldoperator.Service
+	ids := map[string]int{}
+	for i, name := range []string{"api", "db", "web"} {
+		newService(t, ns, name, map[string]string{v1alpha1.AnnotationGroup: ns + "/" + groupName}, vips[i])
+		key := ns + "/" + name
+		svcs = append(svcs, oldoperator.Service{Key: key, VIPs: vips[i : i+1]})
+		ids[key] = 231 + i
+	}
+	g.Status.RouterIDs = ids
+	if err := k8s.Status().Update(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	oldPass := ""
+	if password {
+		oldPass = pass
+	}
+	conf, err := oldoperator.Conf(g, svcs, oldPass, podIPs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := oldoperator.Objects(g, conf)
+	for _, o := range old {
+		if err := k8s.Create(ctx, o); err != nil {
+			t.Fatalf("create old %T: %v", o, err)
+		}
+	}
+	oldDS := old[0].(*appsv1.DaemonSet)
+	var pods []*corev1.Pod
+	for _, h := range nodes {
+		p := oldoperator.Pod(oldDS, h.Name)
+		if err := k8s.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, p)
+	}
+	logGroupOnFailure(t, ns)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- keepalived.conf ----\n%s", conf)
+		}
+	})
+
+	// 3. The old pods: keepalived on every node, with that configuration.
+	confPath := filepath.Join(t.TempDir(), "keepalived.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var keepaliveds []*vrrpdtest.Proc
+	for _, h := range nodes {
+		keepaliveds = append(keepaliveds, vrrpdtest.StartKeepalived(t, h, confPath))
+	}
+	oneHolder := func() bool {
+		for _, v := range vips {
+			if len(vrrpdtest.Holders(t, v, nodes...)) != 1 {
+				return false
+			}
+		}
+		return true
+	}
+	vrrpdtest.WaitFor(t, 15*time.Second, "keepalived electing one master per VIP", oneHolder)
+	for _, v := range vips {
+		t.Logf("keepalived-operator's pods: %v on %v", v, vrrpdtest.Holders(t, v, nodes...))
+	}
+
+	// From here on: sample every node's addresses, ping every VIP.
+	smp := startSampler(t, nodes, vips)
+	png := startPinger(t, cl, vips)
+
+	// 4. The operator finds the old objects and shadows them.
+	dwell := 3 * time.Second
+	testoperator.StartWith(t, env.Config, env.Scheme, ns, controller.Options{VrrpdImage: "example.com/vrrpd:e2e", MigrationDwell: dwell})
+	vrrpdtest.WaitFor(t, 10*time.Second, "the operator shadowing the old pods", func() bool {
+		var cur v1alpha1.KeepalivedGroup
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur); err != nil {
+			return false
+		}
+		m := cur.Status.Migration
+		return m != nil && m.Phase == v1alpha1.MigrationShadowing && len(cur.Status.Instances) == len(vips)
+	})
+	var cur v1alpha1.KeepalivedGroup
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range cur.Status.Instances {
+		if in.VRID != ids[in.Key] {
+			t.Fatalf("instance %s has router ID %d, keepalived-operator's pods run %d", in.Key, in.VRID, ids[in.Key])
+		}
+	}
+
+	// 5. vrrpd on every node, as the DaemonSet runs it; it must stay backup while the old
+	// pods live.
+	args := daemonSetArgs(t, ns)
+	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
+	daemons := map[string]*vrrpd{}
+	for _, h := range nodes {
+		daemons[h.Name] = startVrrpd(t, h, environ, nodeArgs(args, h.Name, vrrpdtest.NewStateDir(t))...)
+	}
+	waitInstances(t, daemons, "the shadow instances", len(vips), func(in metrics.InstanceStatus) bool {
+		return in.Version == 2 && in.State == "BACKUP" && in.BasePriority < 100
+	})
+	// Longer than Master_Down_Interval: silence from the old master on its own node
+	// makes no vrrpd master.
+	time.Sleep(oldMasterDown + 500*time.Millisecond)
+	for name, d := range daemons {
+		st, err := d.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range st.Instances {
+			if in.State != "BACKUP" {
+				t.Fatalf("vrrpd on %s: %s is %s while the old pods run", name, in.Name, in.State)
+			}
+		}
+	}
+
+	// 6. The DaemonSet controller reports vrrpd ready; the operator deletes the old
+	// objects; the garbage collector and the kubelets stop the old pods.
+	var ds appsv1.DaemonSet
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName + "-vrrpd"}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 3, UpdatedNumberScheduled: 3, NumberAvailable: 3}
+	if err := k8s.Status().Update(ctx, &ds); err != nil {
+		t.Fatal(err)
+	}
+	vrrpdtest.WaitFor(t, dwell+10*time.Second, "the operator deleting the old DaemonSet", func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(oldDS), &appsv1.DaemonSet{}))
+	})
+	stopAt := time.Now()
+	for _, k := range keepaliveds {
+		k.MustSignal(t, syscall.SIGTERM)
+	}
+	for _, k := range keepaliveds {
+		if err := k.Wait(10 * time.Second); err != nil {
+			t.Errorf("%s: %v", k.Name, err)
+		}
+	}
+	for _, p := range pods {
+		if err := k8s.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vrrpdtest.WaitFor(t, 5*time.Second, "vrrpd holding every VIP after the old pods stopped", oneHolder)
+	t.Logf("vrrpd holds every VIP %v after the old pods got SIGTERM", time.Since(stopAt).Round(time.Millisecond))
+
+	// 7. The operator settles and moves the group to its own settings.
+	vrrpdtest.WaitFor(t, dwell+15*time.Second, "the takeover to end", func() bool {
+		var cur v1alpha1.KeepalivedGroup
+		return k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur) == nil && cur.Status.Migration == nil && len(cur.Status.Instances) == len(vips)
+	})
+	wantVersion := 3
+	if password {
+		wantVersion = 2
+	}
+	waitInstances(t, daemons, "the group's own settings", len(vips), func(in metrics.InstanceStatus) bool {
+		return in.Version == wantVersion && in.BasePriority >= 100
+	})
+	// The placement's masters take their VIPs (preemption, a few seconds), then stay.
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur); err != nil {
+		t.Fatal(err)
+	}
+	want := map[netip.Addr]string{}
+	for _, in := range cur.Status.Instances {
+		prios, err := v1alpha1.DecodePriorities(in.Priorities, len(cur.Status.Nodes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range prios {
+			if p == v1alpha1.PriorityHighest {
+				want[netip.MustParseAddr(in.VIPs[0])] = cur.Status.Nodes[i].Name
+			}
+		}
+	}
+	waitHoldersSettle(t, 2*oldMasterDown+2*time.Second, 2*time.Second, "the placement's masters hold the VIPs", want, nodes...)
+
+	// 8. The record.
+	samples, doubles, worstHole := smp.stop()
+	pings := png.stop()
+	t.Logf("address samples: %d (every node, %.1f ms apart on average); samples with a VIP on two nodes: %d",
+		samples.n, float64(samples.span.Microseconds())/1000/float64(max(samples.n, 1)), len(doubles))
+	for _, v := range vips {
+		t.Logf("%v: longest without a holder (sampled) %v; longest without an echo reply %v (%d sent, %d answered)",
+			v, worstHole[v].Round(time.Millisecond), pings[v].worst.Round(time.Millisecond), pings[v].sent, pings[v].answered)
+	}
+	if samples.n < 500 {
+		t.Errorf("only %d address samples; the sampler did not keep up", samples.n)
+	}
+	for _, d := range doubles {
+		t.Errorf("two holders: %s", d)
+	}
+	for _, v := range vips {
+		if worstHole[v] > oldMasterDown {
+			t.Errorf("%v had no holder for %v, more than the old pods' Master_Down_Interval %v", v, worstHole[v], oldMasterDown)
+		}
+		if pings[v].worst > oldMasterDown {
+			t.Errorf("%v answered no echo for %v, more than the old pods' Master_Down_Interval %v", v, pings[v].worst, oldMasterDown)
+		}
+		if pings[v].answered == 0 {
+			t.Errorf("%v never answered", v)
+		}
+	}
+}
+
+// sampler reads every node's addresses in a loop, about every 10 ms, and records any
+// sample in which a VIP is on more than one node, and per VIP the longest stretch of
+// samples in which no node held it.
+type sampler struct {
+	done chan struct{}
+	wg   sync.WaitGroup
+
+	n       int
+	span    time.Duration
+	doubles []string
+	worst   map[netip.Addr]time.Duration
+	err     error
+}
+
+type sampleCount struct {
+	n    int
+	span time.Duration
+}
+
+func startSampler(t *testing.T, nodes []*netlab.Host, vips []netip.Addr) *sampler {
+	t.Helper()
+	type handle struct {
+		name string
+		list func() ([]netip.Addr, error)
+	}
+	var hs []handle
+	for _, h := range nodes {
+		nh, err := h.Netlink()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nh.Close)
+		link, err := nh.LinkByName(h.Link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, handle{h.Name, func() ([]netip.Addr, error) {
+			as, err := nh.AddrList(link, syscall.AF_INET)
+			if err != nil {
+				return nil, err
+			}
+			out := make([]netip.Addr, 0, len(as))
+			for _, a := range as {
+				if ip, ok := netip.AddrFromSlice(a.IP); ok {
+					out = append(out, ip.Unmap())
+				}
+			}
+			return out, nil
+		}})
+	}
+	s := &sampler{done: make(chan struct{}), worst: map[netip.Addr]time.Duration{}}
+	lastHeld := map[netip.Addr]time.Time{}
+	start := time.Now()
+	for _, v := range vips {
+		lastHeld[v] = start
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				s.span = time.Since(start)
+				return
+			case <-tick.C:
+			}
+			now := time.Now()
+			holders := map[netip.Addr][]string{}
+			for _, h := range hs {
+				addrs, err := h.list()
+				if err != nil {
+					s.err = fmt.Errorf("%s: %w", h.name, err)
+					continue
+				}
+				for _, a := range addrs {
+					holders[a] = append(holders[a], h.name)
+				}
+			}
+			s.n++
+			for _, v := range vips {
+				switch hs := holders[v]; {
+				case len(hs) > 1:
+					s.doubles = append(s.doubles, fmt.Sprintf("%v on %v at %s", v, hs, now.Format("15:04:05.000")))
+					lastHeld[v] = now
+				case len(hs) == 1:
+					lastHeld[v] = now
+				default:
+					s.worst[v] = max(s.worst[v], now.Sub(lastHeld[v]))
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+// stop ends the sampling (once) and returns what it found.
+func (s *sampler) stop() (sampleCount, []string, map[netip.Addr]time.Duration) {
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+	s.wg.Wait()
+	return sampleCount{s.n, s.span}, s.doubles, s.worst
+}
+
+// pinger sends an ICMP echo request to every VIP every 10 ms from a lab host and records,
+// per VIP, the longest time between two replies (or from the start to the first one).
+type pinger struct {
+	done  chan struct{}
+	wg    sync.WaitGroup
+	conn  net.PacketConn
+	mu    sync.Mutex
+	stats map[netip.Addr]*pingStats
+	start time.Time
+}
+
+type pingStats struct {
+	sent, answered int
+	last           time.Time
+	worst          time.Duration
+}
+
+func startPinger(t *testing.T, h *netlab.Host, vips []netip.Addr) *pinger {
+	t.Helper()
+	p := &pinger{done: make(chan struct{}), stats: map[netip.Addr]*pingStats{}, start: time.Now()}
+	for _, v := range vips {
+		p.stats[v] = &pingStats{last: p.start}
+	}
+	if err := h.Do(func() error {
+		var err error
+		p.conn, err = net.ListenPacket("ip4:icmp", "0.0.0.0")
+		return err
+	}); err != nil {
+		t.Fatalf("ICMP socket in %s: %v", h.Name, err)
+	}
+	id := os.Getpid() & 0xffff
+	p.wg.Add(2)
+	go func() { // sender
+		defer p.wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for seq := 0; ; seq++ {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+			msg := echoRequest(id, seq&0xffff)
+			for _, v := range vips {
+				if _, err := p.conn.WriteTo(msg, &net.IPAddr{IP: v.AsSlice()}); err == nil {
+					p.mu.Lock()
+					p.stats[v].sent++
+					p.mu.Unlock()
+				}
+			}
+		}
+	}()
+	go func() { // receiver
+		defer p.wg.Done()
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := p.conn.ReadFrom(buf)
+			if err != nil {
+				return // closed
+			}
+			// IPv4 raw ICMP sockets deliver the ICMP message: type 0 is an echo reply.
+			if n < 8 || buf[0] != 0 || int(buf[4])<<8|int(buf[5]) != id {
+				continue
+			}
+			a, ok := netip.AddrFromSlice(from.(*net.IPAddr).IP)
+			if !ok {
+				continue
+			}
+			now := time.Now()
+			p.mu.Lock()
+			if st := p.stats[a.Unmap()]; st != nil {
+				st.answered++
+				st.worst = max(st.worst, now.Sub(st.last))
+				st.last = now
+			}
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// stop ends the pinging (once) and returns the statistics, the time since each VIP's last
+// reply counted as a gap too.
+func (p *pinger) stop() map[netip.Addr]pingStats {
+	select {
+	case <-p.done:
+	default:
+		close(p.done)
+		time.Sleep(50 * time.Millisecond) // the last replies
+		_ = p.conn.Close()
+	}
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[netip.Addr]pingStats{}
+	now := time.Now()
+	for v, st := range p.stats {
+		s := *st
+		s.worst = max(s.worst, now.Sub(s.last)-50*time.Millisecond)
+		out[v] = s
+	}
+	return out
+}
+
+// echoRequest is an ICMP echo request with identifier id and sequence number seq, and its
+// checksum (RFC 792).
+func echoRequest(id, seq int) []byte {
+	b := []byte{8, 0, 0, 0, byte(id >> 8), byte(id), byte(seq >> 8), byte(seq), 'v', 'r', 'r', 'p'}
+	var sum uint32
+	for i := 0; i < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	cs := ^uint16(sum)
+	b[2], b[3] = byte(cs>>8), byte(cs)
+	return b
+}
+
+// waitInstances waits until every vrrpd runs n instances and each satisfies ok.
+func waitInstances(t *testing.T, daemons map[string]*vrrpd, what string, n int, ok func(metrics.InstanceStatus) bool) {
+	t.Helper()
+	for name, d := range daemons {
+		vrrpdtest.WaitFor(t, 10*time.Second, "vrrpd on "+name+" running "+what, func() bool {
+			st, err := d.status()
+			if err != nil || len(st.Instances) != n {
+				return false
+			}
+			for _, in := range st.Instances {
+				if !ok(in) {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}

@@ -1,0 +1,178 @@
+package vrrp
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// handoverConfig is a keepalived-operator pod's virtual router as vrrpd shadows it:
+// VRRPv2 with a password, nopreempt, below keepalived's priority 100, handover only.
+func handoverConfig(prio uint8) Config {
+	c := v2Config(prio)
+	c.Preempt = false
+	c.HandoverOnly = true
+	return c
+}
+
+func TestHandoverOnlyNeverTimesOut(t *testing.T) {
+	c := handoverConfig(90)
+	i := mustInstance(t, c)
+	expect(t, "Start", i.Start(t0, nil), "State(INIT->BACKUP: startup) Stop")
+	if i.Timer() != TimerNone {
+		t.Fatalf("timer %v armed after startup", i.Timer())
+	}
+	// Silence for far longer than Master_Down_Interval: still Backup.
+	expect(t, "HandleTimer", i.HandleTimer(at(time.Hour), nil), "")
+	if i.State() != StateBackup {
+		t.Fatalf("state %v after an hour of silence, want BACKUP", i.State())
+	}
+	// The old master advertises: noted, no timer.
+	expect(t, "advert 100", i.HandleAdvert(at(time.Second), advertFor(c, 100), higher, nil), "Stop")
+	if i.Master() != higher || i.MasterPriority() != 100 {
+		t.Errorf("master %v/%d, want %v/100", i.Master(), i.MasterPriority(), higher)
+	}
+}
+
+func TestHandoverOnlyTakesOverOnPriorityZero(t *testing.T) {
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	i.HandleAdvert(at(time.Second), advertFor(c, 100), higher, nil)
+	// keepalived stops: priority 0, then Skew_Time (256-90)/256 s.
+	expect(t, "priority 0", i.HandleAdvert(at(2*time.Second), advertFor(c, 0), higher, nil),
+		"Arm(Master_Down_Timer@2.6484375s)")
+	got := i.HandleTimer(i.Deadline(), nil)
+	if i.State() != StateMaster {
+		t.Fatalf("state %v after Skew_Time, want MASTER: %s", i.State(), describe(got))
+	}
+}
+
+func TestHandoverOnlyYieldsToAFasterTakeover(t *testing.T) {
+	// Another router (a keepalived pod still running, priority 100, shorter Skew_Time)
+	// takes over first: its advertisement cancels our Skew_Time.
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	i.HandleAdvert(at(2*time.Second), advertFor(c, 0), higher, nil)
+	expect(t, "new master", i.HandleAdvert(at(2*time.Second+600*time.Millisecond), advertFor(c, 100), lowerIP, nil), "Stop")
+	expect(t, "old deadline", i.HandleTimer(at(time.Hour), nil), "")
+	if i.State() != StateBackup {
+		t.Fatalf("state %v, want BACKUP", i.State())
+	}
+}
+
+func TestHandoverOnlyMasterPreemptedStaysQuiet(t *testing.T) {
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	i.HandleAdvert(at(time.Second), advertFor(c, 0), higher, nil)
+	i.HandleTimer(i.Deadline(), nil)
+	got := i.HandleAdvert(at(3*time.Second), advertFor(c, 100), higher, nil)
+	expect(t, "higher master", got,
+		"State(MASTER->BACKUP: advertisement with higher priority) Remove[10.99.0.100/24 10.99.0.101/24] Stop")
+}
+
+func TestLeavingHandoverOnly(t *testing.T) {
+	t.Run("backup arms Master_Down_Timer", func(t *testing.T) {
+		c := handoverConfig(90)
+		i := backupAt(t, c)
+		n := c
+		n.HandoverOnly = false
+		n.Preempt = true
+		got, err := i.Reconfigure(at(10*time.Second), n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 3s + (256-90)/256 s
+		expect(t, "Reconfigure", got, "Arm(Master_Down_Timer@13.6484375s)")
+	})
+	t.Run("master moving to v3 stays master", func(t *testing.T) {
+		c := handoverConfig(90)
+		c.AuthType, c.AuthPass = AuthNone, ""
+		i := backupAt(t, c)
+		i.HandleAdvert(at(time.Second), advertFor(c, 0), higher, nil)
+		i.HandleTimer(i.Deadline(), nil)
+		n := v3Config(254)
+		got, err := i.Reconfigure(at(5*time.Second), n, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expect(t, "Reconfigure", got, "Send(254) Arm(Adver_Timer@6s)")
+		if i.State() != StateMaster || i.Config().Version != Version3 || i.Priority() != 254 {
+			t.Errorf("state %v version %v priority %d, want MASTER v3 254", i.State(), i.Config().Version, i.Priority())
+		}
+	})
+	t.Run("backup moving to v3 restarts", func(t *testing.T) {
+		c := handoverConfig(90)
+		c.AuthType, c.AuthPass = AuthNone, ""
+		i := backupAt(t, c)
+		got, err := i.Reconfigure(at(5*time.Second), v3Config(254), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 3s + (256-254)/256 s
+		expect(t, "Reconfigure", got,
+			"State(BACKUP->INIT: shutdown) Stop State(INIT->BACKUP: reconfigured) Arm(Master_Down_Timer@8.0078125s)")
+	})
+	t.Run("without handover a version change still restarts a master", func(t *testing.T) {
+		c := v2Config(90)
+		c.AuthType, c.AuthPass = AuthNone, ""
+		i, _ := masterAt(t, c)
+		got, err := i.Reconfigure(at(10*time.Second), v3Config(254), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i.State() != StateBackup {
+			t.Errorf("state %v, want BACKUP after the restart: %s", i.State(), describe(got))
+		}
+	})
+}
+
+func TestFirstPreemptionAfterHandoverBreaksFirst(t *testing.T) {
+	// A backup leaves handover-only with the top priority while a lower one is master
+	// (where the takeover put the VIPs): it preempts, but adds the VIPs only once that
+	// master has had handoffDelay to hear it and remove them.
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	n := v2Config(254)
+	if _, err := i.Reconfigure(at(time.Second), n, nil); err != nil {
+		t.Fatal(err)
+	}
+	lower := advertFor(n, 253)
+	expect(t, "lower master", i.HandleAdvert(at(2*time.Second), lower, higher, nil), "")
+	got := i.HandleTimer(i.Deadline(), nil)
+	expect(t, "preempt", got, "Send(254) State(BACKUP->MASTER: master down timer expired) Arm(Adver_Timer@4.0578125s)")
+	expect(t, "handoff", i.HandleTimer(i.Deadline(), nil),
+		"Send(254) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@5.0578125s)")
+
+	// The next preemption is the RFC's again.
+	expect(t, "higher master", i.HandleAdvert(at(6*time.Second), advertFor(n, 255), higher, nil),
+		"State(MASTER->BACKUP: advertisement with higher priority) Remove[10.99.0.100/24 10.99.0.101/24] Arm(Master_Down_Timer@9.0078125s)")
+	i.HandleAdvert(at(9*time.Second), lower, higher, nil)
+	got = i.HandleTimer(i.Deadline(), nil)
+	if describe(got) != "Send(254) State(BACKUP->MASTER: master down timer expired) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@10.0078125s)" {
+		t.Errorf("second preemption: %s", describe(got))
+	}
+}
+
+func TestBreakFirstTakeoverLostBeforeTheVIPs(t *testing.T) {
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	n := v2Config(254)
+	i.Reconfigure(at(time.Second), n, nil)
+	i.HandleAdvert(at(2*time.Second), advertFor(n, 253), higher, nil)
+	i.HandleTimer(i.Deadline(), nil)
+	// An owner appears before the VIPs were added: nothing to remove.
+	expect(t, "owner", i.HandleAdvert(at(4*time.Second+10*time.Millisecond), advertFor(n, 255), higher, nil),
+		"State(MASTER->BACKUP: advertisement with higher priority) Arm(Master_Down_Timer@7.0178125s)")
+}
+
+func TestNoBreakFirstWhenTheMasterIsSilent(t *testing.T) {
+	// After the takeover the master goes silent: a plain master-down takeover, VIPs at once.
+	c := handoverConfig(90)
+	i := backupAt(t, c)
+	n := v2Config(254)
+	i.Reconfigure(at(time.Second), n, nil)
+	got := i.HandleTimer(i.Deadline(), nil)
+	if i.State() != StateMaster || !strings.Contains(describe(got), "Add[") {
+		t.Errorf("silent master: %s", describe(got))
+	}
+}
