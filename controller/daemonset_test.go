@@ -138,14 +138,15 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		}
 	}
 
-	// A spec change reaches the DaemonSet.
-	g = getGroup(t, ns, "g")
-	g.Spec.NodeSelector = map[string]string{"role": "edge"}
-	g.Spec.Image = "example.com/vrrpd:custom"
-	g.Spec.PasswordAuth = nil
-	if err := k8s.Update(ctx, g); err != nil {
-		t.Fatal(err)
-	}
+	// A spec change reaches the DaemonSet. The operator may write the group's status
+	// between our read and our update: read again on a conflict.
+	eventually(t, 10*time.Second, func() error {
+		g = getGroup(t, ns, "g")
+		g.Spec.NodeSelector = map[string]string{"role": "edge"}
+		g.Spec.Image = "example.com/vrrpd:custom"
+		g.Spec.PasswordAuth = nil
+		return k8s.Update(ctx, g)
+	})
 	eventually(t, 20*time.Second, func() error {
 		if err := k8s.Get(ctx, key, &ds); err != nil {
 			return err
