@@ -14,8 +14,11 @@ RUN go mod download
 COPY . .
 ARG TARGETOS=linux
 ARG TARGETARCH
-RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -o /out/vrrpd ./cmd/vrrpd \
- && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -o /out/operator ./cmd/operator
+# --build-arg VERSION=$(git describe --tags --always) sets what --version prints.
+ARG VERSION=dev
+RUN LDFLAGS="-X github.com/vrrp-operator/vrrp-operator/internal/version.Version=$VERSION" \
+ && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "$LDFLAGS" -o /out/vrrpd ./cmd/vrrpd \
+ && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "$LDFLAGS" -o /out/operator ./cmd/operator
 
 # vrrpd runs as uid 0 but without privilege: the DaemonSet drops every capability except
 # NET_ADMIN (addresses) and NET_RAW (VRRP, ARP and NDP sockets), and mounts its state

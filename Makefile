@@ -8,6 +8,9 @@ BENCHTIME ?= 1s
 CONTROLLER_GEN_VERSION ?= v0.22.0
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 PLATFORMS ?= linux/amd64 linux/arm64 linux/ppc64le linux/s390x
+# VERSION is what --version, the first log line and the *_build_info metrics show.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/vrrp-operator/vrrp-operator/internal/version.Version=$(VERSION)
 # Helm, pinned; exported so that the install tests (test/install) render the chart with it.
 HELM_VERSION ?= v3.22.0
 HELM ?= $(GO) run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
@@ -22,11 +25,12 @@ all: build
 
 ## build: compile vrrpd and the operator into bin/
 build:
-	$(GO) build -o $(BIN)/vrrpd ./cmd/vrrpd
-	$(GO) build -o $(BIN)/operator ./cmd/operator
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd ./cmd/vrrpd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/operator ./cmd/operator
 
-## test: everything CI runs: lint, stale-CRD check, and every test (namespaces and envtest included)
-test: lint check-manifests envtest
+## test: everything CI runs: lint, stale-CRD check, the four architectures' builds, and every
+## test (namespaces and envtest included)
+test: lint check-manifests envtest cross
 	$(GO) test -count=1 -timeout 30m ./...
 
 ## unit: the fast tests only (no root, no API server)
@@ -59,7 +63,7 @@ cross:
 	@set -e; for p in $(PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; \
 	  for c in vrrpd operator; do \
-	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -o $(BIN)/$$c-$$os-$$arch ./cmd/$$c; \
+	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$$c-$$os-$$arch ./cmd/$$c; \
 	  done; \
 	done
 
@@ -67,6 +71,7 @@ cross:
 helm:
 	$(HELM) lint $(CHART)
 	$(HELM) lint $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) lint $(CHART) --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
 	$(HELM) package $(CHART) -d $(BIN)
 
 ## render: the install's manifests into bin/render/: kustomize's default and OpenShift variants
@@ -78,13 +83,15 @@ render: envtest
 	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds > $(BIN)/render/helm-default.yaml
 	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds --set openshift.enabled=true > $(BIN)/render/helm-openshift.yaml
 
-## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole
+## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole,
+## and copy them and deploy/monitoring's alerts and dashboard into the chart
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) rbac:roleName=vrrp-operator paths=./controller/... output:rbac:artifacts:config=deploy/operator/rbac
 	cp deploy/crds/*_*.yaml $(CHART)/crds/
 	cp deploy/operator/rbac/role.yaml $(CHART)/files/role.yaml
+	cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/dashboard.json $(CHART)/files/
 
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale
 check-manifests: manifests
@@ -95,7 +102,7 @@ check-manifests: manifests
 ## is cut and the VIP moves, then a graceful stop (needs root; DEMO_FLAGS=--keep leaves the lab up)
 demo:
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root for its network namespaces: sudo make demo"; exit 1; fi
-	$(GO) build -o $(BIN)/vrrpd ./cmd/vrrpd
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd ./cmd/vrrpd
 	$(GO) run ./cmd/demo --vrrpd $(BIN)/vrrpd $(DEMO_FLAGS)
 
 ## envtest: kube-apiserver, kubectl and etcd for envtest into bin/envtest

@@ -133,7 +133,10 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.Reso
 		// The kubelet probes the pod's IP, which with hostNetwork is
 		// status.hostIP, where --metrics-host makes vrrpd listen.
 		WithLivenessProbe(corev1ac.Probe().
-			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/healthz").WithPort(intstr.FromString("metrics"))).
+			// /livez, not /healthz: a restart cures a stalled loop, but not an instance that
+			// cannot start (which /healthz and keepalived_up report), and every restart makes
+			// the node's masters resign.
+			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/livez").WithPort(intstr.FromString("metrics"))).
 			WithPeriodSeconds(10).WithFailureThreshold(3)).
 		WithResources(resources(res))
 
@@ -250,6 +253,8 @@ func desiredSCCBinding(g *v1alpha1.KeepalivedGroup, clusterRole string) *rbacv1a
 
 // desiredPodMonitor scrapes vrrpd's metrics port for the Prometheus
 // operator; the label metrics: keepalived is the one the original used.
+// Every series gets the group (keepalivedgroup) and the node (node) it comes
+// from, which the dashboard and alerts in deploy/monitoring group by.
 func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 	labels := map[string]any{}
 	for k, v := range podLabels(g) {
@@ -272,9 +277,26 @@ func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 			}},
 		},
 		"spec": map[string]any{
-			"selector":            map[string]any{"matchLabels": labels},
-			"podMetricsEndpoints": []any{map[string]any{"port": "metrics"}},
+			"selector": map[string]any{"matchLabels": labels},
+			"podMetricsEndpoints": []any{map[string]any{
+				"port": "metrics",
+				"relabelings": []any{
+					map[string]any{"sourceLabels": []any{"__meta_kubernetes_pod_label_" + promLabel(labelGroup)}, "targetLabel": "keepalivedgroup"},
+					map[string]any{"sourceLabels": []any{"__meta_kubernetes_pod_node_name"}, "targetLabel": "node"},
+				},
+			}},
 		},
 	}}
 	return u
+}
+
+// promLabel is a Kubernetes label name as Prometheus' service discovery spells it in
+// __meta_kubernetes_pod_label_<name>: every character outside [a-zA-Z0-9_] becomes _.
+func promLabel(k string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, k)
 }

@@ -138,14 +138,15 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		}
 	}
 
-	// A spec change reaches the DaemonSet.
-	g = getGroup(t, ns, "g")
-	g.Spec.NodeSelector = map[string]string{"role": "edge"}
-	g.Spec.Image = "example.com/vrrpd:custom"
-	g.Spec.PasswordAuth = nil
-	if err := k8s.Update(ctx, g); err != nil {
-		t.Fatal(err)
-	}
+	// A spec change reaches the DaemonSet. The operator may write the group's status
+	// between our read and our update: read again on a conflict.
+	eventually(t, 10*time.Second, func() error {
+		g = getGroup(t, ns, "g")
+		g.Spec.NodeSelector = map[string]string{"role": "edge"}
+		g.Spec.Image = "example.com/vrrpd:custom"
+		g.Spec.PasswordAuth = nil
+		return k8s.Update(ctx, g)
+	})
 	eventually(t, 20*time.Second, func() error {
 		if err := k8s.Get(ctx, key, &ds); err != nil {
 			return err
@@ -233,6 +234,10 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		port, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
 		if len(port) != 1 || port[0].(map[string]any)["port"] != "metrics" {
 			return fmt.Errorf("podMetricsEndpoints %v", port)
+		}
+		// The group and node labels the dashboard and alerts use.
+		if got := fmt.Sprint(port[0].(map[string]any)["relabelings"]); got != "[map[sourceLabels:[__meta_kubernetes_pod_label_redhatcop_redhat_io_keepalivedgroup] targetLabel:keepalivedgroup] map[sourceLabels:[__meta_kubernetes_pod_node_name] targetLabel:node]]" {
+			return fmt.Errorf("relabelings %s", got)
 		}
 		if refs := pm.GetOwnerReferences(); len(refs) != 1 || refs[0].UID != g.UID {
 			return fmt.Errorf("ownerReferences %v", refs)

@@ -15,6 +15,8 @@
 //   - nodes.go: member nodes, their peer addresses, and the Node watch.
 //   - daemonset.go: the DaemonSet, ServiceAccount, Role, RoleBinding and
 //     PodMonitor of a group.
+//   - eventsrbac.go: the Role and RoleBinding, in each namespace of a
+//     group's Services, that let its vrrpd record Events on them.
 //   - service_controller.go and allocation.go: annotation checks, address
 //     allocation and release (internal/ipam).
 //   - tenancy.go: which Services a group serves and which of their

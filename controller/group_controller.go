@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -165,6 +166,9 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
+	if err := r.applyEventsRBAC(ctx, &g, p.instances); err != nil {
+		applyErr = errors.Join(applyErr, fmt.Errorf("events RBAC: %w", err))
+	}
 	r.checkPodSecurity(ctx, &g)
 
 	// A takeover from keepalived-operator replaces the instances' settings

@@ -416,6 +416,10 @@ type InstanceSettings struct {
 // +kubebuilder:printcolumn:name="Instances",type=integer,JSONPath=`.status.instanceCount`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Degraded",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`
+// +kubebuilder:printcolumn:name="Image-Substituted",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="ImageSubstituted")].status`
+// +kubebuilder:printcolumn:name="Message",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Degraded")].message`
 type KeepalivedGroup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -130,6 +130,7 @@ type Demo struct {
 	r1, r2         *router
 	report         Report
 	where          string // the step running, or the pause after it, for messages
+	pings          int    // echo requests sent, their sequence numbers
 }
 
 // Run runs the whole demo, printing to out, and always tears the lab down (unless
@@ -139,6 +140,10 @@ func Run(ctx context.Context, opts Options, out io.Writer) (Report, error) {
 		return Report{}, err
 	}
 	d := &Demo{opts: opts, out: out}
+	if err := prerequisites(opts, exec.LookPath, os.Geteuid()); err != nil {
+		d.say("%v", err)
+		return Report{}, err
+	}
 	err := d.run(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -599,15 +604,19 @@ func (d *Demo) holds(h *netlab.Host) (v4, v6 bool, err error) {
 	return v4, v6, nil
 }
 
-// ping has the client ping each VIP once.
+// ping has the client ping each VIP once, with an ICMP echo sent from Go (icmp.go).
 func (d *Demo) ping(ctx context.Context) error {
-	for _, args := range [][]string{
-		{"-c", "1", "-W", "2", vip4.Addr().String()},
-		{"-6", "-c", "1", "-W", "2", vip6.Addr().String()},
-	} {
-		if _, err := d.shell(ctx, d.client, "ping", args...); err != nil {
+	for _, ip := range []netip.Addr{vip4.Addr(), vip6.Addr()} {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
+		d.pings++
+		d.say("   %s# ping %s", d.client.Name, ip)
+		rtt, err := echo(d.client, ip, d.pings, 2*time.Second)
+		if err != nil {
+			return fmt.Errorf("ping %s: %w", ip, err)
+		}
+		d.say("     echo reply from %s: time=%.2f ms", ip, float64(rtt.Microseconds())/1000)
 	}
 	return nil
 }
@@ -691,7 +700,7 @@ func (d *Demo) shell(ctx context.Context, h *netlab.Host, name string, args ...s
 	b, err := cmd.CombinedOutput()
 	out := strings.TrimRight(string(b), "\n")
 	for _, line := range strings.Split(out, "\n") {
-		if line != "" && !boringPingLine(name, line) {
+		if line != "" {
 			d.say("     %s", line)
 		}
 	}
@@ -702,15 +711,6 @@ func (d *Demo) shell(ctx context.Context, h *netlab.Host, name string, args ...s
 		return out, fmt.Errorf("%s %s: %w", shown, strings.Join(args, " "), err)
 	}
 	return out, nil
-}
-
-// boringPingLine drops ping's banner and statistics, keeping the reply and the summary.
-func boringPingLine(name, line string) bool {
-	if name != "ping" {
-		return false
-	}
-	return strings.HasPrefix(line, "PING ") || strings.HasPrefix(line, "---") || strings.HasPrefix(line, "rtt ") ||
-		strings.HasPrefix(line, "round-trip")
 }
 
 func (d *Demo) title(n int, s string) {

@@ -81,6 +81,8 @@ func TestDemo(t *testing.T) {
 		t.Skip("runs the whole demo")
 	}
 	netlabtest.Require(t)
+	// A machine with only what the demo says it needs: no ping, in particular.
+	t.Setenv("PATH", onlyCommands(t, "ip", "go", "sh"))
 	var out bytes.Buffer
 	opts := Options{Adverts: 100 * time.Millisecond} // Vrrpd empty: the demo builds it
 	rep, err := Run(t.Context(), opts, &out)
@@ -382,4 +384,20 @@ func TestDemoKeep(t *testing.T) {
 	if !strings.HasPrefix(cut, "ip -n nlab-"+rep.Lab.Suffix+"-sw link set ") {
 		t.Errorf("cut command %q", cut)
 	}
+}
+
+// onlyCommands returns a PATH holding only the named commands (found on the current PATH).
+func onlyCommands(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		p, err := exec.LookPath(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -9,8 +9,9 @@
 //
 //	demo [--vrrpd PATH] [--adverts 100ms] [--pause 1s] [--keep]
 //
-// It needs root (network namespaces) and iproute2; ping comes from iputils-ping. Without
-// --vrrpd it builds cmd/vrrpd with the go command, so run it from the repository
-// (`make demo` does both). Only 10.99.0.0/24 and fd00:99::/64 are used, inside the lab's
+// It needs root (network namespaces) and iproute2's ip command, and checks both before it
+// starts, naming what to install; the client's pings are ICMP echoes sent from Go, so no
+// ping command is needed. Without --vrrpd it builds cmd/vrrpd with the go command, so run
+// it from the repository (`make demo` does both). Only 10.99.0.0/24 and fd00:99::/64 are used, inside the lab's
 // own namespaces.
 package main

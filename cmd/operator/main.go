@@ -5,6 +5,7 @@
 //
 //	operator --vrrpd-image IMAGE [--leader-elect] [--metrics-bind-address :8080]
 //	         [--health-probe-bind-address :8081] [--service-workers 4] [--log-format json|text] [-v N]
+//	operator --version
 //
 // Logs are structured (log/slog through logr). /healthz and /readyz answer on
 // the probe address; controller-runtime's metrics on the metrics address.
@@ -14,8 +15,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	goruntime "runtime"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -24,15 +28,26 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/controller"
+	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
 
 // defaultVrrpdImage is the image DaemonSets run when neither the flag nor the
 // group names one.
 const defaultVrrpdImage = "ghcr.io/vrrp-operator/vrrpd:latest"
+
+// stdout is where --version prints; a variable for the tests.
+var stdout io.Writer = os.Stdout
+
+// registerBuildInfo adds vrrp_operator_build_info to controller-runtime's registry, which
+// its metrics endpoint serves; once per process, as run may run more than once in tests.
+var registerBuildInfo = sync.OnceValue(func() error {
+	return crmetrics.Registry.Register(version.NewCollector("vrrp_operator"))
+})
 
 func main() {
 	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
@@ -59,8 +74,13 @@ func run(ctx context.Context, args []string) error {
 		memLimit      = fs.String("vrrpd-memory-limit", quantity(defRes.Limits, corev1.ResourceMemory), "memory limit of each vrrpd container")
 		logFormat     = fs.String("log-format", "json", "log format: json or text")
 		verbosity     = fs.Int("v", 0, "log verbosity (0 info, 1 and up debug)")
+		showVersion   = fs.Bool("version", false, "print the version and exit")
 	)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, version.String("operator"))
 		return err
 	}
 	res, err := vrrpdResources(*cpuRequest, *memRequest, *memLimit)
@@ -72,6 +92,11 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrl.SetLogger(log)
+	// The first line says what runs, so that a bug report's log answers "which version".
+	log.Info("vrrp-operator", "version", version.Version, "go", goruntime.Version())
+	if err := registerBuildInfo(); err != nil {
+		return fmt.Errorf("build info metric: %w", err)
+	}
 
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {

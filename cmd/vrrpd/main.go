@@ -6,6 +6,7 @@
 //	vrrpd --group NS/NAME --node NODE [--password-file PATH] ...   Kubernetes mode
 //	vrrpd check --config PATH [--config-id ID]   validate and exit (0 ok, 2 on error)
 //	vrrpd status [--address URL]   show the running daemon's instances
+//	vrrpd version                  print the version (also --version)
 //
 // SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
 package main
@@ -31,6 +32,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/version"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -61,18 +63,39 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return check(args[1:], stdout, stderr)
 		case "status":
 			return status(args[1:], stdout, stderr)
+		case "version", "--version", "-version":
+			fmt.Fprintln(stdout, version.String("vrrpd"))
+			return exitOK
+		case "help":
+			args = []string{"--help"}
 		}
 	}
-	return serve(args, stderr)
+	return serve(args, stdout, stderr)
 }
+
+// usage is the top of `vrrpd --help`: the commands, before the daemon's flags.
+const usage = `vrrpd: a VRRP daemon (RFC 3768 and 5798) that reads keepalived.conf or YAML.
+
+Usage:
+  vrrpd --config PATH [flags]            run the virtual routers of a file
+  vrrpd --group NS/NAME --node NODE      Kubernetes mode: this node's share of a KeepalivedGroup
+  vrrpd check --config PATH              validate a configuration and exit (0 ok, 2 on error)
+  vrrpd status [--address URL]           show the running daemon's instances (GET /status)
+  vrrpd version                          print the version and exit (also --version)
+  vrrpd COMMAND --help                   a command's flags
+
+SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
+
+Flags of the daemon:
+`
 
 func check(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	opts := configIDFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	if *path == "" {
 		fmt.Fprintln(stderr, "vrrpd check: --config is required")
@@ -86,6 +109,18 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d instance(s), %d warning(s): OK\n", *path, len(cfg.Instances), len(ws))
 	return exitOK
+}
+
+// parse parses a command's flags. When it reports !ok the command exits with code: 0
+// after --help, exitConfig after a bad flag (the flag package has printed why).
+func parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitConfig, false
+	}
+	return 0, true
 }
 
 // configIDFlag adds keepalived's -i / --config-id: the id that selects keepalived.conf's
@@ -115,8 +150,8 @@ func status(args []string, stdout, stderr io.Writer) int {
 	// In vrrpd's pod `kubectl exec ... vrrpd status` finds the daemon on the node address the
 	// pod's HOST_IP holds, without a shell to expand it.
 	metricsHost := fs.String("metrics-host", os.Getenv(hostIPEnv), "the daemon's --metrics-host (default $"+hostIPEnv+")")
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	if code, ok := parse(fs, args); !ok {
+		return code
 	}
 	base := *addr
 	if base == "" {
@@ -154,9 +189,13 @@ func localURL(listen string) string {
 	return "http://" + net.JoinHostPort(host, port)
 }
 
-func serve(args []string, stderr io.Writer) int {
+func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("vrrpd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
 	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
@@ -165,12 +204,17 @@ func serve(args []string, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
 	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	opts := configIDFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitConfig
+	if code, ok := parse(fs, args); !ok {
+		return code
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version.String("vrrpd"))
+		return exitOK
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, version; see vrrpd --help)\n", fs.Arg(0))
 		return exitConfig
 	}
 	var level slog.Level
@@ -179,6 +223,8 @@ func serve(args []string, stderr io.Writer) int {
 		return exitConfig
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// The first line says what runs, so that a bug report's log answers "which version".
+	log.Info("vrrpd", "version", version.Version, "go", runtime.Version())
 
 	// The configuration comes from a file, or in Kubernetes mode from the node's group.
 	var (
@@ -228,7 +274,18 @@ func serve(args []string, stderr io.Writer) int {
 		}
 	}
 
-	d, err := daemon.New(daemon.Options{StateDir: *stateDir, Logger: log})
+	dopts := daemon.Options{StateDir: *stateDir, Logger: log}
+	var events *groupsource.EventRecorder
+	if api != nil {
+		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
+		var err error
+		if events, err = groupsource.NewEventRecorder(api, *node, log); err != nil {
+			log.Error("cannot start", "err", err)
+			return exitFail
+		}
+		dopts.OnStateChange = func(c daemon.StateChange) { events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs) }
+	}
+	d, err := daemon.New(dopts)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		return exitFail
@@ -238,7 +295,7 @@ func serve(args []string, stderr io.Writer) int {
 	defer cancel()
 
 	if listen != "" {
-		srv, err := metrics.NewServer(listen, d, metrics.Options{Health: d.Health(5 * time.Second)})
+		srv, err := metrics.NewServer(listen, d, metrics.Options{Health: d.Health(), Live: d.Live(), Program: "vrrpd"})
 		if err != nil {
 			log.Error("metrics", "err", err)
 			return exitFail
@@ -257,6 +314,7 @@ func serve(args []string, stderr io.Writer) int {
 	}
 
 	if api != nil {
+		go events.Run(ctx)
 		go followGroup(ctx, d, api, groupsource.Options{Group: groupKey, Node: *node, StateDir: *stateDir, PasswordFile: *passwordFile}, log)
 		log.Info("starting", "group", groupKey.String(), "node", *node, "state_dir", *stateDir)
 	} else {

@@ -23,6 +23,10 @@ type Options struct {
 	StateDir string
 	// Logger receives the daemon's logs; nil means slog.Default().
 	Logger *slog.Logger
+	// OnStateChange, if set, is called on every state change of an instance, from the
+	// daemon's loop: it must return at once (hand the change to another goroutine, and
+	// drop it rather than block).
+	OnStateChange func(StateChange)
 
 	// Tuning that no caller has needed to change (zero means the default):
 	//
@@ -97,7 +101,17 @@ type Daemon struct {
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
 
-	trk tracking // vrrp_script and notify hooks (track.go)
+	trk    tracking                   // vrrp_script and notify hooks (track.go)
+	health atomic.Pointer[healthRule] // republished with the snapshot (health.go)
+}
+
+// StateChange is one instance's change of state, for Options.OnStateChange.
+type StateChange struct {
+	Instance string // its name: in Kubernetes mode the group's instance key
+	From, To vrrp.State
+	VRID     uint8
+	VIPs     []netip.Prefix // the instance's addresses (shared: do not modify)
+	At       time.Time
 }
 
 type timerOwner struct {
@@ -175,15 +189,13 @@ func New(opts Options) (*Daemon, error) {
 	d.publishK = d.newTimer(nil, timerPublish)
 	d.initTracking()
 	d.snap.Store(&metrics.Snapshot{})
+	d.health.Store(&healthRule{stallLimit: d.stallLimit(0)})
 	return d, nil
 }
 
 // Snapshot returns the latest published view of every instance; it implements
 // metrics.Source.
 func (d *Daemon) Snapshot() metrics.Snapshot { return *d.snap.Load() }
-
-// Health reports an error when the loop has not run for maxAge: for /healthz.
-func (d *Daemon) Health(maxAge time.Duration) func() error { return d.heartbeat.Check(maxAge) }
 
 // Reload replaces the running configuration (SIGHUP). Instances whose settings did not
 // change keep their state, counters and VIPs; changed ones are reconfigured in place when
@@ -265,10 +277,14 @@ func (d *Daemon) loop(ctx context.Context) error {
 	d.timer = timer
 	d.rearm()
 	d.mu.Unlock()
-	d.heartbeat.Beat(time.Now())
 	poll := time.NewTicker(d.opts.pollInterval)
 	defer poll.Stop()
 	for {
+		// Every turn of the loop is a beat: a handler that never returns (or a timer
+		// thread that never lets go of d.mu) stops them, and Health reports it
+		// (health.go). The poll ticker makes a turn at least every pollInterval even when
+		// nothing else happens.
+		d.heartbeat.Beat(time.Now())
 		select {
 		case <-ctx.Done():
 			timer.Close()
@@ -304,9 +320,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Unlock()
 		case <-poll.C:
 			d.mu.Lock()
-			now := time.Now()
-			d.heartbeat.Beat(now)
-			d.checkInterfaces(now)
+			d.checkInterfaces(time.Now())
 			d.rearm()
 			d.mu.Unlock()
 		}

@@ -30,6 +30,7 @@ type instance struct {
 
 	vmac          *vip.VMAC // the macvlan made for it (vmac.go), nil for none
 	holdsExcluded bool      // the virtual_ipaddress_excluded are on the interface
+	vmacErr       error     // why its macvlan could not be made, nil once it is
 	faultErr      error
 
 	// preexisting counts VIPs found on the interface already when it became master (not
@@ -90,10 +91,12 @@ func (d *Daemon) noteFault(in *instance, err error, now time.Time) {
 	if in.faultErr == nil || err == nil || in.faultErr.Error() != err.Error() {
 		in.faultErr = err
 		d.log.Warn(fmt.Sprintf("(%s) Entering FAULT STATE", in.cfg.Name), "reason", errString(err))
+		from := in.state
 		in.state = vrrp.StateFault
 		in.transitions++
 		in.lastTransition = now
 		d.publish(now)
+		d.reportStateChange(in, from, now)
 	}
 }
 
@@ -192,11 +195,24 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	// keepalived's wording, so log scrapers and humans used to it read the same.
 	d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", in.cfg.Name, a.To), "from", a.From.String(), "reason", string(a.Reason))
 	d.notifyTransition(in, a.To)
+	d.reportStateChange(in, a.From, now)
+}
+
+// reportStateChange tells Options.OnStateChange that in left from.
+func (d *Daemon) reportStateChange(in *instance, from vrrp.State, now time.Time) {
+	if d.opts.OnStateChange == nil || from == in.state {
+		return
+	}
+	d.opts.OnStateChange(StateChange{Instance: in.cfg.Name, From: from, To: in.state, VRID: in.cfg.VRID,
+		VIPs: in.vipPrefixes(), At: now})
 }
 
 // send builds one advertisement with priority and sends it to the group or to every
 // unicast peer. It allocates nothing.
 func (d *Daemon) send(in *instance, priority uint8) {
+	// The state machine has counted this advertisement (advert_sent, pri_zero_sent): the
+	// counters must reach the snapshot even on a master that receives nothing.
+	d.dirty = true
 	c := in.conn
 	if c.tc == nil {
 		return
@@ -258,6 +274,15 @@ func toVIP(v config.VIP, dev string) vip.VIP {
 		dev = v.Dev
 	}
 	return vip.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label}
+}
+
+// vipPrefixes are the instance's addresses, in a new slice.
+func (in *instance) vipPrefixes() []netip.Prefix {
+	ps := make([]netip.Prefix, 0, len(in.cfg.VIPs))
+	for _, v := range in.cfg.VIPs {
+		ps = append(ps, v.Prefix)
+	}
+	return ps
 }
 
 // vipFor returns the configured VIP (with its device and label) of prefix p, which the

@@ -32,9 +32,7 @@ func (d *Daemon) publish(now time.Time) {
 			LastTransition:  in.lastTransition,
 			PreexistingVIPs: in.preexisting,
 			ReaddedVIPs:     in.readded,
-		}
-		for _, v := range in.cfg.VIPs {
-			mi.VIPs = append(mi.VIPs, v.Prefix)
+			VIPs:            in.vipPrefixes(),
 		}
 		mi.Tracked = d.trackedSnapshot(in)
 		if in.sm != nil {
@@ -64,6 +62,7 @@ func (d *Daemon) publish(now time.Time) {
 	})
 	s.Scripts = d.scriptsSnapshot()
 	d.snap.Store(s)
+	d.health.Store(d.computeHealth())
 }
 
 func family(f config.Family) metrics.Family {

@@ -93,7 +93,8 @@ func (d *Daemon) vmacUp(in *instance) {
 		m.LinkLocal = linkLocalOf(m.Parent)
 	}
 	in.vmac = &m
-	if _, err := d.vmacs.Up(m); err != nil {
+	_, in.vmacErr = d.vmacs.Up(m)
+	if err := in.vmacErr; err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot create VMAC interface", in.cfg.Name), "vmac", m.Name, "err", err)
 		return
 	}
@@ -108,7 +109,8 @@ func (d *Daemon) vmacRetry(c *conn) {
 		if in.vmac == nil {
 			continue
 		}
-		if _, err := d.vmacs.Up(*in.vmac); err != nil {
+		_, in.vmacErr = d.vmacs.Up(*in.vmac)
+		if err := in.vmacErr; err != nil {
 			d.log.Debug(fmt.Sprintf("(%s) VMAC interface not made yet", in.cfg.Name), "vmac", in.vmac.Name, "err", err)
 		}
 	}

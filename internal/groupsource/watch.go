@@ -11,6 +11,8 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -97,13 +99,16 @@ func Watch(ctx context.Context, rc *rest.Config, opts Options) error {
 	return w.run(ctx)
 }
 
-// scheme decodes our group's objects and the API's Status errors. It holds only these:
-// client-go's full scheme (every API group) would cost vrrpd megabytes of memory.
+// scheme decodes our group's objects, the Services and Events of events.go, and the
+// API's Status errors. It holds only these: client-go's full scheme (every API group)
+// would cost vrrpd megabytes of memory.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err) // registration of static types; cannot fail at run time
 	}
+	s.AddKnownTypes(corev1.SchemeGroupVersion, &corev1.Service{})
+	s.AddKnownTypes(eventsv1.SchemeGroupVersion, &eventsv1.Event{})
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }()

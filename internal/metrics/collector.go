@@ -12,6 +12,7 @@ import (
 var (
 	vrrpLabels     = []string{"name", "intf", "vrid", "state"}
 	instanceLabels = []string{"name", "intf", "vrid"}
+	vipLabels      = []string{"name", "intf", "vrid", "vip"}
 	socketLabels   = []string{"intf", "family"}
 )
 
@@ -45,7 +46,8 @@ var keepalivedCounters = []counterDef{
 
 // Collector is a prometheus.Collector that turns each scrape into one Snapshot read.
 type Collector struct {
-	src Source
+	src    Source
+	health func() error // keepalived_up's rule; nil means always up
 
 	up             *prometheus.Desc
 	counters       []*prometheus.Desc // parallel to keepalivedCounters
@@ -54,6 +56,7 @@ type Collector struct {
 	basePriority   *prometheus.Desc
 	transitions    *prometheus.Desc
 	lastTransition *prometheus.Desc
+	vipMaster      *prometheus.Desc
 	instances      *prometheus.Desc
 	received       *prometheus.Desc
 	unattributed   *prometheus.Desc
@@ -80,6 +83,8 @@ func NewCollector(src Source) *Collector {
 			"State changes of the instance since vrrpd started, FAULT included", instanceLabels, nil),
 		lastTransition: prometheus.NewDesc("vrrpd_last_transition_timestamp_seconds",
 			"Unix time of the instance's latest state change (0 if none)", instanceLabels, nil),
+		vipMaster: prometheus.NewDesc("vrrpd_vip_master",
+			"1 for each VIP of an instance in MASTER state on this host, 0 for the other instances' VIPs: who holds an address, without a join", vipLabels, nil),
 		instances: prometheus.NewDesc("vrrpd_instances",
 			"Number of VRRP instances in each state", []string{"state"}, nil),
 		received: prometheus.NewDesc("vrrpd_packets_received_total",
@@ -113,7 +118,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	for _, d := range []*prometheus.Desc{c.state, c.priority, c.basePriority, c.transitions,
-		c.lastTransition, c.instances, c.received, c.unattributed, c.preexisting, c.readded,
+		c.lastTransition, c.vipMaster, c.instances, c.received, c.unattributed, c.preexisting, c.readded,
 		c.scriptStatus, c.scriptRuns, c.scriptFailures, c.scriptTimeouts} {
 		ch <- d
 	}
@@ -125,8 +130,13 @@ var allStates = []vrrp.State{vrrp.StateInit, vrrp.StateBackup, vrrp.StateMaster,
 
 // Collect reads one snapshot and sends its metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	// The daemon is this process: if it is answering, keepalived_up is 1.
-	emit(ch, c.up, prometheus.GaugeValue, 1)
+	// keepalived_exporter reported 0 when keepalived did not answer; vrrpd is this
+	// process, so "answering" is not enough: up is the daemon's health (Options.Health).
+	up := 1.0
+	if c.health != nil && c.health() != nil {
+		up = 0
+	}
+	emit(ch, c.up, prometheus.GaugeValue, up)
 	snap := c.src.Snapshot()
 	perState := make(map[vrrp.State]int, len(allStates))
 	for i := range snap.Instances {
@@ -147,6 +157,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			last = float64(in.LastTransition.UnixNano()) / 1e9
 		}
 		emit(ch, c.lastTransition, prometheus.GaugeValue, last, in.Name, in.Interface, vrid)
+		var master float64
+		if in.State == vrrp.StateMaster {
+			master = 1
+		}
+		for _, v := range in.VIPs {
+			emit(ch, c.vipMaster, prometheus.GaugeValue, master, in.Name, in.Interface, vrid, v.Addr().String())
+		}
 		emit(ch, c.preexisting, prometheus.CounterValue, float64(in.PreexistingVIPs), in.Name, in.Interface, vrid)
 		emit(ch, c.readded, prometheus.CounterValue, float64(in.ReaddedVIPs), in.Name, in.Interface, vrid)
 	}

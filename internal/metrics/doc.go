@@ -11,7 +11,8 @@
 //
 // Metrics, per instance labelled {name, intf, vrid, state} unless noted:
 //
-//	keepalived_up                                  gauge, always 1 while vrrpd answers
+//	keepalived_up                                  gauge, 1 healthy, 0 not (see below)
+//	vrrpd_build_info{version,goversion}            gauge, always 1 (Options.Program)
 //	keepalived_vrrp_advert_rcvd, _advert_sent, _become_master, _release_master,
 //	_packet_len_err, _advert_interval_err, _ip_ttl_err, _invalid_type_rcvd, _addr_list_err,
 //	_invalid_authtype, _authtype_mismatch, _auth_failure, _pri_zero_rcvd, _pri_zero_sent
@@ -21,6 +22,7 @@
 //	vrrpd_priority, vrrpd_base_priority{name,intf,vrid}        gauges
 //	vrrpd_transitions_total{name,intf,vrid}        counter, every state change
 //	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}    gauge
+//	vrrpd_vip_master{name,intf,vrid,vip}           gauge, 1 per VIP of a MASTER here, else 0
 //	vrrpd_vip_preexisting_total{name,intf,vrid}    counter, VIPs found on the interface
 //	                                               already (not added, never removed)
 //	vrrpd_vip_readded_total{name,intf,vrid}        counter, VIPs put back after someone
@@ -30,6 +32,16 @@
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take
 //
 // plus the Go runtime's go_* and process_* metrics.
+//
+// keepalived_up is 0 when the daemon is not doing its job, and then /healthz answers 503
+// with the reason: its loop has made no turn for longer than max(3 × the smallest
+// advertisement interval of its instances, 3 s) (past three intervals its backups have
+// taken over from a master that hangs; the 3 s floor is three of the loop's idle turns),
+// or an instance it should run could not start for a reason other than its interface's
+// state (a socket refused for lack of CAP_NET_RAW, a macvlan that cannot be made). An
+// interface that is missing, down or without an address is VRRP's FAULT state, shown by
+// keepalived_vrrp_state, and leaves keepalived_up at 1, as keepalived's exporter does.
+// /livez, the liveness probe, checks only the loop: a restart cures nothing else.
 //
 // Compatibility notes. keepalived_exporter labels its per-instance counters with the
 // instance's current state, so a counter's series changes when the state does; we do the

@@ -10,12 +10,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
 
 // Paths served by Handler.
 const (
 	MetricsPath = "/metrics"
 	HealthPath  = "/healthz"
+	LivePath    = "/livez"
 	StatusPath  = "/status"
 )
 
@@ -24,10 +27,15 @@ const DefaultAddress = ":9650"
 
 // Options tune Handler.
 type Options struct {
-	// Health reports whether the daemon is alive; /healthz answers 200 when it returns nil
-	// and 503 with the error otherwise. Nil means always healthy. Heartbeat.Check makes
-	// one from the daemon loop's heartbeat.
+	// Health reports whether the daemon is healthy; /healthz answers 200 when it returns
+	// nil and 503 with the error otherwise, and keepalived_up is 1 or 0 accordingly. Nil
+	// means always healthy. Heartbeat.Check makes one from the daemon loop's heartbeat.
 	Health func() error
+	// Live is /livez's check, for a liveness probe: only what a restart cures (the loop
+	// stalled). Nil means always live.
+	Live func() error
+	// Program, if set, adds Program_build_info (package version) to the metrics.
+	Program string
 	// Registry, if set, receives the collectors instead of a fresh registry, for a
 	// program that registers metrics of its own. The Go runtime and process collectors
 	// are added only to the fresh registry.
@@ -43,8 +51,15 @@ func Handler(src Source, opt Options) (http.Handler, error) {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	if err := reg.Register(NewCollector(src)); err != nil {
+	col := NewCollector(src)
+	col.health = opt.Health
+	if err := reg.Register(col); err != nil {
 		return nil, fmt.Errorf("metrics: register collector: %w", err)
+	}
+	if opt.Program != "" {
+		if err := reg.Register(version.NewCollector(opt.Program)); err != nil {
+			return nil, fmt.Errorf("metrics: register build info: %w", err)
+		}
 	}
 	mux := http.NewServeMux()
 	// Plain text exposition, not OpenMetrics: OpenMetrics would add _total to the
@@ -52,17 +67,8 @@ func Handler(src Source, opt Options) (http.Handler, error) {
 	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorHandling: promhttp.ContinueOnError,
 	}))
-	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if opt.Health != nil {
-			if err := opt.Health(); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				fmt.Fprintf(w, "unhealthy: %v\n", err)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("GET "+HealthPath, probe(opt.Health))
+	mux.HandleFunc("GET "+LivePath, probe(opt.Live))
 	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
@@ -72,10 +78,25 @@ func Handler(src Source, opt Options) (http.Handler, error) {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<html><head><title>vrrpd</title></head><body><h1>vrrpd</h1>
-<p><a href="%s">metrics</a> &middot; <a href="%s">health</a> &middot; <a href="%s">status</a></p></body></html>
-`, MetricsPath, HealthPath, StatusPath)
+<p><a href="%s">metrics</a> &middot; <a href="%s">health</a> &middot; <a href="%s">liveness</a> &middot; <a href="%s">status</a></p></body></html>
+`, MetricsPath, HealthPath, LivePath, StatusPath)
 	})
 	return mux, nil
+}
+
+// probe answers 200 "ok" when check (nil: always) passes, else 503 with its error.
+func probe(check func() error) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if check != nil {
+			if err := check(); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprintf(w, "unhealthy: %v\n", err)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ok")
+	}
 }
 
 // NewServer returns an http.Server for addr (DefaultAddress if empty) serving Handler,

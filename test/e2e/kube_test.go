@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -178,6 +179,11 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		t.Fatal(err)
 	}
 	waitHolders(t, 3*time.Second, m+" back on the segment preempts", want, h1, h2, cl)
+	// vrrpd, with the ServiceAccount's rights only, told the web Service who held its
+	// VIP: m, then other while m was cut off, then m again.
+	waitServiceEvents(t, ns, "web", []string{
+		"nodeAssigned " + m, "nodeAssigned " + other, "nodeUnassigned " + other,
+	})
 
 	// 5. The web Service loses its VIP: gone from both nodes, the others stay.
 	if deleteService {
@@ -589,4 +595,36 @@ func dialFrom(h *netlab.Host, addr string) error {
 		}
 		return c.Close()
 	})
+}
+
+// waitServiceEvents waits until the Service ns/name has, from vrrpd, an Event for each
+// "reason node" of want (the node named in the Event's note), up to 30 s: an Event of the
+// node that was cut off waits for its link to come back.
+func waitServiceEvents(t *testing.T, ns, name string, want []string) {
+	t.Helper()
+	var have []string
+	vrrpdtest.WaitFor(t, 30*time.Second, fmt.Sprintf("Events %v on Service %s/%s", want, ns, name), func() bool {
+		var events eventsv1.EventList
+		if err := env.Client.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		have = have[:0]
+		for _, e := range events.Items {
+			if e.Regarding.Kind != "Service" || e.Regarding.Name != name || !strings.HasSuffix(e.ReportingController, "/vrrpd") {
+				continue
+			}
+			for _, node := range []string{"h1", "h2"} {
+				if strings.Contains(e.Note, fmt.Sprintf("%q", node)) {
+					have = append(have, e.Reason+" "+node)
+				}
+			}
+		}
+		for _, w := range want {
+			if !slices.Contains(have, w) {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("Events on Service %s/%s from vrrpd: %v", ns, name, have)
 }

@@ -110,9 +110,10 @@ func TestChartMatchesKustomize(t *testing.T) {
 // dry run in the release namespace.
 func TestChartApplies(t *testing.T) {
 	for name, set := range map[string][]string{
-		"default":   nil,
-		"openshift": {"--set", "openshift.enabled=true", "--set", "metrics.serviceMonitor.enabled=true"},
-		"minimal":   {"--set", "metrics.enabled=false", "--set", "leaderElection.enabled=false", "--set", "replicas=1"},
+		"default":    nil,
+		"openshift":  {"--set", "openshift.enabled=true", "--set", "metrics.serviceMonitor.enabled=true"},
+		"minimal":    {"--set", "metrics.enabled=false", "--set", "leaderElection.enabled=false", "--set", "replicas=1"},
+		"monitoring": {"--set", "monitoring.prometheusRule.enabled=true", "--set", "monitoring.dashboard.enabled=true"},
 	} {
 		t.Run(name, func(t *testing.T) { dryRunApply(t, mustHelmTemplate(t, set...), "vrrp-operator") })
 	}
@@ -210,7 +211,11 @@ func TestChartCopiesInSync(t *testing.T) {
 	if len(gen) == 0 || len(gen) != len(copies) {
 		t.Fatalf("deploy/crds has %d CRDs, the chart %d files: run make manifests", len(gen), len(copies))
 	}
-	pairs := map[string]string{filepath.Join("deploy", "operator", "rbac", "role.yaml"): filepath.Join(chartDir, "files", "role.yaml")}
+	pairs := map[string]string{
+		filepath.Join("deploy", "operator", "rbac", "role.yaml"):     filepath.Join(chartDir, "files", "role.yaml"),
+		filepath.Join("deploy", "monitoring", "prometheusrule.yaml"): filepath.Join(chartDir, "files", "prometheusrule.yaml"),
+		filepath.Join("deploy", "monitoring", "dashboard.json"):      filepath.Join(chartDir, "files", "dashboard.json"),
+	}
 	for _, g := range gen {
 		rel, _ := filepath.Rel(root, g)
 		pairs[rel] = filepath.Join(chartDir, "crds", filepath.Base(g))

@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(e *envtest.Environment) {
 		e.CRDs = append(e.CRDs,
 			openCRD("security.openshift.io", "SecurityContextConstraints", "securitycontextconstraints", apiextensionsv1.ClusterScoped),
-			openCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped))
+			openCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped),
+			openCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules", apiextensionsv1.NamespaceScoped))
 	}, func(e *testenv.Env) { env = e }))
 }
 

@@ -1,0 +1,167 @@
+package groupsource
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
+)
+
+// Event reasons and actions vrrpd records on a Service. nodeAssigned is MetalLB's
+// speaker's reason for the same news, so that one query finds both.
+const (
+	ReasonNodeAssigned   = "nodeAssigned"
+	ReasonNodeUnassigned = "nodeUnassigned"
+	actionBecomeMaster   = "BecomeMaster"
+	actionLeaveMaster    = "LeaveMaster"
+	// reportingController names vrrpd in its Events (events.k8s.io wants a qualified name).
+	reportingController = "redhatcop.redhat.io/vrrpd"
+)
+
+// eventQueue is how many state changes may wait for the API server; beyond it they are
+// dropped (and counted in the log), never blocking the daemon's loop.
+const eventQueue = 256
+
+// EventRecorder records an Event on a Service when this node becomes MASTER of one of
+// the Service's virtual routers or stops being it, so `kubectl describe service` says
+// which node holds its VIPs and since when. It needs, in each Service's namespace,
+// create on events.k8s.io Events and get on the Service (for its UID, by which kubectl
+// finds the Event); the operator grants exactly that (controller, eventsRole).
+//
+// Observe is called from the daemon's loop and only queues; Run posts.
+type EventRecorder struct {
+	node   string
+	log    *slog.Logger
+	events rest.Interface // events.k8s.io/v1
+	core   rest.Interface // the Services' UIDs
+	queue  chan change
+}
+
+type change struct {
+	instance string
+	from, to vrrp.State
+	vrid     uint8
+	vips     []netip.Prefix
+	at       time.Time
+}
+
+// NewEventRecorder returns a recorder for node (vrrpd's --node) that talks to rc.
+func NewEventRecorder(rc *rest.Config, node string, log *slog.Logger) (*EventRecorder, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	ec := rest.CopyConfig(rc)
+	ec.GroupVersion = &eventsv1.SchemeGroupVersion
+	ec.APIPath = "/apis"
+	ec.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if ec.UserAgent == "" {
+		ec.UserAgent = "vrrpd"
+	}
+	events, err := rest.RESTClientFor(ec)
+	if err != nil {
+		return nil, fmt.Errorf("groupsource: events: %w", err)
+	}
+	cc := rest.CopyConfig(ec)
+	cc.GroupVersion = &corev1.SchemeGroupVersion
+	cc.APIPath = "/api"
+	core, err := rest.RESTClientFor(cc)
+	if err != nil {
+		return nil, fmt.Errorf("groupsource: events: %w", err)
+	}
+	return &EventRecorder{node: node, log: log, events: events, core: core, queue: make(chan change, eventQueue)}, nil
+}
+
+// ServiceOf is the Service an instance serves, from its name: the group's instance key
+// ("namespace/name", or "namespace/name/ip" with spreadvips), with SuffixIPv4 or
+// SuffixIPv6 for one family of a dual-stack instance.
+func ServiceOf(instance string) (types.NamespacedName, bool) {
+	parts := strings.Split(instance, "/")
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: parts[0], Name: parts[1]}, true
+}
+
+// Observe queues an instance's state change; only entering or leaving MASTER becomes
+// an Event. It never blocks.
+func (r *EventRecorder) Observe(instance string, from, to vrrp.State, vrid uint8, vips []netip.Prefix) {
+	if (from == vrrp.StateMaster) == (to == vrrp.StateMaster) {
+		return
+	}
+	select {
+	case r.queue <- change{instance, from, to, vrid, vips, time.Now()}:
+	default:
+		r.log.Warn("too many state changes waiting; Event dropped", "instance", instance, "to", to.String())
+	}
+}
+
+// Run posts the queued Events until ctx ends. A failure is logged and the Event
+// dropped: Events are news, not state, and a retry would report an old change late.
+func (r *EventRecorder) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case c := <-r.queue:
+			if err := r.record(ctx, c); err != nil && ctx.Err() == nil {
+				r.log.Warn("cannot record Event on Service", "instance", c.instance, "err", err)
+			}
+		}
+	}
+}
+
+func (r *EventRecorder) record(ctx context.Context, c change) error {
+	svc, ok := ServiceOf(c.instance)
+	if !ok {
+		return nil // not a group's instance
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	var s corev1.Service
+	if err := r.core.Get().Namespace(svc.Namespace).Resource("services").Name(svc.Name).Do(ctx).Into(&s); err != nil {
+		return fmt.Errorf("get Service %s: %w", svc, err)
+	}
+	ev := newEvent(c, &s, r.node)
+	return r.events.Post().Namespace(svc.Namespace).Resource("events").Body(ev).Do(ctx).Error()
+}
+
+// newEvent is the Event for change c of Service s on node.
+func newEvent(c change, s *corev1.Service, node string) *eventsv1.Event {
+	vips := make([]string, len(c.vips))
+	for i, p := range c.vips {
+		vips[i] = p.Addr().String()
+	}
+	reason, action, note := ReasonNodeAssigned, actionBecomeMaster,
+		fmt.Sprintf("announcing %s from node %q with protocol VRRP (VRID %d, %s)", strings.Join(vips, ", "), node, c.vrid, c.instance)
+	if c.to != vrrp.StateMaster {
+		reason, action = ReasonNodeUnassigned, actionLeaveMaster
+		note = fmt.Sprintf("node %q no longer announces %s: VRRP %s (VRID %d, %s)", node, strings.Join(vips, ", "), c.to, c.vrid, c.instance)
+	}
+	suffix := make([]byte, 5)
+	_, _ = rand.Read(suffix)
+	return &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name + "." + hex.EncodeToString(suffix), Namespace: s.Namespace},
+		EventTime:  metav1.NewMicroTime(c.at),
+		Regarding: corev1.ObjectReference{Kind: "Service", APIVersion: "v1", Namespace: s.Namespace, Name: s.Name,
+			UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Reason:              reason,
+		Action:              action,
+		Note:                note,
+		Type:                corev1.EventTypeNormal,
+		ReportingController: reportingController,
+		ReportingInstance:   reportingController + "-" + node,
+	}
+}
