@@ -82,6 +82,20 @@ func TestREADMEInstall(t *testing.T) {
 }
 
 func runInstallBlock(t *testing.T, cmds []string) {
+	fresh, cfg := freshCluster(t)
+	runCommands(t, cfg, cmds)
+
+	// Whatever the block, the operator's Deployment is there.
+	var d appsv1.Deployment
+	if err := fresh.Client.Get(context.Background(), types.NamespacedName{Namespace: "vrrp-operator", Name: "vrrp-operator"}, &d); err != nil {
+		t.Errorf("after the install: %v", err)
+	}
+}
+
+// freshCluster starts an API server of its own, without the project's CRD, stopped when
+// the test ends, and returns it with an admin kubeconfig.
+func freshCluster(t *testing.T) (*testenv.Env, string) {
+	t.Helper()
 	fresh, err := testenv.Start(func(e *envtest.Environment) {
 		e.CRDDirectoryPaths = nil // a new cluster: the README installs the CRD
 		// What an OpenShift cluster or one with the Prometheus operator serves.
@@ -93,18 +107,23 @@ func runInstallBlock(t *testing.T, cmds []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := fresh.Stop(); err != nil {
 			t.Error(err)
 		}
-	}()
-	cfg := fresh.AdminKubeconfig(t, "admin")
+	})
+	return fresh, fresh.AdminKubeconfig(t, "admin")
+}
 
+// runCommands runs kubectl and helm command lines as written, and returns each one's output.
+func runCommands(t *testing.T, kubeconfig string, cmds []string) []string {
+	t.Helper()
+	var outs []string
 	for _, line := range cmds {
 		// The lines are plain words; quoting would need a shell, and a split that ignored
 		// it would test something other than what users run.
 		if strings.ContainsAny(line, `"'$|&;<>()\`+"`") {
-			t.Fatalf("%q: the install commands must be plain words", line)
+			t.Fatalf("%q: the README's commands must be plain words", line)
 		}
 		words := strings.Fields(line)
 		var name string
@@ -118,16 +137,12 @@ func runInstallBlock(t *testing.T, cmds []string) {
 		default:
 			t.Fatalf("%q: only kubectl and helm commands are tested", line)
 		}
-		out, err := run(t, []string{"KUBECONFIG=" + cfg}, nil, name, argv...)
+		out, err := run(t, []string{"KUBECONFIG=" + kubeconfig}, nil, name, argv...)
 		if err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
 		t.Logf("%s\n%s", line, out)
+		outs = append(outs, string(out))
 	}
-
-	// Whatever the block, the operator's Deployment is there.
-	var d appsv1.Deployment
-	if err := fresh.Client.Get(context.Background(), types.NamespacedName{Namespace: "vrrp-operator", Name: "vrrp-operator"}, &d); err != nil {
-		t.Errorf("after the install: %v", err)
-	}
+	return outs
 }
