@@ -457,21 +457,7 @@ func TestSimulatedLAN(t *testing.T) {
 // the others never become Master, even at the 10ms interval where a truncated skew would
 // make them all fire together.
 func TestSimulatedLANSkewOrdersTakeover(t *testing.T) {
-	l := &lan{t: t, rng: rand.New(rand.NewPCG(1, 2)), now: t0, out: make([]Action, 0, 16)}
-	for k, prio := range []uint8{250, 200, 199, 198} {
-		c := Config{VRID: 9, Version: Version3, Priority: prio, AdvertInterval: 10 * time.Millisecond, Preempt: true,
-			VIPs: []netip.Prefix{vip1}, Primary: netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + k)})}
-		l.routers = append(l.routers, &simRouter{inst: mustInstance(t, c), alive: true, linked: true})
-	}
-	l.maxIv = 10 * time.Millisecond
-	l.reliableSince = t0
-	for k := range l.routers {
-		l.apply(k, l.routers[k].inst.Start(t0, nil))
-	}
-	l.run(at(time.Second))
-	if l.exactlyOneMaster("start") != 0 {
-		t.Fatal("priority 250 is not master")
-	}
+	l := reliableLAN(t, 1, []uint8{250, 200, 199, 198}, func(int) bool { return true })
 	l.apply(0, l.routers[0].inst.Shutdown(l.now, nil))
 	tf := l.now
 	l.run(at(2 * time.Second))
@@ -487,4 +473,26 @@ func TestSimulatedLANSkewOrdersTakeover(t *testing.T) {
 			t.Fatalf("r%d became master %d times", k, c)
 		}
 	}
+}
+
+// reliableLAN is routers at prios on a reliable simulated link, 10 ms adverts, router k
+// preempting when preempt(k), run for a second from start: router 0 must be the master.
+func reliableLAN(t *testing.T, seed uint64, prios []uint8, preempt func(k int) bool) *lan {
+	t.Helper()
+	l := &lan{t: t, rng: rand.New(rand.NewPCG(seed, seed+1)), now: t0, out: make([]Action, 0, 16)}
+	for k, prio := range prios {
+		c := Config{VRID: 9, Version: Version3, Priority: prio, AdvertInterval: 10 * time.Millisecond, Preempt: preempt(k),
+			VIPs: []netip.Prefix{vip1}, Primary: netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + k)})}
+		l.routers = append(l.routers, &simRouter{inst: mustInstance(t, c), alive: true, linked: true})
+	}
+	l.maxIv = 10 * time.Millisecond
+	l.reliableSince = t0
+	for k := range l.routers {
+		l.apply(k, l.routers[k].inst.Start(t0, nil))
+	}
+	l.run(at(time.Second))
+	if l.exactlyOneMaster("start") != 0 {
+		t.Fatalf("priority %d is not master", prios[0])
+	}
+	return l
 }

@@ -1,8 +1,6 @@
 package vrrp
 
 import (
-	"math/rand/v2"
-	"net/netip"
 	"testing"
 	"time"
 )
@@ -10,22 +8,7 @@ import (
 // trackLAN is two routers on a reliable simulated link: r0 at 150, r1 at 100, 10 ms
 // adverts; r0 preempts, r1 only if preempt.
 func trackLAN(t *testing.T, preempt bool) *lan {
-	l := &lan{t: t, rng: rand.New(rand.NewPCG(3, 4)), now: t0, out: make([]Action, 0, 16)}
-	for k, prio := range []uint8{150, 100} {
-		c := Config{VRID: 9, Version: Version3, Priority: prio, AdvertInterval: 10 * time.Millisecond, Preempt: k == 0 || preempt,
-			VIPs: []netip.Prefix{vip1}, Primary: netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + k)})}
-		l.routers = append(l.routers, &simRouter{inst: mustInstance(t, c), alive: true, linked: true})
-	}
-	l.maxIv = 10 * time.Millisecond
-	l.reliableSince = t0
-	for k := range l.routers {
-		l.apply(k, l.routers[k].inst.Start(t0, nil))
-	}
-	l.run(at(time.Second))
-	if l.exactlyOneMaster("start") != 0 {
-		t.Fatal("priority 150 is not master")
-	}
-	return l
+	return reliableLAN(t, 3, []uint8{150, 100}, func(k int) bool { return k == 0 || preempt })
 }
 
 // What track_script does through the state machine's inputs: a master whose effective

@@ -198,7 +198,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
-	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz and /status; empty to disable")
+	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz, /livez and /status; empty to disable")
 	metricsHost := fs.String("metrics-host", "", "listen on this IP address only, with the port of --metrics-address (vrrpd's pod passes the node's status.hostIP)")
 	passwordFile := fs.String("password-file", "", "Kubernetes mode: the group's password, the Secret key the kubelet mounts (re-read while running)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

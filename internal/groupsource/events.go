@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -63,21 +62,11 @@ func NewEventRecorder(rc *rest.Config, node string, log *slog.Logger) (*EventRec
 	if log == nil {
 		log = slog.Default()
 	}
-	ec := rest.CopyConfig(rc)
-	ec.GroupVersion = &eventsv1.SchemeGroupVersion
-	ec.APIPath = "/apis"
-	ec.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if ec.UserAgent == "" {
-		ec.UserAgent = "vrrpd"
-	}
-	events, err := rest.RESTClientFor(ec)
+	events, err := restClient(rc, eventsv1.SchemeGroupVersion, "/apis")
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: events: %w", err)
 	}
-	cc := rest.CopyConfig(ec)
-	cc.GroupVersion = &corev1.SchemeGroupVersion
-	cc.APIPath = "/api"
-	core, err := rest.RESTClientFor(cc)
+	core, err := restClient(rc, corev1.SchemeGroupVersion, "/api")
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: events: %w", err)
 	}

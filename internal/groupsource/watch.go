@@ -160,14 +160,7 @@ func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
 		opts.PasswordRefresh = 10 * time.Second
 	}
 
-	gc := rest.CopyConfig(rc)
-	gc.GroupVersion = &v1alpha1.GroupVersion
-	gc.APIPath = "/apis"
-	gc.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if gc.UserAgent == "" {
-		gc.UserAgent = "vrrpd"
-	}
-	groups, err := rest.RESTClientFor(gc)
+	groups, err := restClient(rc, v1alpha1.GroupVersion, "/apis")
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: %w", err)
 	}
@@ -550,3 +543,16 @@ func (b *backoff) next() time.Duration {
 }
 
 func (b *backoff) reset() { b.cur = 0 }
+
+// restClient is a REST client of rc for one API group version, decoding with vrrpd's
+// small scheme and naming itself vrrpd unless rc names a user agent.
+func restClient(rc *rest.Config, gv schema.GroupVersion, apiPath string) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(rc)
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = "vrrpd"
+	}
+	return rest.RESTClientFor(c)
+}
