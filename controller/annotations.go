@@ -113,6 +113,7 @@ func parseVerbatim(s string) (map[string]string, []string) {
 	slices.Sort(keys)
 	for _, k := range keys {
 		owner, known := v1alpha1.InstanceKeyword(k)
+		problem := v1alpha1.ServiceValueProblem(k, raw[k])
 		switch {
 		case !known:
 			problems = append(problems, fmt.Sprintf("%s key %q is not a keepalived vrrp_instance keyword; ignored", v1alpha1.AnnotationVerbatimConfig, k))
@@ -120,8 +121,8 @@ func parseVerbatim(s string) (map[string]string, []string) {
 			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		case owner == v1alpha1.OwnerRefused:
 			problems = append(problems, fmt.Sprintf("%s key %q would run a program, which vrrpd never does on a Service's say; ignored", v1alpha1.AnnotationVerbatimConfig, k))
-		case v1alpha1.ServiceValueProblem(k, raw[k]) != "":
-			problems = append(problems, fmt.Sprintf("%s key %q %s; ignored", v1alpha1.AnnotationVerbatimConfig, k, v1alpha1.ServiceValueProblem(k, raw[k])))
+		case problem != "":
+			problems = append(problems, fmt.Sprintf("%s key %q %s; ignored", v1alpha1.AnnotationVerbatimConfig, k, problem))
 		default:
 			out[k] = raw[k]
 		}

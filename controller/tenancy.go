@@ -107,16 +107,13 @@ func (f *groupFacts) addrProblem(a netip.Addr, external bool) (reason, msg strin
 	return "", ""
 }
 
-// nodeOwnAddrs lists every InternalIP and ExternalIP of the Nodes the group
-// selects.
-func nodeOwnAddrs(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) map[netip.Addr]string {
-	sel := labels.SelectorFromSet(g.Spec.NodeSelector)
+// nodeOwnAddrs lists every InternalIP and ExternalIP of every Node, not only
+// the group's: a node outside the group (a control-plane node, another
+// group's) must not have its address announced by this one either.
+func nodeOwnAddrs(nodes []corev1.Node) map[netip.Addr]string {
 	out := map[netip.Addr]string{}
 	for i := range nodes {
 		n := &nodes[i]
-		if !sel.Matches(labels.Set(n.Labels)) {
-			continue
-		}
 		for _, na := range n.Status.Addresses {
 			if na.Type != corev1.NodeInternalIP && na.Type != corev1.NodeExternalIP {
 				continue
@@ -224,33 +221,28 @@ func (v *vetter) group(ref types.NamespacedName) (*groupFacts, error) {
 	if f, ok := v.groups[ref]; ok {
 		return f, nil
 	}
-	f := &groupFacts{}
 	var g v1alpha1.KeepalivedGroup
 	switch err := v.r.Get(v.ctx, ref, &g); {
 	case apierrors.IsNotFound(err):
+		v.groups[ref] = &groupFacts{}
+		return v.groups[ref], nil
 	case err != nil:
 		return nil, err
-	default:
-		f.g = &g
-		if ap := g.Spec.AddressPool; ap != nil {
-			f.pool, _ = ipam.Parse(rangesToStrings(ap.Addresses), rangesToStrings(ap.ExcludedAddresses))
-		}
-		if !v.nodesRead {
-			var nl corev1.NodeList
-			if err := v.r.List(v.ctx, &nl); err != nil {
-				return nil, err
-			}
-			v.nodes, v.nodesRead = nl.Items, true
-		}
-		f.nodeAddrs = nodeOwnAddrs(&g, v.nodes)
 	}
-	v.groups[ref] = f
-	return f, nil
+	if !v.nodesRead {
+		var nl corev1.NodeList
+		if err := v.r.List(v.ctx, &nl); err != nil {
+			return nil, err
+		}
+		v.nodes, v.nodesRead = nl.Items, true
+	}
+	v.seed(&g, v.nodes)
+	return v.groups[ref], nil
 }
 
 // seed records a group the caller has already read.
 func (v *vetter) seed(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) {
-	f := &groupFacts{g: g, nodeAddrs: nodeOwnAddrs(g, nodes)}
+	f := &groupFacts{g: g, nodeAddrs: nodeOwnAddrs(nodes)}
 	if ap := g.Spec.AddressPool; ap != nil {
 		f.pool, _ = ipam.Parse(rangesToStrings(ap.Addresses), rangesToStrings(ap.ExcludedAddresses))
 	}
@@ -346,6 +338,10 @@ func (v *vetter) holdersOf(addr netip.Addr) ([]types.NamespacedName, error) {
 	var cs []claimant
 	for i := range list.Items {
 		s := &list.Items[i]
+		if foreignIngress(s, addr) {
+			cs = append(cs, claimant{svc: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, created: s.CreationTimestamp, ingress: true})
+			continue
+		}
 		claims, _, err := v.claims(s)
 		if err != nil {
 			return nil, err
@@ -422,6 +418,10 @@ func (v *vetter) blockers(addr netip.Addr, self *corev1.Service, share bool) ([]
 		if share && key != "" && s.Namespace == self.Namespace && s.Annotations[v1alpha1.AnnotationSharedIP] == key {
 			continue
 		}
+		if foreignIngress(s, addr) {
+			out = append(out, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+			continue
+		}
 		claims, _, err := v.claims(s)
 		if err != nil {
 			return nil, err
@@ -445,4 +445,21 @@ func (v *vetter) sharesWith(self *corev1.Service, other types.NamespacedName) bo
 		return false
 	}
 	return o.Annotations[v1alpha1.AnnotationSharedIP] == key
+}
+
+// foreignIngress reports whether another load balancer gave s the address addr:
+// s is not ours (no group annotation, or another load-balancer class) and its
+// status.loadBalancer.ingress holds addr. Such an address is held, whatever
+// the rules for our own Services say: a tenant's externalIPs must not take
+// the address MetalLB or a cloud gave another Service.
+func foreignIngress(s *corev1.Service, addr netip.Addr) bool {
+	if _, ours := groupOf(s); ours && classIsOurs(s) {
+		return false
+	}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil && a.Unmap() == addr {
+			return true
+		}
+	}
+	return false
 }

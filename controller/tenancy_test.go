@@ -454,3 +454,35 @@ func TestSharedRequestedAddress(t *testing.T) {
 	waitEvent(t, ns, "loner", ReasonAllocationFailed, "10.99.0.242 is already in use by Service "+ns+"/")
 	waitInstances(t, ns, "g", map[string]string{ns + "/tcp": "10.99.0.242", ns + "/udp": "10.99.0.242", ns + "/auto": "10.99.0.240"})
 }
+
+// TestOtherNodesAndForeignIngressHeld: an address of a node outside the group
+// (a control-plane node, another group's) and an address another load
+// balancer wrote to a Service's status are never a VIP of this group, whatever
+// a tenant lists in externalIPs, and the pool never hands them out.
+func TestOtherNodesAndForeignIngressHeld(t *testing.T) {
+	ns := newNamespace(t, "foreign")
+	ctx := context.Background()
+	outside := newNodes(t, ns, 1, map[string]string{"role": "control-plane"}) // InternalIP 10.99.0.1
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = map[string]string{"foreign-member": ns}
+		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.1-10.99.0.3"}}
+	})
+	// Another load balancer's Service, not annotated for any group, holding 10.99.0.2.
+	other := newService(t, ns, "metallb", "", asLoadBalancer)
+	other.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.99.0.2"}}
+	if err := k8s.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	newService(t, ns, "thief", ns+"/g", withExternalIPs("10.99.0.1", "10.99.0.2", "10.99.0.40"))
+	startManager(t, ns)
+	newService(t, ns, "lb", ns+"/g", asLoadBalancer)
+	eventually(t, 30*time.Second, func() error {
+		if got := fmt.Sprint(allocated(t, ns)); got != "map[lb:[10.99.0.3] metallb:[10.99.0.2]]" {
+			return fmt.Errorf("allocated %s", got)
+		}
+		return nil
+	})
+	waitInstances(t, ns, "g", map[string]string{ns + "/thief": "10.99.0.40", ns + "/lb": "10.99.0.3"})
+	waitEvent(t, ns, "thief", ReasonAddressNotUsable, "10.99.0.1 is an address of node "+outside[0])
+	waitEvent(t, ns, "thief", ReasonAddressInUse, "10.99.0.2")
+}

@@ -1,13 +1,15 @@
 package config
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/regularfile"
 )
 
 // item is one element of a keepalived.conf token stream after includes are expanded: a
@@ -107,27 +109,11 @@ func (lx *lexer) lexFile(path string, from Position) error {
 // readConfigFile reads a regular file of at most limit bytes. An include glob can match
 // anything, and reading /dev/zero or a FIFO would never end.
 func readConfigFile(path string, limit int64) ([]byte, error) {
-	// Stat before opening: opening a FIFO blocks until someone writes to it.
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max(limit, 0)+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
+	data, err := regularfile.Read(path, limit)
+	if errors.Is(err, regularfile.ErrTooLarge) {
 		return nil, fmt.Errorf("%s: the configuration's files together are larger than %d bytes", path, maxConfigBytes)
 	}
-	return data, nil
+	return data, err
 }
 
 // lexData splits data, read from file name (included at from, or the main file), into

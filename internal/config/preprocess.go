@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"strconv"
@@ -89,6 +90,9 @@ func newPreprocessor(configID string, budget int64, emit func(string, Position) 
 		}
 		if hi < lo {
 			return strconv.FormatUint(lo, 10)
+		}
+		if hi-lo == math.MaxUint64 { // the whole range: hi-lo+1 would wrap to 0
+			return strconv.FormatUint(rand.Uint64(), 10)
 		}
 		return strconv.FormatUint(lo+rand.Uint64N(hi-lo+1), 10)
 	}}

@@ -409,7 +409,7 @@ func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (ga
 		if err != nil {
 			return nil, errAt(at(k), "%s: garp.%s: %v", what, k, err)
 		}
-		if t != 0 && t < lo || t > hi {
+		if (t != 0 && t < lo) || t > hi {
 			return nil, errAt(at(k), "%s: garp.%s %v is not 0 or between %v and %v", what, k, t, lo, hi)
 		}
 		return &t, nil

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 )
@@ -73,8 +74,8 @@ func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) erro
 				continue
 			}
 			v, err := d.v.value()
-			if err != nil || v <= 0 {
-				return errAt(at(d.key), "%s: %s must be a positive duration", what, d.key)
+			if err != nil || v <= 0 || v > maxScriptSeconds*time.Second {
+				return errAt(at(d.key), "%s: %s must be a positive duration of at most %ds", what, d.key, maxScriptSeconds)
 			}
 			*d.dst = int64(v)
 		}

@@ -101,8 +101,9 @@ type Daemon struct {
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
 
-	trk    tracking                   // vrrp_script and notify hooks (track.go)
-	health atomic.Pointer[healthRule] // republished with the snapshot (health.go)
+	trk      tracking                   // vrrp_script and notify hooks (track.go)
+	health   atomic.Pointer[healthRule] // republished with the snapshot (health.go)
+	timerErr atomic.Pointer[error]      // why the timer thread gave up (ptimer.go): Health and Live fail
 }
 
 // StateChange is one instance's change of state, for Options.OnStateChange.
@@ -269,7 +270,10 @@ func (d *Daemon) start(cfg *config.Config, now time.Time) {
 // loop waits for packets, reloads and interface events and handles each under d.mu; the
 // timer thread handles the timers (fire).
 func (d *Daemon) loop(ctx context.Context) error {
-	timer, err := startTimerThread(d.fire)
+	timer, err := startTimerThread(d.fire, func(err error) {
+		d.timerErr.Store(&err)
+		d.log.Error("no timer fires any more: vrrpd must be restarted", "err", err)
+	})
 	if err != nil {
 		return fmt.Errorf("daemon: timerfd: %w", err)
 	}
@@ -287,10 +291,15 @@ func (d *Daemon) loop(ctx context.Context) error {
 		d.heartbeat.Beat(time.Now())
 		select {
 		case <-ctx.Done():
+			// d.timer = nil first, under the lock: a fire in progress then cannot re-arm
+			// the timerfd after Close armed it to wake the thread, which would leave
+			// Close waiting until the next deadline.
+			d.mu.Lock()
+			d.timer = nil
+			d.mu.Unlock()
 			timer.Close()
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			d.timer = nil
 			d.shutdown(time.Now())
 			return nil
 		case b := <-d.batches:

@@ -73,6 +73,9 @@ func (in *instance) startFailure() error {
 // instance the configuration holds could not start (see startFailure).
 func (d *Daemon) Health() func() error {
 	return func() error {
+		if err := d.timerErr.Load(); err != nil {
+			return *err
+		}
 		r := d.health.Load()
 		if err := d.heartbeat.Check(r.stallLimit)(); err != nil {
 			return err
@@ -84,9 +87,14 @@ func (d *Daemon) Health() func() error {
 	}
 }
 
-// Live returns the health function of /livez, the liveness probe's: only the loop's
-// heartbeat. Restarting vrrpd cures a stalled loop, but not an instance that cannot
+// Live returns the health function of /livez, the liveness probe's: the loop's
+// heartbeat and the timer thread. Restarting vrrpd cures a stalled loop, but not an instance that cannot
 // start, and a restart makes every master of the node resign.
 func (d *Daemon) Live() func() error {
-	return func() error { return d.heartbeat.Check(d.health.Load().stallLimit)() }
+	return func() error {
+		if err := d.timerErr.Load(); err != nil {
+			return *err // a restart is the cure
+		}
+		return d.heartbeat.Check(d.health.Load().stallLimit)()
+	}
 }

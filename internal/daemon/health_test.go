@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -179,4 +180,27 @@ func TestHealthLoopStalled(t *testing.T) {
 	wedge.Store(false)
 	close(release)
 	waitHealth("healthy again", func() bool { return d.Health()() == nil && d.Live()() == nil })
+}
+
+// TestHealthTimerThreadGone: a timer thread that had to give up (no advertisement or
+// takeover would happen again) fails Health and Live, whatever the loop does.
+func TestHealthTimerThreadGone(t *testing.T) {
+	d := newTestDaemon(t, newFakeHost())
+	startDaemon(t, d, testInstance("VI_1", 1, 100, "10.99.0.100/24"))
+	d.heartbeat.Beat(time.Now())
+	if err := d.Health()(); err != nil {
+		t.Fatalf("before: Health() = %v", err)
+	}
+	err := errors.New("timer thread: read timerfd: bad file descriptor")
+	d.timerErr.Store(&err)
+	d.heartbeat.Beat(time.Now())
+	if got := d.Health()(); got == nil || !strings.Contains(got.Error(), "timerfd") {
+		t.Errorf("Health() = %v, want the timer thread's error", got)
+	}
+	if got := d.Live()(); got == nil {
+		t.Error("Live() = nil: a restart is the cure for a dead timer thread")
+	}
+	if up, code := scrapeUp(t, d); up != "0" || code != http.StatusServiceUnavailable {
+		t.Errorf("keepalived_up %q, /healthz %d; want 0 and 503", up, code)
+	}
 }

@@ -367,6 +367,7 @@ func (d *Daemon) removeInstance(in *instance, now time.Time) {
 	d.freeTimer(in.announceKey)
 	d.instances = slices.DeleteFunc(d.instances, func(x *instance) bool { return x == in })
 	delete(d.byName, in.cfg.Name)
+	d.trk.notifier.Forget(in.cfg.Name)
 }
 
 // stopInstance is the graceful end of one instance: Shutdown, and the excluded VIPs go.

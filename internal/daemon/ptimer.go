@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -27,19 +28,20 @@ type timerThread struct {
 }
 
 // startTimerThread creates the timerfd and starts the goroutine that calls fire after each
-// expiry. fire runs on that goroutine, never concurrently with itself.
-func startTimerThread(fire func()) (*timerThread, error) {
+// expiry. fire runs on that goroutine, never concurrently with itself. fail is called once
+// if the thread has to give up: no timer fires after it.
+func startTimerThread(fire func(), fail func(error)) (*timerThread, error) {
 	// Blocking (no TFD_NONBLOCK): the read parks the thread in the kernel, see above.
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
 	t := &timerThread{fd: fd, done: make(chan struct{})}
-	go t.run(fire)
+	go t.run(fire, fail)
 	return t, nil
 }
 
-func (t *timerThread) run(fire func()) {
+func (t *timerThread) run(fire func(), fail func(error)) {
 	defer close(t.done)
 	var buf [8]byte
 	for {
@@ -48,7 +50,9 @@ func (t *timerThread) run(fire func()) {
 			return
 		}
 		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
-			// Cannot happen on a timerfd we own; give up the thread rather than spin.
+			// Cannot happen on a timerfd we own; give up the thread rather than spin,
+			// and say so: without it no advertisement or takeover happens again.
+			fail(fmt.Errorf("timer thread: read timerfd: %w", err))
 			return
 		}
 		if err == nil {

@@ -42,6 +42,7 @@ func (t *translator) globals() config.Globals {
 func (t *translator) verbatim(key string, d *config.Draft, kv map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(kv)) {
 		owner, known := v1alpha1.InstanceKeyword(k)
+		problem := v1alpha1.ServiceValueProblem(k, kv[k])
 		switch {
 		case known && owner == v1alpha1.OwnerOperator:
 			t.warn(key, "verbatim %s is set by the operator; ignored", k)
@@ -49,9 +50,9 @@ func (t *translator) verbatim(key string, d *config.Draft, kv map[string]string)
 			t.warn(key, "verbatim %s would run a program, which vrrpd never does on a Service's say; ignored", k)
 		case !known:
 			t.warn(key, "verbatim %s is not supported by vrrpd; ignored", k)
-		case v1alpha1.ServiceValueProblem(k, kv[k]) != "":
+		case problem != "":
 			// The operator drops it; a status written otherwise is held to the same rule.
-			t.warn(key, "verbatim %s %s; ignored", k, v1alpha1.ServiceValueProblem(k, kv[k]))
+			t.warn(key, "verbatim %s %s; ignored", k, problem)
 		default:
 			notes, err := d.SetKeyword(k, strings.Fields(kv[k]))
 			t.keywordResult(key, "verbatim", k, notes, err)

@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +24,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/regularfile"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 )
 
@@ -423,19 +422,7 @@ func readPasswordFile(path string) ([]byte, error) {
 	if path == "" {
 		return nil, errors.New("no password file (vrrpd --password-file)")
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxPasswordFile {
-		return nil, fmt.Errorf("%s: more than %d bytes", path, maxPasswordFile)
-	}
-	return data, nil
+	return regularfile.Read(path, maxPasswordFile)
 }
 
 // secretRef is the Secret the group's instances authenticate with: the

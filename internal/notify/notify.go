@@ -108,6 +108,18 @@ func (n *Notifier) Notify(name string, s Scripts, state string, priority uint8) 
 	}
 }
 
+// Forget ends instance name's queue once its queued hooks have run (its STOP hook
+// included): an instance a reload removed keeps no goroutine. A later Notify for the name
+// starts a new queue.
+func (n *Notifier) Forget(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if q, ok := n.queues[name]; ok && !n.closed {
+		close(q)
+		delete(n.queues, name)
+	}
+}
+
 // Dropped counts transitions whose hooks were not run because the queue was full; Failed
 // counts hook runs that failed or timed out.
 func (n *Notifier) Dropped() uint64 { return n.dropped.Load() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -126,5 +127,33 @@ func TestFIFO(t *testing.T) {
 	f.Close()
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Errorf("the FIFO it created is still there: %v", err)
+	}
+}
+
+// Forget lets the forgotten instance's queued hooks run, ends its queue, and a later
+// Notify for the name starts a new one.
+func TestForget(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "log")
+	n := New(5*time.Second, nil)
+	s := Scripts{Generic: logScript(file, "notify")}
+	n.Notify("VI_1", s, Stop, 100)
+	n.Forget("VI_1")
+	n.mu.Lock()
+	queues := len(n.queues)
+	n.mu.Unlock()
+	if queues != 0 {
+		t.Errorf("%d queues after Forget, want 0", queues)
+	}
+	n.Notify("VI_1", s, Backup, 100)
+	n.Close(context.Background())
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old queue's STOP and the new queue's BACKUP run on two goroutines: any order.
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	slices.Sort(lines)
+	if got, want := strings.Join(lines, "|"), "notify INSTANCE VI_1 BACKUP 100|notify INSTANCE VI_1 STOP 100"; got != want {
+		t.Errorf("hooks ran as %q, want %q", got, want)
 	}
 }

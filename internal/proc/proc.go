@@ -39,7 +39,7 @@ func Run(ctx context.Context, args []string, cred *syscall.Credential, timeout t
 	select {
 	case err := <-waited:
 		// What it started in the background and left running stays, as in keepalived.
-		return err == nil, false, nil
+		return err == nil, false, err // the exit status, for the log
 	case <-t.C:
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		g := time.NewTimer(KillGrace)
