@@ -436,3 +436,14 @@ func TestPreprocessSubstitutionWorkBounded(t *testing.T) {
 	}
 	t.Logf("%v", err)
 }
+
+// ${_RANDOM lo hi} over the whole 64-bit range does not wrap its width to zero (a panic
+// in the random source before).
+func TestPreprocessRandomWholeRange(t *testing.T) {
+	conf := "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id ${_RANDOM 0 18446744073709551615}\n priority 100\n virtual_ipaddress {\n  10.99.0.100\n }\n}\n"
+	if _, _, err := Parse("r.conf", []byte(conf)); err == nil {
+		t.Error("a 64-bit router ID was accepted")
+	} else if !strings.Contains(err.Error(), "r.conf:3") {
+		t.Errorf("err %v, want one at r.conf:3", err)
+	}
+}

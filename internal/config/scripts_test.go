@@ -196,6 +196,9 @@ func TestYAMLScripts(t *testing.T) {
 	for _, bad := range []struct{ from, to, line string }{
 		{"weight: -30", "weight: -300", "s.yaml:10:"},
 		{"rise: 2", "rise: 0", "s.yaml:11:"},
+		{"interval: 3s", "interval: 1ns", "s.yaml:8:"},   // not started over without a pause
+		{"interval: 3s", "interval: 5000s", "s.yaml:8:"}, // at most maxScriptSeconds, as keepalived.conf
+		{"timeout: 1s", "timeout: 0s", "s.yaml:9:"},
 		{"command: /bin/true", "command: \"'x\"", "s.yaml:16:"},
 		{"        weight: 20", "        weight: 999", "s.yaml:27:"},
 		{"      all: /etc/all.sh", "      all: \"\\\"x\"", "s.yaml:33:"},

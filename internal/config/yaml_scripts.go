@@ -8,6 +8,9 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 )
 
+// minScriptDuration is the shortest script interval or timeout YAML accepts.
+const minScriptDuration = 100 * time.Millisecond
+
 // The YAML form of scripts.go: top-level scripts, scriptUser, scriptGroup and
 // enableScriptSecurity; per instance trackScripts and notify. Commands are strings split
 // as keepalived splits a script line.
@@ -74,8 +77,10 @@ func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) erro
 				continue
 			}
 			v, err := d.v.value()
-			if err != nil || v <= 0 || v > maxScriptSeconds*time.Second {
-				return errAt(at(d.key), "%s: %s must be a positive duration of at most %ds", what, d.key, maxScriptSeconds)
+			// keepalived.conf takes whole seconds; YAML may go below, but not so far that a
+			// script is started over and over without a pause.
+			if err != nil || v < minScriptDuration || v > maxScriptSeconds*time.Second {
+				return errAt(at(d.key), "%s: %s must be between %v and %ds", what, d.key, minScriptDuration, maxScriptSeconds)
 			}
 			*d.dst = int64(v)
 		}
