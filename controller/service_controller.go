@@ -131,7 +131,7 @@ func (r *ServiceReconciler) checkAnnotations(ctx context.Context, svc *corev1.Se
 		}
 		return nil
 	}
-	if g.Spec.VRRPVersion == 2 {
+	if groupSettings(&g).Version == 2 { // also passwordAuth without vrrpVersion
 		vips, _ := serviceVIPs(svc)
 		var v6 []string
 		for _, a := range vips {
