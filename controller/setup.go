@@ -32,6 +32,9 @@ type Options struct {
 	// ServiceWorkers is how many Services are reconciled at once (address
 	// decisions are serialised anyway). Default 4.
 	ServiceWorkers int
+	// GroupWorkers is how many groups are reconciled at once; groups on
+	// one segment still take turns. Default 4.
+	GroupWorkers int
 	// SCCClusterRole, when set, is a ClusterRole granting `use` of an
 	// OpenShift SecurityContextConstraints (deploy/components/openshift):
 	// each group's vrrpd ServiceAccount is bound to it by a RoleBinding
@@ -63,6 +66,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	}
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = 4
+	}
+	if opts.GroupWorkers <= 0 {
+		opts.GroupWorkers = 4
 	}
 	def := DefaultVrrpdResources()
 	if len(opts.VrrpdResources.Requests) == 0 {
@@ -118,6 +124,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return groupsSelectingNamespaces(ctx, mgr.GetClient())
 		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.GroupWorkers}).
 		Complete(groups)
 	if err != nil {
 		return nil, err
@@ -267,3 +274,15 @@ func instanceInputsChanged(o, n *corev1.Service) bool {
 		!reflect.DeepEqual(o.Status.LoadBalancer.Ingress, n.Status.LoadBalancer.Ingress) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 }
+
+// The operator's client rate limits (cmd/operator's --kube-api-qps and
+// --kube-api-burst). client-go's own defaults (5 and 10, or
+// controller-runtime's 20 and 30) make a large cluster's first
+// convergence wait on the client, not the API server: 5,000 Services need
+// a status write and a finalizer each. The API server protects itself
+// with priority and fairness; these only keep one operator from
+// saturating it.
+const (
+	DefaultClientQPS   = 200
+	DefaultClientBurst = 400
+)

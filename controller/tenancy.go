@@ -231,7 +231,8 @@ func (v *vetter) group(ref types.NamespacedName) (*groupFacts, error) {
 	}
 	if !v.nodesRead {
 		var nl corev1.NodeList
-		if err := v.r.List(v.ctx, &nl); err != nil {
+		// Read-only, so the cache's objects themselves (see Reconcile).
+		if err := v.r.List(v.ctx, &nl, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		v.nodes, v.nodesRead = nl.Items, true

@@ -67,6 +67,9 @@ func run(ctx context.Context, args []string) error {
 		leaderNS      = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
 		serviceWorker = fs.Int("service-workers", 4, "Services reconciled concurrently")
+		groupWorkers  = fs.Int("group-workers", 4, "KeepalivedGroups reconciled concurrently (groups of one segment take turns)")
+		apiQPS        = fs.Float64("kube-api-qps", controller.DefaultClientQPS, "requests per second the operator's API client may make (sustained)")
+		apiBurst      = fs.Int("kube-api-burst", controller.DefaultClientBurst, "requests the operator's API client may make in a burst")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
 		defRes        = controller.DefaultVrrpdResources()
 		cpuRequest    = fs.String("vrrpd-cpu-request", quantity(defRes.Requests, corev1.ResourceCPU), "CPU request of each vrrpd container")
@@ -109,6 +112,10 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	if *apiQPS <= 0 || *apiBurst <= 0 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	cfg.QPS, cfg.Burst = float32(*apiQPS), *apiBurst
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
@@ -123,7 +130,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, SCCClusterRole: *sccRole, VrrpdResources: res}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res}); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
