@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -100,8 +101,11 @@ func Watch(ctx context.Context, rc *rest.Config, opts Options) error {
 
 // scheme decodes our group's objects, the Services and Events of events.go, and the
 // API's Status errors. It holds only these: client-go's full scheme (every API group)
-// would cost vrrpd megabytes of memory.
-var scheme = func() *runtime.Scheme {
+// would cost vrrpd megabytes of memory. It is built on first use, not at package init:
+// registering the types walks them all by reflection, which pages in their type data,
+// and a standalone vrrpd, which links this package but never follows a group, would pay
+// for that in resident memory.
+var scheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err) // registration of static types; cannot fail at run time
@@ -110,9 +114,10 @@ var scheme = func() *runtime.Scheme {
 	s.AddKnownTypes(eventsv1.SchemeGroupVersion, &eventsv1.Event{})
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
-}()
+})
 
-var parameterCodec = runtime.NewParameterCodec(scheme)
+// parameterCodec encodes list and watch options into query parameters; built with scheme.
+var parameterCodec = sync.OnceValue(func() runtime.ParameterCodec { return runtime.NewParameterCodec(scheme()) })
 
 type watcher struct {
 	opts   Options
@@ -271,7 +276,7 @@ func (w *watcher) list(ctx context.Context) (*v1alpha1.KeepalivedGroup, string, 
 	err := w.groups.Get().
 		Namespace(w.opts.Group.Namespace).
 		Resource("keepalivedgroups").
-		VersionedParams(&metav1.ListOptions{FieldSelector: w.selector()}, parameterCodec).
+		VersionedParams(&metav1.ListOptions{FieldSelector: w.selector()}, parameterCodec()).
 		Timeout(requestTimeout).
 		Do(ctx).
 		Into(&l)
@@ -299,7 +304,7 @@ func (w *watcher) watchFrom(ctx context.Context, rv string) (watch.Interface, er
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &timeout,
 			Watch:               true,
-		}, parameterCodec).
+		}, parameterCodec()).
 		Watch(ctx)
 }
 
@@ -537,7 +542,7 @@ func restClient(rc *rest.Config, gv schema.GroupVersion, apiPath string) (*rest.
 	c := rest.CopyConfig(rc)
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme()).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = "vrrpd"
 	}
