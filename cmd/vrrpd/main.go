@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -37,6 +38,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 )
+
+// gcPercent is vrrpd's GOGC when the environment sets none.
+const gcPercent = 50
 
 // Exit codes.
 const (
@@ -52,6 +56,15 @@ func main() {
 		// here costs about half of vrrpd's CPU at 50 instances; one P keeps the hand-over
 		// on one thread. GOMAXPROCS in the environment still wins.
 		runtime.GOMAXPROCS(1)
+	}
+	if os.Getenv("GOGC") == "" {
+		// The heap vrrpd keeps is small (about 2 MiB at 50 instances) and its garbage
+		// mostly netlink replies; at the default GOGC=100 the heap grows to the runtime's
+		// 4 MiB floor between collections. Collecting at half the live heap instead
+		// lowered the peak resident set by 1.5 MiB at 50 instances, for CPU time within
+		// the run-to-run noise (0.40-0.47 s against 0.39-0.45 s over 20 s; issue 12).
+		// GOGC in the environment still wins.
+		debug.SetGCPercent(gcPercent)
 	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
