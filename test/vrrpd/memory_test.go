@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testbin"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
@@ -76,14 +77,22 @@ func readKiB(path string) (map[string]float64, error) {
 // BenchmarkMemory50 runs BenchmarkLoad50's load (50 instances at 100 ms on a master/backup
 // pair for 20 s, standalone) and reports the peak resident set of the largest daemon
 // process of either host, vrrpd beside keepalived, the figure issue 12 holds vrrpd to
-// (at most 1.25 × keepalived's). It logs what each process's resident set is made of.
+// (at most 1.25 × keepalived's); and the same for vrrpd built without Kubernetes mode
+// (the tag vrrpd_nokube), which links no client-go. It logs what each process's resident
+// set is made of.
 func BenchmarkMemory50(b *testing.B) {
 	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
 	hold := benchHold(20 * time.Second)
-	// One benchmark, no sub-benchmarks: both figures on one result line.
+	nokube := daemonKind{"vrrpd-nokube", func(t testing.TB, h *netlab.Host, conf string) *proc {
+		p := vrrpdtest.Start(t, h, "vrrpd-nokube@"+h.Name, nil, nokubeBinary(t),
+			"--config", conf, "--state-dir", vrrpdtest.NewStateDir(t), "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
+		vrrpdtest.WaitServing(t, h, p.Name)
+		return p
+	}}
+	// One benchmark, no sub-benchmarks: every figure on one result line.
 	peak := map[string]float64{}
 	for range b.N {
-		for _, kind := range benchDaemons {
+		for _, kind := range append(benchDaemons, nokube) {
 			r := steadyRun(b, kind, 50, false, hold)
 			if !r.converged {
 				b.Fatalf("%s did not converge with 50 instances", kind.name)
@@ -94,10 +103,18 @@ func BenchmarkMemory50(b *testing.B) {
 			peak[kind.name] = max(r.mem[0].peak, r.mem[1].peak)
 		}
 	}
-	v, k := peak["vrrpd"], peak["keepalived"]
+	v, k, n := peak["vrrpd"], peak["keepalived"], peak["vrrpd-nokube"]
 	b.ReportMetric(v, "peak-rss-vrrpd-MiB")
 	b.ReportMetric(k, "peak-rss-keepalived-MiB")
-	b.Logf("vrrpd %.1f MiB, keepalived %.1f MiB: %.2f× (issue 12: ≤ 1.25×)", v, k, v/k)
+	b.ReportMetric(n, "peak-rss-nokube-build-vrrpd-MiB")
+	b.Logf("vrrpd %.1f MiB (%.2f×), built without Kubernetes mode %.1f MiB (%.2f×), keepalived %.1f MiB (issue 12: ≤ 1.25×)",
+		v, v/k, n, n/k, k)
+}
+
+// nokubeBinary is cmd/vrrpd built with the tag vrrpd_nokube, once per test binary.
+func nokubeBinary(t testing.TB) string {
+	t.Helper()
+	return testbin.PathTags(t, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd", "vrrpd_nokube")
 }
 
 // TestGCPercentDefault: vrrpd collects at GOGC=50 unless the environment sets GOGC (part of
