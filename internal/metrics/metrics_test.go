@@ -406,6 +406,66 @@ func TestNewServerDefaults(t *testing.T) {
 	}
 }
 
+// TestRuntimeFamilies: /metrics has every go_* and process_* family client_golang's Go and
+// process collectors served before vrrpd wrote its own exposition, with the same types, so
+// dashboards built on them keep working.
+func TestRuntimeFamilies(t *testing.T) {
+	srv := newServer(t, metrics.SourceFunc(sampleSnapshot), metrics.Options{})
+	_, body := get(t, srv.URL+metrics.MetricsPath)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse exposition: %v", err)
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"go_gc_duration_seconds":               dto.MetricType_SUMMARY,
+		"go_gc_gogc_percent":                   dto.MetricType_GAUGE,
+		"go_gc_gomemlimit_bytes":               dto.MetricType_GAUGE,
+		"go_goroutines":                        dto.MetricType_GAUGE,
+		"go_info":                              dto.MetricType_GAUGE,
+		"go_memstats_alloc_bytes":              dto.MetricType_GAUGE,
+		"go_memstats_alloc_bytes_total":        dto.MetricType_COUNTER,
+		"go_memstats_buck_hash_sys_bytes":      dto.MetricType_GAUGE,
+		"go_memstats_frees_total":              dto.MetricType_COUNTER,
+		"go_memstats_gc_sys_bytes":             dto.MetricType_GAUGE,
+		"go_memstats_heap_alloc_bytes":         dto.MetricType_GAUGE,
+		"go_memstats_heap_idle_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_heap_inuse_bytes":         dto.MetricType_GAUGE,
+		"go_memstats_heap_objects":             dto.MetricType_GAUGE,
+		"go_memstats_heap_released_bytes":      dto.MetricType_GAUGE,
+		"go_memstats_heap_sys_bytes":           dto.MetricType_GAUGE,
+		"go_memstats_last_gc_time_seconds":     dto.MetricType_GAUGE,
+		"go_memstats_mallocs_total":            dto.MetricType_COUNTER,
+		"go_memstats_mcache_inuse_bytes":       dto.MetricType_GAUGE,
+		"go_memstats_mcache_sys_bytes":         dto.MetricType_GAUGE,
+		"go_memstats_mspan_inuse_bytes":        dto.MetricType_GAUGE,
+		"go_memstats_mspan_sys_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_next_gc_bytes":            dto.MetricType_GAUGE,
+		"go_memstats_other_sys_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_stack_inuse_bytes":        dto.MetricType_GAUGE,
+		"go_memstats_stack_sys_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_sys_bytes":                dto.MetricType_GAUGE,
+		"go_sched_gomaxprocs_threads":          dto.MetricType_GAUGE,
+		"go_threads":                           dto.MetricType_GAUGE,
+		"process_cpu_seconds_total":            dto.MetricType_COUNTER,
+		"process_max_fds":                      dto.MetricType_GAUGE,
+		"process_network_receive_bytes_total":  dto.MetricType_COUNTER,
+		"process_network_transmit_bytes_total": dto.MetricType_COUNTER,
+		"process_open_fds":                     dto.MetricType_GAUGE,
+		"process_resident_memory_bytes":        dto.MetricType_GAUGE,
+		"process_start_time_seconds":           dto.MetricType_GAUGE,
+		"process_virtual_memory_bytes":         dto.MetricType_GAUGE,
+		"process_virtual_memory_max_bytes":     dto.MetricType_GAUGE,
+	} {
+		if mf := mfs[name]; mf == nil || mf.GetType() != typ {
+			t.Errorf("%s: %v, want a %v", name, mf.GetType(), typ)
+		}
+	}
+	if q := mfs["go_gc_duration_seconds"].GetMetric()[0].GetSummary().GetQuantile(); len(q) != 5 {
+		t.Errorf("go_gc_duration_seconds has %d quantiles, want 5", len(q))
+	}
+}
+
 // vrrpd's own metrics follow Prometheus naming conventions; only the keepalived_exporter
 // names, kept for compatibility, may break them (counters without _total).
 func TestLint(t *testing.T) {

@@ -108,6 +108,10 @@ func collectProcess(e *exposition) {
 	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
 		e.family("process_open_fds", typeGauge, "Number of open file descriptors.").add(float64(len(fds)))
 	}
+	if in, out, ok := ipOctets(); ok {
+		e.family("process_network_receive_bytes_total", typeCounter, "Number of bytes received by the process over the network.").add(in)
+		e.family("process_network_transmit_bytes_total", typeCounter, "Number of bytes sent by the process over the network.").add(out)
+	}
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
 		e.family("process_max_fds", typeGauge, "Maximum number of open file descriptors.").add(rlimit(lim.Cur))
@@ -156,4 +160,33 @@ func bootTime() (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// ipOctets is the IP bytes received and sent in the process' network namespace, from
+// /proc/self/net/netstat's IpExt InOctets and OutOctets, where client_golang reads them.
+func ipOctets() (in, out float64, ok bool) {
+	b, err := os.ReadFile("/proc/self/net/netstat")
+	if err != nil {
+		return 0, 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(names) == 0 || names[0] != "IpExt:" || len(values) != len(names) || values[0] != "IpExt:" {
+			continue
+		}
+		var found int
+		for j, n := range names {
+			v, err := strconv.ParseFloat(values[j], 64)
+			switch {
+			case err != nil:
+			case n == "InOctets":
+				in, found = v, found+1
+			case n == "OutOctets":
+				out, found = v, found+1
+			}
+		}
+		return in, out, found == 2
+	}
+	return 0, 0, false
 }
