@@ -100,6 +100,7 @@ func BenchmarkMemory50(b *testing.B) {
 			for i, m := range r.mem {
 				b.Logf("%s h%d %v", kind.name, i+1, m)
 			}
+			b.Logf("%s: %.2f CPU s over the hold, both hosts", kind.name, r.cpu)
 			peak[kind.name] = max(r.mem[0].peak, r.mem[1].peak)
 		}
 	}
