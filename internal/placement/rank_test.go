@@ -87,11 +87,11 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 		if Master(k, nodes) != masterOf(p, nodes) || Rank(k, nodes)[0] != Master(k, nodes) {
 			t.Fatalf("%s: Master, Rank and Priorities disagree", k)
 		}
-		// Rank order is priority order.
+		// Rank order is priority order, each rank at its priority.
 		r := Rank(k, nodes)
-		for i := 1; i < len(r); i++ {
-			if p[slices.Index(nodes, r[i-1])] != p[slices.Index(nodes, r[i])]+1 {
-				t.Fatalf("%s: priorities not one apart along the ranking", k)
+		for i := range r {
+			if p[slices.Index(nodes, r[i])] != priorityAt(i, len(nodes)) {
+				t.Fatalf("%s: rank %d not at priorityAt(%d)", k, i, i)
 			}
 		}
 	}
@@ -288,8 +288,10 @@ func TestPlaceServiceKeepsBackupOrder(t *testing.T) {
 		p := placed[k]
 		m := masterOf(p, nodes)
 		var byPrio []string
-		for v := MasterPriority - 1; v > MasterPriority-len(nodes); v-- {
-			byPrio = append(byPrio, nodes[slices.Index(p, uint8(v))])
+		desc := slices.Sorted(slices.Values(p))
+		slices.Reverse(desc)
+		for _, v := range desc[1:] {
+			byPrio = append(byPrio, nodes[slices.Index(p, v)])
 		}
 		rest := slices.DeleteFunc(Rank(k, nodes), func(n string) bool { return n == m })
 		if !reflect.DeepEqual(byPrio, rest) {
@@ -367,4 +369,43 @@ func TestPlaceServiceMovement(t *testing.T) {
 	}
 	t.Logf("spreadvips, %d VIPs x 200 services over 10 nodes: a leaving node moves %d of %d sibling masters (%.1f%% per leave; ideal 10%%), a joining node %d (%.1f%%; ideal 9.1%%)",
 		vips, movedLeave/2, total, 50*float64(movedLeave)/float64(total), movedJoin, 100*float64(movedJoin)/float64(total))
+}
+
+// TestPrioritySpacing: the top ranks are PriorityStep apart, so that their
+// Skew_Times differ by PriorityStep/256 of an advertisement interval; the
+// rest count down by one, distinct down to 1 for every group size up to 254,
+// and every priority depends only on the rank while the group is small.
+func TestPrioritySpacing(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []uint8
+	}{
+		{1, []uint8{254}},
+		{2, []uint8{254, 204}},
+		{3, []uint8{254, 204, 154}},
+		{5, []uint8{254, 204, 154, 104, 54}},
+		{7, []uint8{254, 204, 154, 104, 54, 4, 1}},
+		{10, []uint8{254, 204, 154, 104, 54, 5, 4, 3, 2, 1}},
+	} {
+		got := make([]uint8, tc.n)
+		for r := range got {
+			got[r] = priorityAt(r, tc.n)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%d nodes: priorities by rank %v, want %v", tc.n, got, tc.want)
+		}
+	}
+	for n := 1; n <= MasterPriority; n++ {
+		checkPriorities(t, fmt.Sprintf("%d nodes", n), Priorities("ns/web", nodesN(n)))
+		// Up to 50 nodes the top four ranks keep their wide gaps.
+		for r := 1; r < min(n, 4) && n <= 50; r++ {
+			if gap := int(priorityAt(r-1, n)) - int(priorityAt(r, n)); gap != PriorityStep {
+				t.Fatalf("%d nodes: ranks %d and %d are %d apart, want %d", n, r-1, r, gap, PriorityStep)
+			}
+		}
+	}
+	// 100 nodes: four wide gaps, then the countdown from 96.
+	if p := []uint8{priorityAt(3, 100), priorityAt(4, 100), priorityAt(99, 100)}; !slices.Equal(p, []uint8{104, 96, 1}) {
+		t.Errorf("100 nodes: ranks 3, 4, 99 at %v, want [104 96 1]", p)
+	}
 }
