@@ -22,10 +22,25 @@
 // # Priorities
 //
 // The first-ranked node gets priority 254 (255 is reserved by RFC 5798 for
-// the owner of the address, which a VIP never has), the next 253, and so on,
-// one apart, so all priorities of an instance are distinct and there are no
-// ties to break by IP address. From the 254th node on the priority stays 1;
-// groups that large tie only in their tail.
+// the owner of the address, which a VIP never has), the next ranks
+// PriorityStep (50) apart: 204, 154, 104, 54. A backup's Skew_Time is
+// (256-priority)/256 of the advertisement interval, so two ranks race for a
+// lost master 50/256 of an interval apart (19.5 ms at 100 ms adverts, 1.95 ms
+// at 10 ms) rather than 1/256 (0.4 ms, 0.04 ms), which timer lateness and the
+// takeover's own work would decide instead: the wrong node took the VIP and
+// gave it back. Below the wide ranks, each rank r of n nodes gets n-r when
+// that is higher, counting down by one to 1: every priority of an instance is
+// distinct up to 254 nodes, so there are no ties to break by IP address, and
+// up to about 50 nodes the top five ranks' priorities do not depend on the
+// group's size. The price is failover time when the master fails: the
+// second-ranked node waits 3 intervals plus 52/256 of one (320 ms at
+// 100 ms), not plus 3/256 (301 ms). From the 255th node on the priorities are
+// 254 down by one, then 1; groups that large tie only in their tail.
+//
+// A new instance starts on every node at about the same time, each when its
+// vrrpd's watch delivers the group; vrrpd therefore also starts it
+// groupsource.StartDelayStep (100 ms) later for each node ranked above it
+// (groupsource.Translate), so the first master is the first-ranked node.
 //
 // # Preemption
 //

@@ -479,3 +479,111 @@ func logOperator(t testing.TB, before map[string]opFigures, services int) {
 			c, n/float64(services), b.errors-a.errors, 1000*(b.queueSum-a.queueSum)/q, 1000*(b.reconcileSum-a.reconcileSum)/n)
 	}
 }
+
+// runFailovers makes one Service in the lab's group (three nodes), then n times cuts the
+// VIP's ranked master off the segment, waits until the next-ranked node holds the VIP and
+// the third node's Master_Down_Interval has passed, and plugs the master back (it preempts
+// its VIP back). It returns the step-downs logged while a master was cut off (a backup
+// that took over before a better-ranked one and gave the VIP back to it), and each
+// failover's time from the cut to the VIP held by the next-ranked node.
+func (l *svcLab) runFailovers(t testing.TB, n int, interval time.Duration) (int, []time.Duration) {
+	t.Helper()
+	v := svcVIP(0)
+	groupRef := l.ns + "/" + groupName
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: l.ns, Name: "f", Annotations: map[string]string{v1alpha1.AnnotationGroup: groupRef}},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}, ExternalIPs: []string{v.String()}},
+	}
+	if err := env.Client.Create(context.Background(), svc); err != nil {
+		t.Fatal(err)
+	}
+	var g v1alpha1.KeepalivedGroup
+	var ranked []string
+	vrrpdtest.WaitFor(t, 10*time.Second, "the Service's instance in the group's status", func() bool {
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: l.ns, Name: groupName}, &g); err != nil || len(g.Status.Instances) != 1 {
+			return false
+		}
+		prios, err := v1alpha1.DecodePriorities(g.Status.Instances[0].Priorities, len(g.Status.Nodes))
+		if err != nil || len(prios) != len(l.hosts) {
+			return false
+		}
+		idx := make([]int, len(prios))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return int(prios[b]) - int(prios[a]) })
+		ranked = ranked[:0]
+		for _, i := range idx {
+			ranked = append(ranked, g.Status.Nodes[i].Name)
+		}
+		return true
+	})
+	host := map[string]*netlab.Host{}
+	for _, h := range l.hosts {
+		host[h.Name] = h
+	}
+	m, next := ranked[0], ranked[1]
+	settle := vrrp.Version3.MasterDownInterval(1, interval) + 5*interval
+	waitHolders(t, 10*time.Second, "the ranked master "+m+" holds the VIP", map[netip.Addr]string{v: m}, l.hosts...)
+	steps := 0
+	var took []time.Duration
+	for range n {
+		offsets := map[string]int{}
+		for name, d := range l.daemons {
+			offsets[name] = len(d.Output())
+		}
+		cutAt := time.Now()
+		if err := host[m].Cut(); err != nil {
+			t.Fatal(err)
+		}
+		vrrpdtest.WaitFor(t, 5*time.Second, next+" taking over from "+m, func() bool {
+			hs := vrrpdtest.Holders(t, v, host[next])
+			return len(hs) == 1
+		})
+		took = append(took, time.Since(cutAt))
+		time.Sleep(settle)
+		for name, d := range l.daemons {
+			steps += stepDowns(d.Output()[offsets[name]:])
+		}
+		if hs := vrrpdtest.Holders(t, v, l.hosts...); !slices.Contains(hs, next) || slices.Contains(hs, ranked[2]) {
+			t.Fatalf("with %s cut off: VIP on %v, want %s", m, hs, next)
+		}
+		if err := host[m].Restore(); err != nil {
+			t.Fatal(err)
+		}
+		waitHolders(t, 10*time.Second, m+" back preempts", map[netip.Addr]string{v: m}, l.hosts...)
+	}
+	return steps, took
+}
+
+// TestFailoverNoStepDown: 20 failovers of a three-node group at 100 ms and at 10 ms
+// advertisements, each taken by the next-ranked node with no step-down: the third node's
+// Skew_Time is PriorityStep/256 of an interval longer, more than a takeover takes.
+func TestFailoverNoStepDown(t *testing.T) {
+	for _, interval := range []time.Duration{100 * time.Millisecond, 10 * time.Millisecond} {
+		t.Run(interval.String(), func(t *testing.T) {
+			l := newSvcLab(t, interval, "h1", "h2", "h3")
+			steps, took := l.runFailovers(t, 20, interval)
+			t.Logf("failover at %v: p50 %v, p99 %v from the cut", interval, ms3(quantile(took, .5)), ms3(quantile(took, .99)))
+			if steps > 0 {
+				t.Errorf("%d step-downs over 20 failovers at %v, want 0", steps, interval)
+			}
+		})
+	}
+}
+
+// BenchmarkFailoverStepDowns reports the step-downs over 20 failovers of a three-node
+// group at 100 ms and at 10 ms advertisements (TestFailoverNoStepDown's run).
+func BenchmarkFailoverStepDowns(b *testing.B) {
+	for _, interval := range []time.Duration{100 * time.Millisecond, 10 * time.Millisecond} {
+		b.Run(interval.String(), func(b *testing.B) {
+			steps := 0
+			for range b.N {
+				l := newSvcLab(b, interval, "h1", "h2", "h3")
+				k, _ := l.runFailovers(b, 20, interval)
+				steps += k
+			}
+			b.ReportMetric(float64(steps), fmt.Sprintf("failover-3-nodes-%dms-step-downs-vrrpd-count", interval.Milliseconds()))
+		})
+	}
+}
