@@ -314,10 +314,9 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 // StartDelayStep is the extra wait before a new instance's first Master_Down_Timer for
 // each member node ranked above this one (by priority), up to StartDelayRanks of them.
 //
-// The operator spaces the top ranks' priorities widely (internal/placement), so their
-// Skew_Times differ by a fifth of an advertisement interval: 19.5 ms at 100 ms, 1.95 ms at
-// 10 ms. That decides a failover, where every backup stops hearing the master at the same
-// moment. A new instance is different: each node starts it when its own watch delivers
+// The operator spaces the top ranks' priorities widely (internal/placement): the first two
+// differ in Skew_Time by 50/256 of an advertisement interval, 19.5 ms at 100 ms, 1.95 ms at
+// 10 ms. That decides a race when every node stops hearing a master at the same moment. A new instance is different: each node starts it when its own watch delivers
 // the group, and on a loaded node the delivery, the reload or the timer itself can be late
 // by more than that (15 ms measured on the shared 2-core lab machine). The second-ranked
 // node would then take the VIP, announce it, and hand it back one advertisement later.

@@ -795,7 +795,7 @@ func TestTranslateStartDelay(t *testing.T) {
 			}
 		}
 	}
-	prios := []uint8{254, 204, 154, 104, 54, 4, 1}
+	prios := []uint8{254, 204, 79, 29, 3, 2, 1}
 	for self, want := range []time.Duration{0, step, 2 * step, 3 * step, 4 * step, 4 * step, 4 * step} {
 		if got := startDelay(prios, self); got != want {
 			t.Errorf("rank %d of 7: start delay %v, want %v", self, got, want)

@@ -6,13 +6,14 @@ import (
 )
 
 // The priorities used for members. MasterPriority is the first-ranked
-// node's; LowestPriority is the floor for very large groups. PriorityStep is
-// the gap between the priorities of the top ranks (see priorityAt).
+// node's; LowestPriority is the floor for very large groups.
 const (
 	MasterPriority = 254
 	LowestPriority = 1
-	PriorityStep   = 50
 )
+
+// TopPriorities are the priorities of the first ranks (see priorityAt).
+var TopPriorities = [...]uint8{MasterPriority, 204, 79, 29}
 
 // weight is the rendezvous weight of (key, node).
 func weight(key, node string) uint64 {
@@ -68,15 +69,13 @@ func Rank(key string, nodes []string) []string {
 
 // priorityAt is the priority of the node ranked r (0 is first) among n.
 //
-// The top ranks are PriorityStep apart (254, 204, 154, ...), so that two
-// backups racing for a lost master, or two nodes starting a new instance,
-// differ in Skew_Time by PriorityStep/256 of the advertisement interval
-// (19.5 ms at 100 ms, 1.95 ms at 10 ms) rather than by 1/256 of it, which
-// timer jitter and the takeover's own overhead would drown. Below those the
-// ranks count down by one to n-r, the least that keeps the n priorities
-// distinct: max of two strictly decreasing sequences, so distinct, and never
-// below 1 while n <= 254. A larger group cannot have distinct priorities; it
-// keeps the plain countdown and ties only in its tail.
+// The first ranks get TopPriorities, far apart, so that backups racing for
+// a lost master differ in Skew_Time by much more than timer lateness and the
+// time a node takes to hear the winner's first advertisement (doc.go). The
+// others, and every rank whose n-r is higher, get n-r: the least that keeps
+// the n priorities distinct (the max of two decreasing sequences decreases),
+// and never below 1 while n <= 254. A larger group cannot have distinct
+// priorities; it keeps the plain countdown and ties only in its tail.
 func priorityAt(r, n int) uint8 {
 	if n > MasterPriority-LowestPriority+1 {
 		if r >= MasterPriority-LowestPriority {
@@ -84,7 +83,11 @@ func priorityAt(r, n int) uint8 {
 		}
 		return uint8(MasterPriority - r)
 	}
-	return uint8(max(MasterPriority-PriorityStep*r, n-r))
+	top := 0
+	if r < len(TopPriorities) {
+		top = int(TopPriorities[r])
+	}
+	return uint8(max(top, n-r))
 }
 
 // Priorities returns key's priority on each node, in the order of nodes.

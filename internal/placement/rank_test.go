@@ -371,10 +371,10 @@ func TestPlaceServiceMovement(t *testing.T) {
 		vips, movedLeave/2, total, 50*float64(movedLeave)/float64(total), movedJoin, 100*float64(movedJoin)/float64(total))
 }
 
-// TestPrioritySpacing: the top ranks are PriorityStep apart, so that their
-// Skew_Times differ by PriorityStep/256 of an advertisement interval; the
-// rest count down by one, distinct down to 1 for every group size up to 254,
-// and every priority depends only on the rank while the group is small.
+// TestPrioritySpacing: the first ranks get TopPriorities, far apart, so that their
+// Skew_Times differ by a large part of an advertisement interval; the rest count down by
+// one, distinct down to 1 for every group size up to 254, and every priority depends only
+// on the rank while the group is small.
 func TestPrioritySpacing(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
@@ -382,12 +382,13 @@ func TestPrioritySpacing(t *testing.T) {
 	}{
 		{1, []uint8{254}},
 		{2, []uint8{254, 204}},
-		{3, []uint8{254, 204, 154}},
-		{5, []uint8{254, 204, 154, 104, 54}},
-		{7, []uint8{254, 204, 154, 104, 54, 4, 1}},
-		{10, []uint8{254, 204, 154, 104, 54, 5, 4, 3, 2, 1}},
+		{3, []uint8{254, 204, 79}},
+		{4, []uint8{254, 204, 79, 29}},
+		{7, []uint8{254, 204, 79, 29, 3, 2, 1}},
+		{40, []uint8{254, 204, 79, 37, 36}},
+		{100, []uint8{254, 204, 98, 97, 96}},
 	} {
-		got := make([]uint8, tc.n)
+		got := make([]uint8, len(tc.want))
 		for r := range got {
 			got[r] = priorityAt(r, tc.n)
 		}
@@ -397,15 +398,8 @@ func TestPrioritySpacing(t *testing.T) {
 	}
 	for n := 1; n <= MasterPriority; n++ {
 		checkPriorities(t, fmt.Sprintf("%d nodes", n), Priorities("ns/web", nodesN(n)))
-		// Up to 50 nodes the top four ranks keep their wide gaps.
-		for r := 1; r < min(n, 4) && n <= 50; r++ {
-			if gap := int(priorityAt(r-1, n)) - int(priorityAt(r, n)); gap != PriorityStep {
-				t.Fatalf("%d nodes: ranks %d and %d are %d apart, want %d", n, r-1, r, gap, PriorityStep)
-			}
+		if p := priorityAt(n-1, n); n > len(TopPriorities) && p != LowestPriority {
+			t.Fatalf("%d nodes: the last rank at %d, want %d", n, p, LowestPriority)
 		}
-	}
-	// 100 nodes: four wide gaps, then the countdown from 96.
-	if p := []uint8{priorityAt(3, 100), priorityAt(4, 100), priorityAt(99, 100)}; !slices.Equal(p, []uint8{104, 96, 1}) {
-		t.Errorf("100 nodes: ranks 3, 4, 99 at %v, want [104 96 1]", p)
 	}
 }

@@ -370,8 +370,17 @@ const serviceToVIPGoal = 450 * time.Millisecond
 func TestServiceToVIPNoStepDown(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	l := newSvcLab(t, interval, "h1", "h2")
+	before := operatorFigures(t, "keepalivedgroup")
 	samples, steps := l.runServiceToVIP(t, 20, interval)
 	logBreakdown(t, samples)
+	// Each new Service rewrites the group's events Role after the status, which reconciles
+	// the group again at once, from a cache that has usually not seen the status yet: that
+	// reconcile must find its own write (GroupReconciler.catchUp), not write over the stale
+	// version and be refused (7 such errors in 20 Services without it). Two are allowed
+	// for a cache two writes behind on a loaded machine.
+	if e := operatorFigures(t, "keepalivedgroup").errors - before.errors; e > 2 {
+		t.Errorf("%v of the group's reconciles failed (status write conflicts) over 20 new Services, want at most 2", e)
+	}
 	if steps > 0 {
 		t.Errorf("%d step-downs over 20 new Services, want 0", steps)
 	}
@@ -558,7 +567,8 @@ func (l *svcLab) runFailovers(t testing.TB, n int, interval time.Duration) (int,
 
 // TestFailoverNoStepDown: 20 failovers of a three-node group at 100 ms and at 10 ms
 // advertisements, each taken by the next-ranked node with no step-down: the third node's
-// Skew_Time is PriorityStep/256 of an interval longer, more than a takeover takes.
+// Skew_Time is 125/256 of an interval longer (placement.TopPriorities), more than a takeover
+// and hearing it take.
 func TestFailoverNoStepDown(t *testing.T) {
 	for _, interval := range []time.Duration{100 * time.Millisecond, 10 * time.Millisecond} {
 		t.Run(interval.String(), func(t *testing.T) {
