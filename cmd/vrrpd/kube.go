@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -90,8 +91,19 @@ func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, opts gr
 		}
 		log.Info("group changed", "group", group.String(), "instances", len(u.Config.Instances),
 			"from_cache", u.FromCache, "resource_version", u.ResourceVersion)
+		start := time.Now()
 		if err := d.Reload(ctx, u.Config); err != nil && ctx.Err() == nil {
 			log.Error("group configuration refused, keeping the running one", "err", err)
+		}
+		// Where a change's time went, for the Service-to-VIP breakdown
+		// (test/e2e reads it): the event's arrival and the applied reload
+		// at full precision, the cache write, translation and reload
+		// durations.
+		if !u.Timing.Received.IsZero() {
+			log.Debug("group applied", "resource_version", u.ResourceVersion, "instances", len(u.Config.Instances),
+				"received", u.Timing.Received.Format(time.RFC3339Nano), "applied", time.Now().Format(time.RFC3339Nano),
+				"cache_us", u.Timing.Cache.Microseconds(), "translate_us", u.Timing.Translate.Microseconds(),
+				"reload_us", time.Since(start).Microseconds())
 		}
 	}
 	err := groupsource.Watch(ctx, rc, opts)

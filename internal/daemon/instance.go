@@ -82,7 +82,10 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		in.faultErr = err
 	}
 	d.retrack(in, now)
-	d.acts = sm.Start(now, d.acts[:0])
+	// A start delay starts the state machine as if that much later: BACKUP now, hearing
+	// advertisements at once (an advertisement re-arms the timer as usual), but its first
+	// Master_Down_Timer runs Master_Down_Interval after now + StartDelay, never sooner.
+	d.acts = sm.Start(now.Add(in.cfg.StartDelay), d.acts[:0])
 	d.execute(in, now)
 }
 

@@ -75,6 +75,20 @@ type Update struct {
 	// ResourceVersion is the group's resourceVersion, empty when the group
 	// does not exist.
 	ResourceVersion string
+	// Timing is where the time between the API server's event and
+	// OnChange went: a Service's path to its VIP is measured in parts
+	// (test/e2e's BenchmarkServiceToVIP reads them from vrrpd's log).
+	Timing Timing
+}
+
+// Timing breaks down the watcher's share of an Update's latency.
+type Timing struct {
+	// Received is when the event (or the list) that led to the Update
+	// came in; zero for the cache and for retries.
+	Received time.Time
+	// Cache is the time spent writing the cache file, Translate the time
+	// spent in Translate.
+	Cache, Translate time.Duration
 }
 
 // requestTimeout bounds one list or get, so an API server that accepts
@@ -136,6 +150,8 @@ type watcher struct {
 	retry     backoff
 	retryAt   time.Time
 	refreshAt time.Time
+
+	timing Timing // of the event being handled, for its Update
 }
 
 func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
@@ -238,6 +254,7 @@ func (w *watcher) session(ctx context.Context) (healthy bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	w.timing = Timing{Received: time.Now()}
 	w.setGroup(g)
 	for {
 		start := time.Now()
@@ -326,6 +343,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) (s
 				return rv, events, nil
 			}
 			events++
+			w.timing = Timing{Received: time.Now()}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
 				g, ok := ev.Object.(*v1alpha1.KeepalivedGroup)
@@ -377,7 +395,9 @@ func (w *watcher) setGroup(g *v1alpha1.KeepalivedGroup) {
 	w.readPassword()
 	// Cache first: a crash while the daemon applies the update must not
 	// restart it on the older group.
+	start := time.Now()
 	w.updateCache()
+	w.timing.Cache = time.Since(start)
 	w.apply(false)
 }
 
@@ -456,8 +476,12 @@ func (w *watcher) apply(fromCache bool) {
 	)
 	if w.group != nil {
 		rv = w.group.ResourceVersion
+		start := time.Now()
 		cfg, ws, err = Translate(w.group, w.opts.Node, w.password, w.opts.Resolve)
+		w.timing.Translate = time.Since(start)
 	}
+	timing := w.timing
+	w.timing = Timing{}
 	if err != nil {
 		w.failing = true
 		d := w.retry.next()
@@ -475,7 +499,7 @@ func (w *watcher) apply(fromCache bool) {
 		w.log.Warn(wn.Error())
 	}
 	w.log.Info("new configuration", "instances", len(cfg.Instances), "resource_version", rv, "from_cache", fromCache)
-	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv})
+	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv, Timing: timing})
 }
 
 // updateCache writes the group the API server gave, or removes the cache

@@ -20,7 +20,13 @@ func groupLab(t testing.TB, spec v1alpha1.KeepalivedGroupSpec) (*netlab.Lab, str
 	need(t)
 	vrrpdBinary(t)
 	createNodes(t)
-	lab := netlabtest.New(t, "client", "h1", "h2")
+	return groupLabHosts(t, spec, "h1", "h2")
+}
+
+// groupLabHosts is groupLab's lab with the named node hosts, whose Nodes the caller made.
+func groupLabHosts(t testing.TB, spec v1alpha1.KeepalivedGroupSpec, nodes ...string) (*netlab.Lab, string) {
+	t.Helper()
+	lab := netlabtest.New(t, append([]string{"client"}, nodes...)...)
 	startProxy(t, lab.Host("client"), proxyAddr, apiAddress(t))
 	ns := newNamespace(t)
 	startOperator(t, ns)
