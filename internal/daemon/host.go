@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
@@ -95,6 +96,7 @@ type links interface {
 type garpAnnouncers struct {
 	log *slog.Logger
 	by  map[string]*garp.Announcer
+	nl  *netlink.Handle // opened on first use
 }
 
 func (g *garpAnnouncers) Announce(ifname string, s garp.Settings, addrs []netip.Addr, rounds int) error {
@@ -111,7 +113,17 @@ func (g *garpAnnouncers) open(ifname string, s garp.Settings) (*garp.Announcer, 
 		g.by = make(map[string]*garp.Announcer)
 	}
 	a := g.by[ifname]
-	ifi, err := net.InterfaceByName(ifname)
+	// Still the same interface? One request for this link on a socket kept open: this
+	// runs on every takeover, right before its first announcement, where
+	// net.InterfaceByName would open a socket and dump every link of the host.
+	if g.nl == nil {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return nil, fmt.Errorf("netlink: %w", err)
+		}
+		g.nl = h
+	}
+	link, err := g.nl.LinkByName(ifname)
 	if err != nil {
 		if a != nil {
 			a.Close()
@@ -119,7 +131,7 @@ func (g *garpAnnouncers) open(ifname string, s garp.Settings) (*garp.Announcer, 
 		}
 		return nil, err
 	}
-	if a != nil && a.Interface().Index == ifi.Index && a.Interface().HardwareAddr.String() == ifi.HardwareAddr.String() {
+	if a != nil && a.Interface().Index == link.Attrs().Index && bytes.Equal(a.Interface().HardwareAddr, link.Attrs().HardwareAddr) {
 		return a, nil
 	}
 	if a != nil {
@@ -146,6 +158,10 @@ func (g *garpAnnouncers) Close() {
 	for name, a := range g.by {
 		a.Close()
 		delete(g.by, name)
+	}
+	if g.nl != nil {
+		g.nl.Close()
+		g.nl = nil
 	}
 }
 

@@ -153,24 +153,28 @@ func (d *Daemon) execute(in *instance, now time.Time) { d.executeActs(in, d.acts
 // executeActs carries out acts for in, in order. The state machine puts a new master's
 // first advertisement before everything else (vrrp.ActionKind), so it leaves before the
 // transition is logged and published and before the VIPs are added, which may wait for
-// netlink and for the crash record's fsync.
+// netlink and for the crash record.
 func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	for i := range acts {
 		a := &acts[i]
 		switch a.Kind {
 		case vrrp.ActionStateChange:
 			d.transition(in, a, now)
+			d.hops.logged = time.Since(now)
 			// Published before the VIPs are added or removed (the actions that follow), so
 			// whoever sees a VIP arrive on the host already reads the new state in /status.
 			d.publish(now)
+			d.hops.published = time.Since(now)
 		case vrrp.ActionSendAdvert:
 			d.send(in, a.Priority)
 		case vrrp.ActionAddVIPs:
 			d.addVIPs(in, a.VIPs)
+			d.hops.vips = time.Since(now)
 		case vrrp.ActionRemoveVIPs:
 			d.removeVIPs(in, a.VIPs)
 		case vrrp.ActionAnnounce:
 			d.startAnnounce(in, now) // all its addresses, not only a.VIPs
+			d.hops.announce = time.Since(now)
 		case vrrp.ActionArmTimer:
 			d.timers.Set(in.timerKey, a.At)
 		case vrrp.ActionStopTimer:
