@@ -331,10 +331,10 @@ func stealTime(b *testing.B) time.Duration {
 // address monitor read by a goroutine locked to its thread, blocked in the read: the
 // time it read the notification, a little after the kernel added the address.
 type addrMonitor struct {
-	fd    int
-	mu    sync.Mutex
+	fd     int
+	mu     sync.Mutex
 	events []addrEvent
-	done  chan struct{}
+	done   chan struct{}
 }
 
 type addrEvent struct {
