@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string) error {
 		leaderNS      = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
 		serviceWorker = fs.Int("service-workers", 4, "Services reconciled concurrently")
-		groupWorkers  = fs.Int("group-workers", 4, "KeepalivedGroups reconciled concurrently (groups of one segment take turns)")
+		groupWorkers  = fs.Int("group-workers", 1, "KeepalivedGroups reconciled concurrently (groups of one segment take turns; more workers write group statuses more often)")
 		apiQPS        = fs.Float64("kube-api-qps", controller.DefaultClientQPS, "requests per second the operator's API client may make (sustained)")
 		apiBurst      = fs.Int("kube-api-burst", controller.DefaultClientBurst, "requests the operator's API client may make in a burst")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
