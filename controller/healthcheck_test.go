@@ -1,11 +1,16 @@
 package controller
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
@@ -92,4 +97,62 @@ func TestHealthCheckContract(t *testing.T) {
 func itoa(p int32) string {
 	b, _ := json.Marshal(p)
 	return string(b)
+}
+
+// TestHealthCheckFollowsService: against a real API server, which allocates the
+// healthCheckNodePort, the group status follows the Service's policy and port.
+func TestHealthCheckFollowsService(t *testing.T) {
+	ns := newNamespace(t, "hc")
+	newGroup(t, ns, "g", nil)
+	svc := newService(t, ns, "web", ns+"/g", func(s *corev1.Service) {
+		asLoadBalancer(s)
+		s.Spec.ExternalIPs = []string{"10.99.0.71"}
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	})
+	startManager(t, ns)
+	ctx := context.Background()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+		t.Fatal(err)
+	}
+	if svc.Spec.HealthCheckNodePort == 0 {
+		t.Fatal("the API server allocated no healthCheckNodePort")
+	}
+	want := func(port int32) func() error {
+		return func() error {
+			g := getGroup(t, ns, "g")
+			if len(g.Status.Instances) != 1 {
+				return fmt.Errorf("instances %+v", g.Status.Instances)
+			}
+			got := g.Status.Instances[0].Settings.HealthCheck
+			switch {
+			case port == 0 && got != nil, port != 0 && (got == nil || got.NodePort != port):
+				return fmt.Errorf("healthCheck %+v, want port %d", got, port)
+			}
+			return nil
+		}
+	}
+	eventually(t, 20*time.Second, want(svc.Spec.HealthCheckNodePort))
+
+	update := func(mutate func(*corev1.Service)) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+				return err
+			}
+			mutate(svc)
+			return k8s.Update(ctx, svc)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	update(func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyCluster
+		s.Spec.HealthCheckNodePort = 0
+	})
+	eventually(t, 20*time.Second, want(0))
+	update(func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 30999
+	})
+	eventually(t, 20*time.Second, want(30999))
 }
