@@ -38,6 +38,7 @@ type instanceDraft struct {
 	service types.NamespacedName
 	vips    []netip.Addr
 	verb    map[string]string
+	health  *v1alpha1.HealthCheck
 }
 
 // computePlan turns a group, the Services annotated for it and all Nodes
@@ -117,6 +118,7 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 			in.VIPs[i] = a.String()
 		}
 		in.Settings.Verbatim = d.verb
+		in.Settings.HealthCheck = d.health
 		p.instances = append(p.instances, in)
 	}
 	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
@@ -147,13 +149,14 @@ func instanceDrafts(services []corev1.Service, granted map[types.NamespacedName]
 		}
 		ref := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 		verb, _ := parseVerbatim(svc.Annotations[v1alpha1.AnnotationVerbatimConfig])
+		health := healthCheck(svc)
 		if spreadVIPs(svc) {
 			for _, a := range vips {
-				out = append(out, instanceDraft{key: ref.String() + "/" + a.String(), service: ref, vips: []netip.Addr{a}, verb: verb})
+				out = append(out, instanceDraft{key: ref.String() + "/" + a.String(), service: ref, vips: []netip.Addr{a}, verb: verb, health: health})
 			}
 			continue
 		}
-		out = append(out, instanceDraft{key: ref.String(), service: ref, vips: vips, verb: verb})
+		out = append(out, instanceDraft{key: ref.String(), service: ref, vips: vips, verb: verb, health: health})
 	}
 	slices.SortFunc(out, func(a, b instanceDraft) int { return cmp.Compare(a.key, b.key) })
 	return out

@@ -274,6 +274,8 @@ func instanceInputsChanged(o, n *corev1.Service) bool {
 	}
 	return o.Spec.Type != n.Spec.Type ||
 		!reflect.DeepEqual(o.Spec.ExternalIPs, n.Spec.ExternalIPs) ||
+		o.Spec.ExternalTrafficPolicy != n.Spec.ExternalTrafficPolicy ||
+		o.Spec.HealthCheckNodePort != n.Spec.HealthCheckNodePort ||
 		!reflect.DeepEqual(o.Spec.LoadBalancerClass, n.Spec.LoadBalancerClass) ||
 		!reflect.DeepEqual(o.Status.LoadBalancer.Ingress, n.Status.LoadBalancer.Ingress) ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)

@@ -403,6 +403,27 @@ type InstanceSettings struct {
 	// keywords that neither the operator decides nor would run a program.
 	// +optional
 	Verbatim map[string]string `json:"verbatim,omitempty"`
+	// HealthCheck is set for a Service with externalTrafficPolicy: Local and
+	// a healthCheckNodePort: the check kube-proxy answers there. The
+	// operator computes it from the Service's spec only (nothing a Service's
+	// owner annotates reaches it).
+	// +optional
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
+}
+
+// HealthCheck is kube-proxy's health check of an externalTrafficPolicy:
+// Local Service. kube-proxy answers an HTTP GET of any path on the
+// Service's healthCheckNodePort, on the node's addresses, with 200 while the
+// node has a ready local endpoint of the Service and 503 otherwise. vrrpd
+// GETs http://<its node's first address in status.nodes>:<nodePort>/ and
+// lowers its priority by 253 (to 1) while the answer is not 200, so that a
+// node with a local endpoint takes the VIP, and the VIP stays where it is
+// when no node has one.
+type HealthCheck struct {
+	// NodePort is the Service's spec.healthCheckNodePort.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	NodePort int32 `json:"nodePort"`
 }
 
 // KeepalivedGroup is a set of nodes that share VIPs over VRRP, and the

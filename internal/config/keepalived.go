@@ -82,6 +82,10 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 			if err := p.vrrpScript(n); err != nil {
 				return nil, err
 			}
+		case KeywordHTTPCheck, KeywordTCPCheck:
+			if err := p.nativeCheck(n); err != nil {
+				return nil, err
+			}
 		default:
 			p.ignore(n, "")
 		}

@@ -33,7 +33,9 @@ type Script struct {
 	InitFail bool
 	// User and Group run it; empty means the global script user.
 	User, Group string
-	Source      Position
+	// Check makes it a native check (checks.go): no Command, no user.
+	Check  track.Check
+	Source Position
 }
 
 // TrackScript is an instance's track_script entry, its weight and reverse resolved
@@ -244,34 +246,36 @@ func (t *scriptTable) get(name string) (*Script, bool) {
 	return sc, ok
 }
 
-// trackRef is a track_script entry as written.
+// trackRef is a track_script (or track_check, with check set) entry as written.
 type trackRef struct {
 	name    string
 	weight  *int
 	reverse bool
+	check   bool
 	pos     Position
 }
 
-// parseTrackRef reads one line of a track_script block: NAME [weight W] [reverse].
-func parseTrackRef(words []string, pos Position) (trackRef, []string, error) {
+// parseTrackRef reads one line of a track_script (or track_check, the block) block:
+// NAME [weight W] [reverse].
+func parseTrackRef(block string, words []string, pos Position) (trackRef, []string, error) {
 	t := trackRef{name: words[0], pos: pos}
 	var notes []string
 	for i := 1; i < len(words); i++ {
 		switch words[i] {
 		case "weight":
 			if i+1 >= len(words) {
-				return t, notes, fmt.Errorf("track_script %s: weight needs a value", t.name)
+				return t, notes, fmt.Errorf("%s %s: weight needs a value", block, t.name)
 			}
 			w, err := strconv.Atoi(words[i+1])
 			if err != nil || w < -253 || w > 253 {
-				return t, notes, fmt.Errorf("track_script %s: weight %q is not a number between -253 and 253", t.name, words[i+1])
+				return t, notes, fmt.Errorf("%s %s: weight %q is not a number between -253 and 253", block, t.name, words[i+1])
 			}
 			t.weight = &w
 			i++
 		case "reverse":
 			t.reverse = true
 		default:
-			notes = append(notes, fmt.Sprintf("track_script %s: unknown option %q; ignored", t.name, words[i]))
+			notes = append(notes, fmt.Sprintf("%s %s: unknown option %q; ignored", block, t.name, words[i]))
 		}
 	}
 	return t, notes, nil
@@ -284,6 +288,13 @@ func (r *resolver) tracking() error {
 	r.in.Notify = r.d.notify
 	for _, t := range r.d.tracks {
 		sc, ok := r.g.scripts.get(t.name)
+		if ok && sc.IsCheck() != t.check {
+			ok = false
+		}
+		if !ok && t.check {
+			r.warn(t.pos, "track_check %s: no vrrpd_http_check or vrrpd_tcp_check of that name; ignored", t.name)
+			continue
+		}
 		if !ok {
 			r.warn(t.pos, "track_script %s: no vrrp_script of that name; ignored", t.name)
 			continue
@@ -328,40 +339,52 @@ func usedScripts(g Globals, ins []Instance) []Script {
 // vrrpScript reads a vrrp_script block. A second block of one name is ignored with a
 // warning, as a second vrrp_instance is.
 func (p *kaParser) vrrpScript(n node) error {
+	sc, err := p.scriptBlock(n, (*Script).set)
+	if err != nil || sc == nil {
+		return err
+	}
+	if sc.Command == nil {
+		// keepalived drops a script without a command, and the tracking with it.
+		p.warn(n.pos, "vrrp_script %s has no script; ignored", sc.Name)
+		return nil
+	}
+	p.g.scripts.byName[sc.Name] = sc
+	return nil
+}
+
+// scriptBlock reads the block of a vrrp_script or a native check (checks.go) with set:
+// nil for a name already taken, which is ignored with a warning. The caller adds it
+// to the table once it is complete.
+func (p *kaParser) scriptBlock(n node, set func(*Script, *statement) error) (*Script, error) {
+	kind := n.key()
 	if len(n.args()) == 0 {
-		return errAt(n.pos, "vrrp_script needs a name")
+		return nil, errAt(n.pos, "%s needs a name", kind)
 	}
 	if !n.hasBlock {
-		return errAt(n.pos, "vrrp_script %s needs a { ... } block", n.args()[0])
+		return nil, errAt(n.pos, "%s %s needs a { ... } block", kind, n.args()[0])
 	}
 	name := n.args()[0]
 	if p.g.scripts == nil {
 		p.g.scripts = &scriptTable{byName: map[string]*Script{}}
 	}
 	if first, dup := p.g.scripts.byName[name]; dup {
-		p.warn(n.pos, "vrrp_script %s is already defined at %s; this block is ignored", name, first.Source)
-		return nil
+		p.warn(n.pos, "%s %s is already defined at %s; this block is ignored", kind, name, first.Source)
+		return nil, nil
 	}
 	sc := newScript(name, n.pos)
-	where := " in vrrp_script " + name
+	where := " in " + kind + " " + name
 	for _, c := range n.children {
 		st := &statement{key: c.key(), args: c.args(), pos: c.pos}
-		err := sc.set(st)
+		err := set(sc, st)
 		p.notes(st)
 		switch {
 		case err == ErrUnknownKeyword:
 			p.ignore(c, where)
 		case err != nil:
-			return errAt(c.pos, "vrrp_script %s: %v", name, err)
+			return nil, errAt(c.pos, "%s %s: %v", kind, name, err)
 		}
 	}
-	if sc.Command == nil {
-		// keepalived drops a script without a command, and the tracking with it.
-		p.warn(n.pos, "vrrp_script %s has no script; ignored", name)
-		return nil
-	}
-	p.g.scripts.byName[name] = sc
-	return nil
+	return sc, nil
 }
 
 // scriptGlobal applies script_user and enable_script_security from global_defs; false
@@ -402,12 +425,13 @@ func (p *kaParser) scriptGlobal(n node) (bool, error) {
 // instanceScripts applies an instance's track_script block or notify hook; false for
 // other keywords.
 func (p *kaParser) instanceScripts(c node, d *Draft) (bool, error) {
-	if c.key() == "track_script" {
+	if c.key() == "track_script" || c.key() == KeywordTrackCheck {
 		if err := p.needBlock(c); err != nil {
 			return true, err
 		}
 		for _, e := range c.children {
-			t, notes, err := parseTrackRef(append([]string{e.key()}, e.args()...), e.pos)
+			t, notes, err := parseTrackRef(c.key(), append([]string{e.key()}, e.args()...), e.pos)
+			t.check = c.key() == KeywordTrackCheck
 			for _, m := range notes {
 				p.warn(e.pos, "%s", m)
 			}

@@ -28,6 +28,8 @@ type yamlFile struct {
 	ScriptGroup          string            `json:"scriptGroup"`
 	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
 	NotifyFIFO           string            `json:"notifyFifo"`
+	// HealthChecks: yaml_checks.go.
+	HealthChecks []json.RawMessage `json:"healthChecks"`
 }
 
 type yamlDefaults struct {
@@ -80,6 +82,7 @@ type yamlInstance struct {
 	GARP           yamlGARP          `json:"garp"`
 	VMAC           *yamlVMAC         `json:"vmac"`
 	TrackScripts   []yamlTrackScript `json:"trackScripts"`
+	TrackChecks    []yamlTrackScript `json:"trackChecks"`
 	Notify         *yamlNotify       `json:"notify"`
 	yamlAdvertHandling
 }
@@ -183,6 +186,9 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		}
 	}
 	if err := ix.scripts(f.Scripts, &f, &g); err != nil {
+		return nil, ws, err
+	}
+	if err := ix.healthChecks(f.HealthChecks, &g); err != nil {
 		return nil, ws, err
 	}
 	var drafts []Draft
@@ -578,7 +584,7 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 			return fail(at("vmac"), "%v", err)
 		}
 	}
-	if err := ix.instanceScripts(i, y.TrackScripts, y.Notify, &d); err != nil {
+	if err := ix.instanceScripts(i, y.TrackScripts, y.TrackChecks, y.Notify, &d); err != nil {
 		return Draft{}, err
 	}
 	return d, nil

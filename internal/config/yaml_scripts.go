@@ -16,8 +16,15 @@ const minScriptDuration = 100 * time.Millisecond
 // as keepalived splits a script line.
 
 type yamlScript struct {
-	Name     string        `json:"name"`
-	Command  string        `json:"command"`
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	yamlSchedule
+	User  string `json:"user"`
+	Group string `json:"group"`
+}
+
+// yamlSchedule are the keys a script and a native check (yaml_checks.go) share.
+type yamlSchedule struct {
 	Interval *yamlDuration `json:"interval"`
 	Timeout  *yamlDuration `json:"timeout"`
 	Weight   *int          `json:"weight"`
@@ -25,8 +32,6 @@ type yamlScript struct {
 	Rise     *int          `json:"rise"`
 	Fall     *int          `json:"fall"`
 	InitFail bool          `json:"initFail"`
-	User     string        `json:"user"`
-	Group    string        `json:"group"`
 }
 
 type yamlTrackScript struct {
@@ -68,41 +73,9 @@ func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) erro
 			return errAt(at("command"), "%s: command %q: want a program and its arguments", what, y.Command)
 		}
 		sc.Command = args
-		for _, d := range []struct {
-			key string
-			v   *yamlDuration
-			dst *int64
-		}{{"interval", y.Interval, (*int64)(&sc.Interval)}, {"timeout", y.Timeout, (*int64)(&sc.Timeout)}} {
-			if d.v == nil {
-				continue
-			}
-			v, err := d.v.value()
-			// keepalived.conf takes whole seconds; YAML may go below, but not so far that a
-			// script is started over and over without a pause.
-			if err != nil || v < minScriptDuration || v > maxScriptSeconds*time.Second {
-				return errAt(at(d.key), "%s: %s must be between %v and %ds", what, d.key, minScriptDuration, maxScriptSeconds)
-			}
-			*d.dst = int64(v)
-		}
-		if y.Weight != nil {
-			if *y.Weight < -253 || *y.Weight > 253 {
-				return errAt(at("weight"), "%s: weight %d is not between -253 and 253", what, *y.Weight)
-			}
-			sc.Weight = *y.Weight
-		}
-		sc.Reverse, sc.InitFail, sc.User, sc.Group = y.Reverse, y.InitFail, y.User, y.Group
-		for _, c := range []struct {
-			key string
-			v   *int
-			dst *int
-		}{{"rise", y.Rise, &sc.Rise}, {"fall", y.Fall, &sc.Fall}} {
-			if c.v == nil {
-				continue
-			}
-			if *c.v < 1 {
-				return errAt(at(c.key), "%s: %s must be at least 1", what, c.key)
-			}
-			*c.dst = *c.v
+		sc.User, sc.Group = y.User, y.Group
+		if err := ix.schedule(y.yamlSchedule, at, what, sc); err != nil {
+			return err
 		}
 		if g.scripts == nil {
 			g.scripts = &scriptTable{byName: map[string]*Script{}}
@@ -112,17 +85,23 @@ func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) erro
 	return nil
 }
 
-// instanceScripts reads an instance's trackScripts and notify into d.
-func (ix yamlIndex) instanceScripts(i int, tracks []yamlTrackScript, n *yamlNotify, d *Draft) error {
-	for j, t := range tracks {
-		pos := ix.at("instances", i, "trackScripts", j)
-		if t.Name == "" {
-			return errAt(pos, "%s: trackScripts[%d]: name is required", d.name, j)
+// instanceScripts reads an instance's trackScripts, trackChecks and notify into d.
+func (ix yamlIndex) instanceScripts(i int, tracks, checks []yamlTrackScript, n *yamlNotify, d *Draft) error {
+	for _, list := range []struct {
+		key   string
+		refs  []yamlTrackScript
+		check bool
+	}{{"trackScripts", tracks, false}, {"trackChecks", checks, true}} {
+		for j, t := range list.refs {
+			pos := ix.at("instances", i, list.key, j)
+			if t.Name == "" {
+				return errAt(pos, "%s: %s[%d]: name is required", d.name, list.key, j)
+			}
+			if t.Weight != nil && (*t.Weight < -253 || *t.Weight > 253) {
+				return errAt(ix.at("instances", i, list.key, j, "weight"), "%s: %s[%d]: weight %d is not between -253 and 253", d.name, list.key, j, *t.Weight)
+			}
+			d.tracks = append(d.tracks, trackRef{name: t.Name, weight: t.Weight, reverse: t.Reverse, check: list.check, pos: pos})
 		}
-		if t.Weight != nil && (*t.Weight < -253 || *t.Weight > 253) {
-			return errAt(ix.at("instances", i, "trackScripts", j, "weight"), "%s: trackScripts[%d]: weight %d is not between -253 and 253", d.name, j, *t.Weight)
-		}
-		d.tracks = append(d.tracks, trackRef{name: t.Name, weight: t.Weight, reverse: t.Reverse, pos: pos})
 	}
 	if n == nil {
 		return nil
@@ -140,6 +119,47 @@ func (ix yamlIndex) instanceScripts(i int, tracks []yamlTrackScript, n *yamlNoti
 			return errAt(ix.at("instances", i, "notify", h.key), "%s: notify.%s %q: want a program and its arguments", d.name, h.key, h.text)
 		}
 		*h.dst = Command{Args: args, User: n.User, Group: n.Group}
+	}
+	return nil
+}
+
+// schedule applies the keys scripts and checks share to sc.
+func (ix yamlIndex) schedule(y yamlSchedule, at func(string) Position, what string, sc *Script) error {
+	for _, d := range []struct {
+		key string
+		v   *yamlDuration
+		dst *int64
+	}{{"interval", y.Interval, (*int64)(&sc.Interval)}, {"timeout", y.Timeout, (*int64)(&sc.Timeout)}} {
+		if d.v == nil {
+			continue
+		}
+		v, err := d.v.value()
+		// keepalived.conf takes whole seconds; YAML may go below, but not so far that a
+		// script is started over and over without a pause.
+		if err != nil || v < minScriptDuration || v > maxScriptSeconds*time.Second {
+			return errAt(at(d.key), "%s: %s must be between %v and %ds", what, d.key, minScriptDuration, maxScriptSeconds)
+		}
+		*d.dst = int64(v)
+	}
+	if y.Weight != nil {
+		if *y.Weight < -253 || *y.Weight > 253 {
+			return errAt(at("weight"), "%s: weight %d is not between -253 and 253", what, *y.Weight)
+		}
+		sc.Weight = *y.Weight
+	}
+	sc.Reverse, sc.InitFail = y.Reverse, y.InitFail
+	for _, c := range []struct {
+		key string
+		v   *int
+		dst *int
+	}{{"rise", y.Rise, &sc.Rise}, {"fall", y.Fall, &sc.Fall}} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 1 {
+			return errAt(at(c.key), "%s: %s must be at least 1", what, c.key)
+		}
+		*c.dst = *c.v
 	}
 	return nil
 }

@@ -99,22 +99,13 @@ func (d *Daemon) setScripts(cfg *config.Config) {
 		}
 		st.spec = sc
 		st.disabled = nil
-		cred, err := d.credFor(sc.User, sc.Group)
-		if err == nil && len(sc.Command) == 0 {
-			err = errNoCommand
-		}
-		if err == nil {
-			err = d.checkSecurity(sc.Command[0])
-		}
+		ts, err := d.runnable(sc)
 		if err != nil {
 			st.disabled = err
 			d.log.Warn(fmt.Sprintf("VRRP_Script(%s) disabled", sc.Name), "err", err)
 			continue
 		}
-		run = append(run, track.Script{
-			Name: sc.Name, Args: sc.Command, Interval: sc.Interval, Timeout: sc.Timeout,
-			Rise: sc.Rise, Fall: sc.Fall, InitFail: sc.InitFail, Cred: cred,
-		})
+		run = append(run, ts)
 	}
 	t.runner.Set(run)
 	for name, st := range t.scripts {

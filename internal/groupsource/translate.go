@@ -74,7 +74,8 @@ type translator struct {
 
 	warnings []config.Warning
 	iface    string
-	byAddr   map[config.Family][]int // member indexes by address, per family
+	byAddr   map[config.Family][]int  // member indexes by address, per family
+	checks   map[string]config.Script // kube-proxy health checks by name (health.go)
 }
 
 // memberAddrs are one member node's addresses, at most one per family.
@@ -157,6 +158,7 @@ func (t *translator) run() (*config.Config, []config.Warning, error) {
 		}
 		cfg.Instances = kept
 	}
+	cfg.Scripts = t.usedChecks(cfg.Instances)
 	return cfg, t.warnings, nil
 }
 
@@ -306,6 +308,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 			return nil, err
 		}
 		c.StartDelay = startDelay(prios, self)
+		t.healthCheck(in, &c, members[self])
 		out = append(out, c)
 	}
 	return out, nil

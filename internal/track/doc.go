@@ -13,5 +13,7 @@
 // Runner is the impure part: one goroutine per script runs it every interval in its own
 // process group, as the configured user, kills the whole group on timeout, and delivers
 // each result as an Event on a channel the daemon's loop reads. Nothing here blocks that
-// loop.
+// loop. A Script with a Check is a native check (an HTTP(S) GET or a TCP connect, check.go)
+// that the runner runs in-process on the same schedule, with the same rise/fall state and
+// the same events: no process, no script user.
 package track

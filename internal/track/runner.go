@@ -24,13 +24,16 @@ type Script struct {
 	InitFail bool
 	// Cred is the user the script runs as; nil runs it as the daemon's own user.
 	Cred *syscall.Credential
+	// Check, when its Kind is not CheckNone, makes this a native check run in-process
+	// instead of Args.
+	Check Check
 }
 
 // Equal reports whether a and b run the same way, so a reload can keep a's state.
 func (a Script) Equal(b Script) bool {
 	return a.Name == b.Name && slices.Equal(a.Args, b.Args) && a.Interval == b.Interval &&
 		a.Timeout == b.Timeout && a.Rise == b.Rise && a.Fall == b.Fall && a.InitFail == b.InitFail &&
-		credEqual(a.Cred, b.Cred)
+		credEqual(a.Cred, b.Cred) && a.Check == b.Check
 }
 
 func credEqual(a, b *syscall.Credential) bool {
@@ -46,7 +49,7 @@ type Event struct {
 	// Gen identifies the runner's copy of the script: events of a copy a reload replaced
 	// carry an older Gen than Runner.Gen returns, and the loop drops them.
 	Gen uint64
-	// OK is the run's verdict: exit status 0.
+	// OK is the run's verdict: exit status 0 (for a native check, its success).
 	OK bool
 	// TimedOut says the run was killed (its whole process group) after Timeout.
 	TimedOut bool
@@ -143,7 +146,11 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 	for {
 		start := time.Now()
 		ev := Event{Script: rs.s.Name, Gen: rs.gen}
-		ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, rs.s.Args, rs.s.Cred, timeout)
+		if rs.s.Check.Kind != CheckNone {
+			ev.OK, ev.TimedOut, ev.Err = rs.s.Check.Run(ctx, timeout)
+		} else {
+			ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, rs.s.Args, rs.s.Cred, timeout)
+		}
 		if ctx.Err() != nil {
 			return
 		}

@@ -99,24 +99,8 @@ func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Durati
 	h1, h2 := lab.Host("h1"), lab.Host("h2")
 	p1 := kind.start(t, h1, writeConf(t, "h1.conf", manyConf(n, 150, ipv6)))
 	p2 := kind.start(t, h2, writeConf(t, "h2.conf", manyConf(n, 100, ipv6)))
-	vips := manyVIPs(n, ipv6)
-	converged := func() bool {
-		a1, err := h1.AddrsOn(h1.Link)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a2, err := h2.AddrsOn(h2.Link)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return countVIPs(a1, vips) == n && countVIPs(a2, vips) == 0
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !converged() {
-		if time.Now().After(deadline) {
-			return runResult{}
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !waitMasterOfAll(t, h1, h2, manyVIPs(n, ipv6), 20*time.Second) {
+		return runResult{}
 	}
 	time.Sleep(time.Second) // let the announcements after the election pass
 	mark1, mark2 := len(p1.Output()), len(p2.Output())
@@ -130,6 +114,31 @@ func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Durati
 	}
 	mem := [2]procMem{largestProcMem(t, h1), largestProcMem(t, h2)}
 	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss, mem: mem}
+}
+
+// masterOfAll reports whether h1 holds every VIP and h2 none.
+func masterOfAll(t testing.TB, h1, h2 *netlab.Host, vips []netip.Prefix) bool {
+	a1, err := h1.AddrsOn(h1.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := h2.AddrsOn(h2.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return countVIPs(a1, vips) == len(vips) && countVIPs(a2, vips) == 0
+}
+
+// waitMasterOfAll waits up to timeout for masterOfAll.
+func waitMasterOfAll(t testing.TB, h1, h2 *netlab.Host, vips []netip.Prefix, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !masterOfAll(t, h1, h2, vips) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
 }
 
 func countVIPs(have []netip.Prefix, vips []netip.Prefix) int {

@@ -1,0 +1,101 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/track"
+)
+
+// The YAML form of checks.go: top-level healthChecks, each with exactly one of http or
+// tcp and the schedule and weight a script has; per instance trackChecks, as
+// trackScripts. Checks and scripts share one namespace of names.
+
+type yamlHealthCheck struct {
+	Name string         `json:"name"`
+	HTTP *yamlHTTPCheck `json:"http"`
+	TCP  *yamlTCPCheck  `json:"tcp"`
+	yamlSchedule
+}
+
+type yamlHTTPCheck struct {
+	URL        string `json:"url"`
+	StatusCode int    `json:"statusCode"`
+	// Connect is "IP" or "IP:port" (IPv6 as "[IP]:port"): where to connect instead of
+	// the URL's host.
+	Connect       string `json:"connect"`
+	TLSSkipVerify bool   `json:"tlsSkipVerify"`
+}
+
+type yamlTCPCheck struct {
+	// Connect is "IP:port" (IPv6 as "[IP]:port").
+	Connect string `json:"connect"`
+}
+
+// healthChecks reads the top-level healthChecks into g.
+func (ix yamlIndex) healthChecks(raw []json.RawMessage, g *Globals) error {
+	for i, r := range raw {
+		var y yamlHealthCheck
+		if err := strictJSON(r, &y); err != nil {
+			return ix.decodeError(err, []any{"healthChecks", i}, fmt.Sprintf("healthChecks[%d]", i))
+		}
+		at := func(k string) Position { return ix.at("healthChecks", i, k) }
+		if y.Name == "" {
+			return errAt(ix.at("healthChecks", i), "healthChecks[%d]: name is required", i)
+		}
+		what := "health check " + y.Name
+		if _, dup := g.scripts.get(y.Name); dup {
+			return errAt(at("name"), "%s: the name is already a script or check", what)
+		}
+		sc := newScript(y.Name, ix.at("healthChecks", i))
+		c, key, err := y.check()
+		if err != nil {
+			return errAt(at(key), "%s: %v", what, err)
+		}
+		sc.Check = c
+		if err := ix.schedule(y.yamlSchedule, at, what, sc); err != nil {
+			return err
+		}
+		if g.scripts == nil {
+			g.scripts = &scriptTable{byName: map[string]*Script{}}
+		}
+		g.scripts.byName[y.Name] = sc
+	}
+	return nil
+}
+
+// check validates the http or tcp part through checks.go's rules; key names the part
+// an error is about.
+func (y yamlHealthCheck) check() (track.Check, string, error) {
+	var c checkDraft
+	key, connect := "", ""
+	switch {
+	case (y.HTTP == nil) == (y.TCP == nil):
+		return track.Check{}, "name", fmt.Errorf("set exactly one of http and tcp")
+	case y.HTTP != nil:
+		key, connect = "http", y.HTTP.Connect
+		c = checkDraft{kind: track.CheckHTTP, url: y.HTTP.URL, skipVerify: y.HTTP.TLSSkipVerify}
+		if s := y.HTTP.StatusCode; s != 0 && (s < 100 || s > 599) {
+			return track.Check{}, key, fmt.Errorf("statusCode %d is not between 100 and 599", s)
+		}
+		c.status = y.HTTP.StatusCode
+	default:
+		key, connect = "tcp", y.TCP.Connect
+		c = checkDraft{kind: track.CheckTCP}
+	}
+	if connect != "" {
+		if ap, err := netip.ParseAddrPort(connect); err == nil {
+			c.connectIP, c.connectPort = ap.Addr(), int(ap.Port())
+		} else if a, err := netip.ParseAddr(connect); err == nil && c.kind == track.CheckHTTP {
+			c.connectIP = a
+		} else {
+			return track.Check{}, key, fmt.Errorf("connect %q: want IP:port", connect)
+		}
+		if c.connectIP.Zone() != "" || c.connectIP.IsUnspecified() || (c.connectPort == 0 && c.kind == track.CheckTCP) {
+			return track.Check{}, key, fmt.Errorf("connect %q: want a host address and a port", connect)
+		}
+	}
+	out, err := c.check()
+	return out, key, err
+}

@@ -1,0 +1,125 @@
+package track
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+)
+
+// CheckKind says what a native check does; CheckNone means the script is a process.
+type CheckKind uint8
+
+// The kinds of native check.
+const (
+	CheckNone CheckKind = iota
+	// CheckHTTP is a GET of URL (http or https) that succeeds on the expected status.
+	CheckHTTP
+	// CheckTCP is a TCP connect to Addr that succeeds when the handshake completes.
+	CheckTCP
+)
+
+func (k CheckKind) String() string {
+	switch k {
+	case CheckHTTP:
+		return "http"
+	case CheckTCP:
+		return "tcp"
+	}
+	return "script"
+}
+
+// Check is a native health check: run in the daemon's process, never as a child, so it
+// needs no script user and costs no fork. It is comparable, so that a reload can tell
+// whether a check changed.
+type Check struct {
+	Kind CheckKind
+	// URL is what an HTTP check gets.
+	URL string
+	// Connect, when valid, is where an HTTP check connects instead of the URL's host
+	// (the URL still names the Host header and the TLS server name), and where a TCP
+	// check connects.
+	Connect netip.AddrPort
+	// StatusCode is the status an HTTP check wants; 0 takes any 2xx.
+	StatusCode int
+	// TLSSkipVerify accepts any certificate of an https URL.
+	TLSSkipVerify bool
+}
+
+// maxBody bounds how much of an HTTP answer a check reads: the status decides, the body
+// is only drained so that a slow or endless body cannot hold the check.
+const maxBody = 64 << 10
+
+// Run runs the check once within timeout. ok is the verdict; timedOut says the timeout
+// ended it; err says why it failed.
+func (c Check) Run(ctx context.Context, timeout time.Duration) (ok, timedOut bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch c.Kind {
+	case CheckHTTP:
+		err = c.get(ctx)
+	case CheckTCP:
+		err = c.dial(ctx)
+	default:
+		err = errors.New("not a native check")
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return false, true, err
+	}
+	return err == nil, false, err
+}
+
+func (c Check) dial(ctx context.Context) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", c.Connect.String())
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+func (c Check) get(ctx context.Context) error {
+	tr := &http.Transport{
+		// One connection per run: a kept-alive connection would hide a listener that
+		// stopped accepting, and an environment proxy must not stand in for the target.
+		DisableKeepAlives: true,
+		Proxy:             nil,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: c.TLSSkipVerify}, //nolint:gosec // the check's own setting
+	}
+	if c.Connect.IsValid() {
+		var d net.Dialer
+		to := c.Connect.String()
+		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, network, to)
+		}
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{
+		Transport: tr,
+		// A redirect is an answer: its status decides, as in keepalived's HTTP_GET.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "vrrpd-health-check")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+	resp.Body.Close()
+	switch {
+	case c.StatusCode == 0 && (resp.StatusCode < 200 || resp.StatusCode > 299):
+		return fmt.Errorf("status %d, want 2xx", resp.StatusCode)
+	case c.StatusCode != 0 && resp.StatusCode != c.StatusCode:
+		return fmt.Errorf("status %d, want %d", resp.StatusCode, c.StatusCode)
+	}
+	return err
+}

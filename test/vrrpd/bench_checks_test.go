@@ -1,0 +1,142 @@
+package vrrpd_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+)
+
+// BenchmarkTrackedChecks255 holds 255 IPv6 instances at 100 ms on a master/backup pair,
+// each instance tracking one vrrp_script (/bin/true, every 1 s) and one vrrpd_http_check
+// (a GET of a server in the host's namespace, every 1 s), for 60 s after convergence, and
+// reports the transitions in that time (zero wanted) and the CPU seconds both hosts spent,
+// scripts included. keepalived gets the same keepalived.conf without the HTTP checks,
+// which it does not have: its CPU is the script part alone. VRRPD_BENCH_HOLD shortens the
+// hold.
+func BenchmarkTrackedChecks255(b *testing.B) {
+	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
+	hold := benchHold(60 * time.Second)
+	const n = 255
+	for range b.N {
+		for _, kind := range benchDaemons {
+			r := trackedRun(b, kind, n, kind.name == "vrrpd", hold)
+			if !r.converged {
+				b.Fatalf("%s did not converge with %d tracked instances", kind.name, n)
+			}
+			b.Logf("%s: %d transitions, %.2f CPU s, %.1f MiB in %v", kind.name, r.flaps, r.cpu, r.rssMiB, hold)
+			b.ReportMetric(float64(r.flaps), "tracked255-transitions-"+kind.name+"-count")
+			b.ReportMetric(r.cpu, "tracked255-cpu-"+kind.name+"-s")
+			b.ReportMetric(r.rssMiB, "tracked255-rss-"+kind.name+"-MiB")
+		}
+	}
+}
+
+// trackedConf is manyConf with each instance tracking script chk_I and, with checks,
+// HTTP check web_I on the host's loopback port 8080.
+func trackedConf(n, priority int, checks bool) string {
+	var sb strings.Builder
+	sb.WriteString("global_defs {\n  vrrp_version 3\n}\n")
+	for i, vip := range manyVIPs(n, true) {
+		fmt.Fprintf(&sb, "vrrp_script chk_%d {\n  script /bin/true\n  interval 1\n  weight -60\n}\n", i+1)
+		track := fmt.Sprintf("track_script {\n  chk_%d\n}\n", i+1)
+		if checks {
+			fmt.Fprintf(&sb, "vrrpd_http_check web_%d {\n  url http://127.0.0.1:8080/%d\n  status_code 200\n  interval 1\n  weight -60\n}\n", i+1, i+1)
+			track += fmt.Sprintf("track_check {\n  web_%d\n}\n", i+1)
+		}
+		sb.WriteString(vrrpInstance(fmt.Sprintf("VI_%d", i+1), i+1, priority, "0.1", track, vip.String()))
+	}
+	return sb.String()
+}
+
+// trackedRun is steadyRun with trackedConf, an HTTP server in each host for the checks,
+// and CPU counted with the scripts' (children the daemons waited for).
+func trackedRun(t testing.TB, kind daemonKind, n int, checks bool, hold time.Duration) runResult {
+	lab, err := netlab.Create("client", "h1", "h2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	h1, h2 := lab.Host("h1"), lab.Host("h2")
+	for _, h := range []*netlab.Host{h1, h2} {
+		var ln net.Listener
+		if err := h.Do(func() error {
+			var err error
+			ln, err = net.Listen("tcp", "127.0.0.1:8080")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
+	p1 := kind.start(t, h1, writeConf(t, "h1.conf", trackedConf(n, 150, checks)))
+	p2 := kind.start(t, h2, writeConf(t, "h2.conf", trackedConf(n, 100, checks)))
+	vips := manyVIPs(n, true)
+	if !waitMasterOfAll(t, h1, h2, vips, 30*time.Second) {
+		a1, _ := h1.AddrsOn(h1.Link)
+		a2, _ := h2.AddrsOn(h2.Link)
+		t.Logf("%s: h1 holds %d VIPs, h2 %d; h1 log tail:\n%s", kind.name, countVIPs(a1, vips), countVIPs(a2, vips), tail(p1.Output(), 3000))
+		return runResult{}
+	}
+	time.Sleep(2 * time.Second) // the first results and the announcements after the election
+	mark1, mark2 := len(p1.Output()), len(p2.Output())
+	cpu0 := nsCPUWithChildren(t, h1) + nsCPUWithChildren(t, h2)
+	time.Sleep(hold)
+	cpu := nsCPUWithChildren(t, h1) + nsCPUWithChildren(t, h2) - cpu0
+	flaps := countTransitions(p1.Output()[mark1:]) + countTransitions(p2.Output()[mark2:])
+	rss := max(nsPeakRSS(t, h1), nsPeakRSS(t, h2))
+	if !p1.Running() || !p2.Running() || !masterOfAll(t, h1, h2, vips) {
+		t.Fatalf("%s died or lost the VIPs during the run", kind.name)
+	}
+	if checks {
+		// Every script and check ran and passed: the load was real.
+		m := (&vrrpd{proc: p1}).scrape(t)
+		good := metric(m, "keepalived_script_status")
+		runs := metric(m, "vrrpd_script_runs_total", `name="web_1"`)
+		if good != 2*float64(n) || runs < hold.Seconds()*0.8 {
+			t.Fatalf("h1: %v trackers GOOD (want %d), web_1 ran %v times in %v", good, 2*n, runs, hold)
+		}
+	}
+	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss}
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on every Linux port
+// vrrpd runs on).
+const clockTicks = 100
+
+// nsCPUWithChildren sums, over the processes in h's namespace, their user and system time
+// and that of the children they waited for (/proc/PID/stat utime, stime, cutime, cstime):
+// the scripts a daemon ran are gone by the time it is measured, and only their parent's
+// cutime and cstime still hold their CPU. It counts 10 ms ticks, enough over a minute.
+func nsCPUWithChildren(t testing.TB, h *netlab.Host) float64 {
+	var ticks float64
+	for _, pid := range nsPIDs(t, h) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which may hold spaces, in parentheses.
+		s := string(b)
+		fs := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		// utime, stime, cutime and cstime are fields 14-17, here 11-14 (0-based).
+		if len(fs) < 15 {
+			continue
+		}
+		for _, f := range fs[11:15] {
+			v, _ := strconv.ParseFloat(f, 64)
+			ticks += v
+		}
+	}
+	return ticks / clockTicks
+}
+
+func tail(s string, n int) string { return s[max(0, len(s)-n):] }
