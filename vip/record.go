@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/atomicfile"
 )
 
 // recordFile holds the VIPs this daemon added and has not removed yet.
@@ -65,37 +67,5 @@ func writeRecord(dir string, vips []VIP) error {
 		return err
 	}
 	b = append(b, '\n')
-	tmp, err := os.CreateTemp(dir, recordFile+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	// fsync before rename, so the name never points at unwritten data.
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, recordFile)); err != nil {
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	return nil
+	return atomicfile.Write(dir, recordFile, b)
 }
