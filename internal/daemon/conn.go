@@ -230,8 +230,9 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 			}
 		}
 		for _, in := range c.insts {
-			d.setFault(in, err, now)
+			d.setFault(in, d.trackSource(in, err), now)
 		}
 	}
 	d.checkVIPs(now)
+	d.checkRoutes(now)
 }
