@@ -155,3 +155,66 @@ func TestTrackSrcIPWithoutSourceWarns(t *testing.T) {
 		t.Errorf("no warning at line 4 about track_src_ip: %v", ws)
 	}
 }
+
+const routesYAML = `netNamespace: lb
+staticAddresses:
+  - 192.168.1.1/24 dev eth0
+staticRoutes:
+  - 192.168.2.0/24 via 192.168.1.100 dev eth0
+  - {to: default, via: 10.0.0.1, table: 100}
+staticRules:
+  - {from: 192.168.2.0/24, table: 1}
+instances:
+  - name: VI_1
+    interface: eth0
+    vrid: 51
+    unicast: {source: 10.0.0.2, peers: [10.0.0.3]}
+    trackSourceIP: true
+    vips: [10.0.0.100/24]
+    routes:
+      - src 10.0.0.100 to 192.168.109.0/24 via 10.0.0.254 dev eth0
+      - {to: 192.168.111.0/24, dev: eth0, metric: 20}
+      - {type: blackhole, to: 192.168.114.0/24}
+      - 0.0.0.0/0 via 10.0.0.1 table 100
+      - {to: 2001:db8::/48, dev: eth0, table: main}
+    rules:
+      - from 192.168.2.0/24 table 1
+      - {to: 192.168.2.0/24, table: 100, priority: 100}
+      - {fwmark: 0x10/0xff, iif: eth0, type: prohibit}
+      - {not: true, from: 2001:db8::/32, table: 7, oif: eth1}
+`
+
+// The YAML keys give what the keepalived.conf keywords give (the gw line aside, which
+// YAML writes as via).
+func TestRoutesFromYAMLMatchKeepalived(t *testing.T) {
+	y, _, err := Parse("r.yaml", []byte(routesYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := Parse("k.conf", []byte(strings.Replace(routesConf, "gw 10.0.0.1", "via 10.0.0.1", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y.NetNamespace != k.NetNamespace || !y.Static.Equal(k.Static) {
+		t.Errorf("host: YAML %q %+v, keepalived.conf %q %+v", y.NetNamespace, y.Static, k.NetNamespace, k.Static)
+	}
+	yi, ki := y.Instances[0], k.Instances[0]
+	if !reflect.DeepEqual(yi.Routes, ki.Routes) || !reflect.DeepEqual(yi.Rules, ki.Rules) || yi.TrackSrcIP != ki.TrackSrcIP {
+		t.Errorf("instance: YAML\n%+v\n%+v\nkeepalived.conf\n%+v\n%+v", yi.Routes, yi.Rules, ki.Routes, ki.Rules)
+	}
+}
+
+func TestYAMLRouteErrorsNameTheLine(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"instances:\n  - name: A\n    interface: eth0\n    vrid: 1\n    vips: [10.0.0.1]\n    routes:\n      - 10.1.0.0/16 via 10.0.0.9 mtu 9000\n", `r.yaml:7: routes[0]: route option "mtu" is not supported`},
+		{"instances:\n  - name: A\n    interface: eth0\n    vrid: 1\n    vips: [10.0.0.1]\n    rules:\n      - {from: 10.1.0.0/16}\n", `r.yaml:7: rules[0]: rule has no action`},
+		{"instances:\n  - name: A\n    interface: eth0\n    vrid: 1\n    vips: [10.0.0.1]\n    routes:\n      - {to: 10.1.0.0/16, gateway: 10.0.0.9}\n", `gateway`},
+		{"staticAddresses: [10.0.0.5/24]\ninstances:\n  - name: A\n    interface: eth0\n    vrid: 1\n    vips: [10.0.0.1]\n", `r.yaml:1: staticAddresses[0]: 10.0.0.5/24 has no dev`},
+		{"netNamespace: a/b\ninstances:\n  - name: A\n    interface: eth0\n    vrid: 1\n    vips: [10.0.0.1]\n", `r.yaml:1: netNamespace "a/b"`},
+	} {
+		_, _, err := Parse("r.yaml", []byte(c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want error containing %q, got %v", c.want, err)
+		}
+	}
+}

@@ -28,6 +28,7 @@ type yamlFile struct {
 	ScriptGroup          string            `json:"scriptGroup"`
 	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
 	NotifyFIFO           string            `json:"notifyFifo"`
+	yamlHostRouting                        // netNamespace, static*: yaml_routes.go
 }
 
 type yamlDefaults struct {
@@ -82,6 +83,7 @@ type yamlInstance struct {
 	TrackScripts   []yamlTrackScript `json:"trackScripts"`
 	Notify         *yamlNotify       `json:"notify"`
 	yamlAdvertHandling
+	yamlInstanceRouting // routes, rules, trackSourceIP: yaml_routes.go
 }
 
 type yamlUnicast struct {
@@ -183,6 +185,9 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		}
 	}
 	if err := ix.scripts(f.Scripts, &f, &g); err != nil {
+		return nil, ws, err
+	}
+	if err := ix.hostRouting(f.yamlHostRouting, &g, &ws); err != nil {
 		return nil, ws, err
 	}
 	var drafts []Draft
@@ -579,6 +584,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 		}
 	}
 	if err := ix.instanceScripts(i, y.TrackScripts, y.Notify, &d); err != nil {
+		return Draft{}, err
+	}
+	if err := ix.instanceRouting(i, y.yamlInstanceRouting, &d, ws); err != nil {
 		return Draft{}, err
 	}
 	return d, nil
