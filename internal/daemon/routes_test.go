@@ -171,3 +171,24 @@ func TestTrackSrcIP(t *testing.T) {
 		t.Fatalf("with the source back: %v, want BACKUP", s.State)
 	}
 }
+
+// TestReloadChangesAMastersRoutes: a reload that changes a master's virtual routes takes
+// the old ones out and puts the new ones in, the instance staying MASTER.
+func TestReloadChangesAMastersRoutes(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	ic := routed(testInstance("VI_1", 1, 100, "10.99.0.100/24"), "192.0.2.0/24")
+	startDaemon(t, d, ic)
+	at := takeover(100)
+	advance(d, at)
+	changed := routed(testInstance("VI_1", 1, 100, "10.99.0.100/24"), "198.51.100.0/24")
+	if err := d.reload(&config.Config{Instances: []config.Instance{changed}}, at.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateMaster {
+		t.Fatalf("after reload: %v, want MASTER kept", s.State)
+	}
+	if !h.routes["VI_1 198.51.100.0/24"] || h.routes["VI_1 192.0.2.0/24"] {
+		t.Errorf("routes after reload %v, want only the new one", h.routes)
+	}
+}
