@@ -59,12 +59,20 @@ func (d *Daemon) followMaster(in *instance, master bool) {
 		}
 		return
 	}
-	d.holdRoutes(in.cfg.Name, in.cfg.Routes, in.cfg.Rules)
+	d.holdRoutes(in.cfg.Name, in.cfg.Routes, in.cfg.Rules, false)
 }
 
-// holdRoutes adds routes and rules for holder and reports what was there already.
-func (d *Daemon) holdRoutes(holder string, routes []route.Route, rules []route.Rule) {
+// holdRoutes adds routes and rules for holder and reports what was there already. A
+// periodic check (quiet) reports nothing the first hold reported already: a foreign
+// route or a route the kernel refuses would be logged every second otherwise.
+func (d *Daemon) holdRoutes(holder string, routes []route.Route, rules []route.Rule, quiet bool) {
 	fr, fu, err := d.routes.Hold(holder, routes, rules)
+	if quiet {
+		if err != nil {
+			d.log.Debug(fmt.Sprintf("(%s) cannot put back routes/rules", holder), "err", err)
+		}
+		return
+	}
 	for _, r := range fr {
 		d.log.Warn(fmt.Sprintf("(%s) route is in the table already and was not added by vrrpd: leaving it, never removing it", holder), "route", r.String())
 	}
@@ -93,7 +101,7 @@ func (d *Daemon) checkRoutes(now time.Time) {
 	d.rt.lastCheck = now
 	for _, in := range d.instances {
 		if in.holdsRoutes {
-			d.holdRoutes(in.cfg.Name, in.cfg.Routes, in.cfg.Rules)
+			d.holdRoutes(in.cfg.Name, in.cfg.Routes, in.cfg.Rules, true)
 		}
 	}
 }
@@ -151,7 +159,7 @@ func (d *Daemon) setStatic(s config.Static) {
 		}
 	}
 	if len(s.Routes)+len(s.Rules) > 0 {
-		d.holdRoutes(staticHolder, s.Routes, s.Rules)
+		d.holdRoutes(staticHolder, s.Routes, s.Rules, false)
 	}
 }
 
