@@ -119,6 +119,8 @@ func parseVerbatim(s string) (map[string]string, []string) {
 			problems = append(problems, fmt.Sprintf("%s key %q is not a keepalived vrrp_instance keyword; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		case owner == v1alpha1.OwnerOperator:
 			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		case owner == v1alpha1.OwnerNode:
+			problems = append(problems, fmt.Sprintf("%s key %q would add routes or rules on the nodes, which a Service may not; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		case owner == v1alpha1.OwnerRefused:
 			problems = append(problems, fmt.Sprintf("%s key %q would run a program, which vrrpd never does on a Service's say; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		case problem != "":

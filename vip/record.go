@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/atomicfile"
 )
 
 // recordFile holds the VIPs this daemon added and has not removed yet.
@@ -33,8 +35,8 @@ func readRecord(dir string) ([]VIP, error) {
 		return nil, fmt.Errorf("read VIP record: %w", err)
 	}
 	if len(b) == 0 {
-		// Only a machine crash can leave an empty file (writeRecord does not sync, see
-		// there), and it took every address with it: nothing is left to remove.
+		// Only a machine crash can leave an empty file (atomicfile.Write does not sync),
+		// and it took every address with it: nothing is left to remove.
 		return nil, nil
 	}
 	var doc recordDoc
@@ -79,20 +81,5 @@ func writeRecord(dir string, vips []VIP) error {
 		return err
 	}
 	b = append(b, '\n')
-	tmp, err := os.CreateTemp(dir, recordFile+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, recordFile)); err != nil {
-		return fmt.Errorf("write VIP record: %w", err)
-	}
-	return nil
+	return atomicfile.Write(dir, recordFile, b)
 }

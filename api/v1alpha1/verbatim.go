@@ -30,6 +30,11 @@ const (
 	// Service's say: the operator drops it with an Event, and vrrpd ignores
 	// it with a warning should a status carry it anyway.
 	OwnerRefused
+	// OwnerNode: it would change the node's own routing (virtual_routes,
+	// virtual_rules): a route or policy rule on every member node, which one
+	// tenant's Service must not be able to add for the whole cluster. Dropped
+	// with an Event, and ignored by vrrpd with a warning, as OwnerRefused.
+	OwnerNode
 )
 
 // instanceKeywords are keepalived 2.2's vrrp_instance keywords, and who
@@ -53,6 +58,8 @@ var instanceKeywords = map[string]Owner{
 	"notify_fault": OwnerRefused, "notify_master": OwnerRefused,
 	"notify_master_rx_lower_pri": OwnerRefused, "notify_stop": OwnerRefused,
 	"track_script": OwnerRefused,
+
+	"virtual_routes": OwnerNode, "virtual_rules": OwnerNode,
 
 	"accept": OwnerUser, "no_accept": OwnerUser, "preempt_delay": OwnerUser,
 	"garp_master_delay": OwnerUser, "garp_master_refresh": OwnerUser,
@@ -142,6 +149,7 @@ func VerbatimNumberLimit(k string) (NumberLimit, bool) {
 // passed to vrrpd, which applies what it implements and warns about the rest.
 var globalKeywords = map[string]string{
 	"router_id":         "vrrpd names itself after its node",
+	"net_namespace":     "vrrpd runs in its pod's network namespace (the node's)",
 	"vrrp_version":      "the group's vrrpVersion decides",
 	"v3_checksum_as_v2": "the group's v3ChecksumAsV2 decides",
 }

@@ -31,6 +31,11 @@ var corpusRefused = map[string]string{
 	// "auth_type PASS;": keepalived reports "unknown authentication type 'PASS;'" and
 	// runs without authentication, which its PASS-speaking peers ignore.
 	"pub-takawatp-semicolons.conf": `pub-takawatp-semicolons.conf:15: unknown auth_type "PASS;" (want PASS)`,
+	// keepalived's own samples: "or" (a second gateway, deprecated: keepalived reports it
+	// as a configuration error and makes a multipath route, which vrrpd does not) and
+	// "192.168.100./24" (keepalived reports the bad address and skips the rule).
+	"ka-vrrp-routes.conf": `ka-vrrp-routes.conf:31: virtual_routes: route option "or" is not supported by vrrpd`,
+	"ka-vrrp-rules.conf":  `ka-vrrp-rules.conf:12: static_rules: bad rule to "192.168.100./24"`,
 }
 
 // corpusInterfaces are the interfaces the corpus files name: keepalived -t refuses an

@@ -277,6 +277,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			log.Error("configuration rejected", "err", err)
 			return exitConfig
 		}
+		if cfg.NetNamespace != "" {
+			// Returns only when vrrpd is in the namespace (after the re-execution).
+			if err := enterNetns(cfg.NetNamespace); err != nil {
+				log.Error("cannot start", "err", err)
+				return exitFail
+			}
+			log.Info("running in network namespace", "net_namespace", cfg.NetNamespace)
+		}
 	}
 
 	dopts := daemon.Options{StateDir: *stateDir, Logger: log}

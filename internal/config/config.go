@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/garp"
+	"github.com/vrrp-operator/vrrp-operator/internal/route"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -24,6 +25,11 @@ type Config struct {
 	// ScriptSettings the global script_user and enable_script_security.
 	Scripts        []Script
 	ScriptSettings ScriptSettings
+	// NetNamespace is global_defs net_namespace: the network namespace (a name in
+	// /run/netns) vrrpd runs its instances in; empty for its own. Static are the
+	// static_ipaddress, static_routes and static_rules (routes.go).
+	NetNamespace string
+	Static       Static
 }
 
 // Instance is one virtual router, fully resolved: every field holds the value the daemon
@@ -106,6 +112,12 @@ type Instance struct {
 	// instance is BACKUP and hears advertisements from its start as without it. Not part
 	// of its settings: it matters only when the instance starts.
 	StartDelay time.Duration
+	// Routes and Rules (virtual_routes, virtual_rules) are added with the VIPs on
+	// becoming master and removed on leaving it. TrackSrcIP (track_src_ip) makes the
+	// instance FAULT while its configured UnicastSrc is not on its interface.
+	Routes     []route.Route
+	Rules      []route.Rule
+	TrackSrcIP bool
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -184,7 +196,8 @@ func (a Instance) Equal(b Instance) bool {
 		a.V3ChecksumAsV2 == b.V3ChecksumAsV2 &&
 		a.HandoverOnly == b.HandoverOnly &&
 		slices.Equal(a.TrackScripts, b.TrackScripts) &&
-		a.Notify.Equal(b.Notify)
+		a.Notify.Equal(b.Notify) &&
+		slices.Equal(a.Routes, b.Routes) && slices.Equal(a.Rules, b.Rules) && a.TrackSrcIP == b.TrackSrcIP
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.

@@ -88,6 +88,7 @@ func (d *Draft) Clone(name string) *Draft {
 	c.vips = slices.Clone(d.vips)
 	c.evips = slices.Clone(d.evips)
 	c.tracks = slices.Clone(d.tracks)
+	c.routing = d.routing.clone()
 	return &c
 }
 

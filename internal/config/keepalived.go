@@ -14,11 +14,10 @@ import (
 // whole block, not one per line inside it.
 var unsupportedBlocks = map[string]bool{
 	"vrrp_sync_group": true, "virtual_server": true,
-	"virtual_server_group": true, "static_ipaddress": true, "static_routes": true,
-	"static_rules": true, "vrrp_track_file": true, "track_file": true,
+	"virtual_server_group": true, "vrrp_track_file": true, "track_file": true,
 	"vrrp_track_process": true, "linkbeat_interfaces": true, "garp_group": true,
 	"bfd_instance": true, "track_interface": true,
-	"track_process": true, "track_bfd": true, "virtual_routes": true, "virtual_rules": true,
+	"track_process": true, "track_bfd": true,
 	"notification_email": true,
 }
 
@@ -87,6 +86,12 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 				return nil, err
 			}
 		default:
+			if ok, err := p.staticBlock(n); ok || err != nil {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			p.ignore(n, "")
 		}
 	}
@@ -95,6 +100,12 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 
 func (p *kaParser) globalDefs(ns []node) error {
 	for _, n := range ns {
+		if ok, err := p.routeGlobal(n); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if ok, err := p.scriptGlobal(n); ok || err != nil {
 			if err != nil {
 				return err
@@ -139,6 +150,12 @@ func (p *kaParser) instance(n node) error {
 	where := " in vrrp_instance " + d.name
 	vipsSeen := map[netip.Addr]Position{}
 	for _, c := range n.children {
+		if ok, err := p.instanceRoutes(c, &d); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if ok, err := p.instanceScripts(c, &d); ok || err != nil {
 			if err != nil {
 				return err

@@ -151,6 +151,7 @@ func finish(cfg *Config, drafts []Draft, g Globals, ws []Warning) (*Config, []Wa
 	}
 	cfg.Scripts = usedScripts(g, cfg.Instances)
 	cfg.ScriptSettings = g.scriptSettings
+	applyHost(cfg, g)
 	return cfg, ws, nil
 }
 

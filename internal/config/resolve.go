@@ -30,6 +30,8 @@ type Globals struct {
 	// comparable), and scriptSettings script_user and enable_script_security (scripts.go).
 	scripts        *scriptTable
 	scriptSettings ScriptSettings
+	// host is net_namespace and the static blocks (routes.go), nil when none is set.
+	host *hostSettings
 }
 
 // DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
@@ -97,6 +99,7 @@ type Draft struct {
 	vmac               vmacDraft
 	tracks             []trackRef // track_script entries (scripts.go)
 	notify             Notify
+	routing            routeDraft // virtual_routes, virtual_rules, track_src_ip (routes.go)
 }
 
 // garpDraft holds the per-instance announcement overrides.
@@ -154,7 +157,7 @@ func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	for _, step := range []func() error{
 		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
 		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
-		r.vmac, r.tracking,
+		r.vmac, r.tracking, r.routing,
 	} {
 		if err := step(); err != nil {
 			return Instance{}, r.ws, err

@@ -29,7 +29,8 @@ type yamlFile struct {
 	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
 	NotifyFIFO           string            `json:"notifyFifo"`
 	// HealthChecks: yaml_checks.go.
-	HealthChecks []json.RawMessage `json:"healthChecks"`
+	HealthChecks    []json.RawMessage `json:"healthChecks"`
+	yamlHostRouting                   // netNamespace, static*: yaml_routes.go
 }
 
 type yamlDefaults struct {
@@ -85,6 +86,7 @@ type yamlInstance struct {
 	TrackChecks    []yamlTrackScript `json:"trackChecks"`
 	Notify         *yamlNotify       `json:"notify"`
 	yamlAdvertHandling
+	yamlInstanceRouting // routes, rules, trackSourceIP: yaml_routes.go
 }
 
 type yamlUnicast struct {
@@ -189,6 +191,10 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		return nil, ws, err
 	}
 	if err := ix.healthChecks(f.HealthChecks, &g); err != nil {
+		return nil, ws, err
+	}
+
+	if err := ix.hostRouting(f.yamlHostRouting, &g, &ws); err != nil {
 		return nil, ws, err
 	}
 	var drafts []Draft
@@ -585,6 +591,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 		}
 	}
 	if err := ix.instanceScripts(i, y.TrackScripts, y.TrackChecks, y.Notify, &d); err != nil {
+		return Draft{}, err
+	}
+	if err := ix.instanceRouting(i, y.yamlInstanceRouting, &d, ws); err != nil {
 		return Draft{}, err
 	}
 	return d, nil

@@ -204,6 +204,7 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 func (d *Daemon) checkInterfaces(now time.Time) {
 	d.checkLinks(now)
 	d.checkVIPs(now)
+	d.checkRoutes(now)
 }
 
 // checkLinks is checkInterfaces without the VIPs: the loop runs checkVIPs' netlink
@@ -238,7 +239,7 @@ func (d *Daemon) checkLinks(now time.Time) {
 			}
 		}
 		for _, in := range c.insts {
-			d.setFault(in, err, now)
+			d.setFault(in, d.trackSource(in, err), now)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/route"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
@@ -43,11 +44,12 @@ type Options struct {
 
 	// The daemon's ties to the host (host.go); nil means the real one. Only the package's
 	// tests replace them.
-	vips  vipStore
-	garp  announcers
-	open  openSocket
-	links links
-	vmacs vmacHost
+	vips   vipStore
+	garp   announcers
+	open   openSocket
+	links  links
+	vmacs  vmacHost
+	routes routeStore
 }
 
 // A Daemon runs a set of virtual routers. Create it with New, run it with Run; Reload and
@@ -60,6 +62,9 @@ type Daemon struct {
 	garp  announcers
 	links links
 	vmacs vmacHost
+
+	routes routeStore // virtual and static routes and rules (routes.go)
+	rt     routing
 
 	// vmacOf are the macvlans of the running configuration's use_vmac instances (vmac.go).
 	vmacOf map[string]vip.VMAC
@@ -164,6 +169,13 @@ func New(opts Options) (*Daemon, error) {
 		}
 		opts.vips = m
 	}
+	if opts.routes == nil {
+		m, err := route.Open(opts.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.routes = m
+	}
 	if opts.garp == nil {
 		opts.garp = &garpAnnouncers{log: opts.Logger}
 	}
@@ -183,6 +195,7 @@ func New(opts Options) (*Daemon, error) {
 		garp:     opts.garp,
 		links:    opts.links,
 		vmacs:    opts.vmacs,
+		routes:   opts.routes,
 		byName:   make(map[string]*instance),
 		conns:    make(map[connKey]*conn),
 		batches:  make(chan *batch, 16),
@@ -234,7 +247,11 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
+	if err := d.checkNamespace(cfg); err != nil {
+		return err
+	}
 	d.recoverVIPs()
+	d.recoverRoutes()
 	// Each link or address change wakes the loop to re-check the interfaces, coalesced so
 	// that a burst costs one check.
 	stopWatch := d.links.Watch(func() {
@@ -266,6 +283,7 @@ func (d *Daemon) recoverVIPs() {
 func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
+	d.setStatic(cfg.Static)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}

@@ -52,6 +52,8 @@ type fakeHost struct {
 	onSend   func()
 	addDelay time.Duration
 
+	routes map[string]bool // "holder dst" of the routes fakeRoutes holds
+
 	watching                            int
 	vipsClosed, garpClosed, linksClosed bool
 }
@@ -284,7 +286,7 @@ func newTestDaemon(t *testing.T, h *fakeHost) *Daemon {
 	t.Helper()
 	d, err := New(Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h},
+		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
 	})
 	if err != nil {
 		t.Fatal(err)

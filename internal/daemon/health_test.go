@@ -120,7 +120,7 @@ func TestHealthLoopStalled(t *testing.T) {
 	}
 	d, err := New(Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h},
+		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
 		pollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {

@@ -30,6 +30,7 @@ type instance struct {
 
 	vmac          *vip.VMAC // the macvlan made for it (vmac.go), nil for none
 	holdsExcluded bool      // the virtual_ipaddress_excluded are on the interface
+	holdsRoutes   bool      // its virtual_routes and virtual_rules are in (routes.go)
 	vmacErr       error     // why its macvlan could not be made, nil once it is
 	faultErr      error
 
@@ -194,6 +195,7 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 		if master != in.holdsExcluded && len(in.cfg.ExcludedVIPs) > 0 {
 			d.excluded(in, master)
 		}
+		d.followMaster(in, master)
 		if !master {
 			d.stopAnnounce(in)
 		}
@@ -416,6 +418,7 @@ func (d *Daemon) shutdown(now time.Time) {
 		d.stopInstance(in, now)
 		d.vmacDown(in)
 	}
+	d.setStatic(config.Static{})
 	for _, c := range d.conns {
 		d.closeConn(c)
 	}
@@ -430,8 +433,12 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	if err := validate(cfg); err != nil {
 		return err
 	}
+	if err := d.checkNamespace(cfg); err != nil {
+		return err
+	}
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
+	d.setStatic(cfg.Static)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true
@@ -497,6 +504,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
 		d.excluded(in, false)
 	}
+	d.routesChanged(in, ic)
 	vc := d.smConfig(ic, in.conn.source)
 	if err := vc.Validate(); err != nil {
 		return err

@@ -19,7 +19,7 @@ func newRecordingDaemon(t testing.TB, h *fakeHost) *Daemon {
 	t.Helper()
 	d, err := New(Options{
 		Logger: slog.New(recordingHandler{h}),
-		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h},
+		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -44,15 +44,14 @@ func (d *Daemon) checkVIPs(now time.Time) {
 // looked at again before anything is put back (restoreVIPs).
 func (d *Daemon) checkInterfacesUnlocking() {
 	d.checkLinks(time.Now())
-	w := d.mastersVIPs()
-	if len(w.all) == 0 {
-		return
+	if w := d.mastersVIPs(); len(w.all) > 0 {
+		d.rearm()
+		d.mu.Unlock()
+		missing, err := d.vips.Missing(w.all...)
+		d.mu.Lock()
+		d.restoreVIPs(w, missing, err, time.Now())
 	}
-	d.rearm()
-	d.mu.Unlock()
-	missing, err := d.vips.Missing(w.all...)
-	d.mu.Lock()
-	d.restoreVIPs(w, missing, err, time.Now())
+	d.checkRoutes(time.Now())
 }
 
 // wantedVIPs are the VIPs of every master, with who holds each.

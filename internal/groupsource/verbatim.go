@@ -46,6 +46,8 @@ func (t *translator) verbatim(key string, d *config.Draft, kv map[string]string)
 		switch {
 		case known && owner == v1alpha1.OwnerOperator:
 			t.warn(key, "verbatim %s is set by the operator; ignored", k)
+		case known && owner == v1alpha1.OwnerNode:
+			t.warn(key, "verbatim %s would add routes or rules on the nodes, which a Service may not; ignored", k)
 		case known && owner == v1alpha1.OwnerRefused:
 			t.warn(key, "verbatim %s would run a program, which vrrpd never does on a Service's say; ignored", k)
 		case !known:

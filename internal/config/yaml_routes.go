@@ -1,0 +1,222 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The YAML form of routes.go. Top level: netNamespace, staticAddresses (as vips),
+// staticRoutes, staticRules. Per instance: routes, rules, trackSourceIP. A route or rule
+// is keepalived's line as a string, or a mapping of the same words; both are read by
+// parseRouteWords and parseRuleWords, so both follow keepalived.conf's rules.
+
+type yamlHostRouting struct {
+	NetNamespace    string      `json:"netNamespace"`
+	StaticAddresses []yamlVIP   `json:"staticAddresses"`
+	StaticRoutes    []yamlRoute `json:"staticRoutes"`
+	StaticRules     []yamlRule  `json:"staticRules"`
+}
+
+type yamlInstanceRouting struct {
+	Routes        []yamlRoute `json:"routes"`
+	Rules         []yamlRule  `json:"rules"`
+	TrackSourceIP bool        `json:"trackSourceIP"`
+}
+
+// yamlWord is a value written as a string or a number (a table, a mark).
+type yamlWord string
+
+func (w *yamlWord) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, (*string)(w))
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("want a string or a number, not %s", b)
+	}
+	*w = yamlWord(n.String())
+	return nil
+}
+
+type yamlRoute struct {
+	Text     string   `json:"-"`
+	To       string   `json:"to"`
+	Type     string   `json:"type"`
+	Src      string   `json:"src"`
+	Via      string   `json:"via"`
+	Dev      string   `json:"dev"`
+	Table    yamlWord `json:"table"`
+	Metric   yamlWord `json:"metric"`
+	Scope    yamlWord `json:"scope"`
+	Protocol yamlWord `json:"protocol"`
+	OnLink   bool     `json:"onlink"`
+}
+
+func (r *yamlRoute) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.Text)
+	}
+	type plain yamlRoute
+	var p plain
+	if err := strictJSON(b, &p); err != nil {
+		return err
+	}
+	*r = yamlRoute(p)
+	return nil
+}
+
+// words are the route's keepalived words.
+func (r yamlRoute) words() []string {
+	if r.Text != "" {
+		return strings.Fields(r.Text)
+	}
+	var w []string
+	if r.Type != "" {
+		w = append(w, r.Type)
+	}
+	if r.To != "" {
+		w = append(w, r.To)
+	}
+	w = appendOpts(w, "src", r.Src, "via", r.Via, "dev", r.Dev, "table", string(r.Table),
+		"metric", string(r.Metric), "scope", string(r.Scope), "protocol", string(r.Protocol))
+	if r.OnLink {
+		w = append(w, "onlink")
+	}
+	return w
+}
+
+type yamlRule struct {
+	Text     string   `json:"-"`
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	Not      bool     `json:"not"`
+	Fwmark   yamlWord `json:"fwmark"`
+	IIF      string   `json:"iif"`
+	OIF      string   `json:"oif"`
+	Priority yamlWord `json:"priority"`
+	Table    yamlWord `json:"table"`
+	// Type is blackhole, unreachable or prohibit instead of a table.
+	Type     string   `json:"type"`
+	Protocol yamlWord `json:"protocol"`
+	// Family "inet6" makes a rule without addresses IPv6.
+	Family string `json:"family"`
+}
+
+func (r *yamlRule) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.Text)
+	}
+	type plain yamlRule
+	var p plain
+	if err := strictJSON(b, &p); err != nil {
+		return err
+	}
+	*r = yamlRule(p)
+	return nil
+}
+
+func (r yamlRule) words() []string {
+	if r.Text != "" {
+		return strings.Fields(r.Text)
+	}
+	var w []string
+	if r.Family != "" {
+		w = append(w, r.Family)
+	}
+	if r.Not {
+		w = append(w, "not")
+	}
+	w = appendOpts(w, "from", r.From, "to", r.To, "fwmark", string(r.Fwmark), "iif", r.IIF, "oif", r.OIF,
+		"priority", string(r.Priority), "table", string(r.Table), "protocol", string(r.Protocol))
+	if r.Type != "" {
+		w = append(w, r.Type)
+	}
+	return w
+}
+
+// appendOpts appends "key value" for each pair whose value is set.
+func appendOpts(w []string, kv ...string) []string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			w = append(w, kv[i], kv[i+1])
+		}
+	}
+	return w
+}
+
+// hostRouting reads the top-level routing keys into g.
+func (ix yamlIndex) hostRouting(y yamlHostRouting, g *Globals, ws *[]Warning) error {
+	h := g.hostSettings()
+	if y.NetNamespace != "" {
+		if !validNetns(y.NetNamespace) {
+			return errAt(ix.at("netNamespace"), "netNamespace %q is not a namespace name (a file name in /run/netns)", y.NetNamespace)
+		}
+		h.netns = y.NetNamespace
+	}
+	addrs, err := ix.vips(y.StaticAddresses, nil, "staticAddresses", "staticAddresses", ws)
+	if err != nil {
+		return err
+	}
+	for j, a := range addrs {
+		if a.Dev == "" {
+			return errAt(a.pos, "staticAddresses[%d]: %s has no dev (a static address belongs to no instance's interface)", j, a.Prefix)
+		}
+		if m := VIPProblem(a.Prefix); m != "" {
+			return errAt(a.pos, "staticAddresses[%d]: %s: %s", j, a.Prefix, m)
+		}
+		h.static.Addresses = append(h.static.Addresses, a.VIP)
+	}
+	for j, r := range y.StaticRoutes {
+		rt, notes, err := parseRouteWords(r.words())
+		if err := ix.routingResult([]any{"staticRoutes", j}, "staticRoutes", notes, err, ws); err != nil {
+			return err
+		}
+		h.static.Routes = append(h.static.Routes, rt)
+	}
+	for j, r := range y.StaticRules {
+		ru, notes, err := parseRuleWords(r.words())
+		if err := ix.routingResult([]any{"staticRules", j}, "staticRules", notes, err, ws); err != nil {
+			return err
+		}
+		h.static.Rules = append(h.static.Rules, ru)
+	}
+	return nil
+}
+
+// instanceRouting reads an instance's routes, rules and trackSourceIP into d.
+func (ix yamlIndex) instanceRouting(i int, y yamlInstanceRouting, d *Draft, ws *[]Warning) error {
+	for j, r := range y.Routes {
+		rt, notes, err := parseRouteWords(r.words())
+		if err := ix.routingResult([]any{"instances", i, "routes", j}, "routes", notes, err, ws); err != nil {
+			return err
+		}
+		d.routing.routes = append(d.routing.routes, rt)
+	}
+	for j, r := range y.Rules {
+		ru, notes, err := parseRuleWords(r.words())
+		if err := ix.routingResult([]any{"instances", i, "rules", j}, "rules", notes, err, ws); err != nil {
+			return err
+		}
+		d.routing.rules = append(d.routing.rules, ru)
+	}
+	if y.TrackSourceIP {
+		d.routing.trackSrcIP, d.routing.trackPos = true, ix.at("instances", i, "trackSourceIP")
+	}
+	return nil
+}
+
+// routingResult turns a route or rule's notes into warnings and its error into one at
+// its position.
+func (ix yamlIndex) routingResult(path []any, key string, notes []string, err error, ws *[]Warning) error {
+	pos := ix.at(path...)
+	what := key + "[" + strconv.Itoa(path[len(path)-1].(int)) + "]"
+	for _, n := range notes {
+		*ws = append(*ws, Warning{Pos: pos, Message: what + ": " + n})
+	}
+	if err != nil {
+		return errAt(pos, "%s: %v", what, err)
+	}
+	return nil
+}
