@@ -24,6 +24,10 @@ type Config struct {
 	// ScriptSettings the global script_user and enable_script_security.
 	Scripts        []Script
 	ScriptSettings ScriptSettings
+	// TrackFiles are the track_file blocks some instance tracks, by name; SyncGroups the
+	// vrrp_sync_groups with members (tracking.go).
+	TrackFiles []TrackFileSpec
+	SyncGroups []SyncGroup
 }
 
 // Instance is one virtual router, fully resolved: every field holds the value the daemon
@@ -100,6 +104,13 @@ type Instance struct {
 	// notify hooks.
 	TrackScripts []TrackScript
 	Notify       Notify
+	// TrackInterfaces and TrackFiles are its other trackers, a sync group's included;
+	// DontTrackPrimary leaves its own interface's link state out (tracking.go). SyncGroup
+	// names the vrrp_sync_group it belongs to, if any.
+	TrackInterfaces  []TrackInterface
+	TrackFiles       []TrackFile
+	DontTrackPrimary bool
+	SyncGroup        string
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -178,7 +189,11 @@ func (a Instance) Equal(b Instance) bool {
 		a.V3ChecksumAsV2 == b.V3ChecksumAsV2 &&
 		a.HandoverOnly == b.HandoverOnly &&
 		slices.Equal(a.TrackScripts, b.TrackScripts) &&
-		a.Notify.Equal(b.Notify)
+		a.Notify.Equal(b.Notify) &&
+		slices.Equal(a.TrackInterfaces, b.TrackInterfaces) &&
+		slices.Equal(a.TrackFiles, b.TrackFiles) &&
+		a.DontTrackPrimary == b.DontTrackPrimary &&
+		a.SyncGroup == b.SyncGroup
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.

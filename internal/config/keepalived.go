@@ -13,11 +13,11 @@ import (
 // keepalived.conf blocks that keepalived knows and vrrpd does not run: one warning for the
 // whole block, not one per line inside it.
 var unsupportedBlocks = map[string]bool{
-	"vrrp_sync_group": true, "virtual_server": true,
+	"virtual_server":       true,
 	"virtual_server_group": true, "static_ipaddress": true, "static_routes": true,
-	"static_rules": true, "vrrp_track_file": true, "track_file": true,
+	"static_rules":       true,
 	"vrrp_track_process": true, "linkbeat_interfaces": true, "garp_group": true,
-	"bfd_instance": true, "track_interface": true,
+	"bfd_instance":  true,
 	"track_process": true, "track_bfd": true, "virtual_routes": true, "virtual_rules": true,
 	"notification_email": true,
 }
@@ -83,6 +83,12 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 				return nil, err
 			}
 		default:
+			if ok, err := p.trackRoot(n); ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			p.ignore(n, "")
 		}
 	}
@@ -135,6 +141,12 @@ func (p *kaParser) instance(n node) error {
 	where := " in vrrp_instance " + d.name
 	vipsSeen := map[netip.Addr]Position{}
 	for _, c := range n.children {
+		if ok, err := p.instanceTracking(c, &d); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		if ok, err := p.instanceScripts(c, &d); ok || err != nil {
 			if err != nil {
 				return err

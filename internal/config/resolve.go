@@ -30,6 +30,8 @@ type Globals struct {
 	// comparable), and scriptSettings script_user and enable_script_security (scripts.go).
 	scripts        *scriptTable
 	scriptSettings ScriptSettings
+	// trk are the track_file blocks and sync groups (tracking.go).
+	trk *trackTables
 }
 
 // DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
@@ -97,6 +99,10 @@ type Draft struct {
 	vmac               vmacDraft
 	tracks             []trackRef // track_script entries (scripts.go)
 	notify             Notify
+	// ifTracks, fileTracks and dontTrackPrimary: tracking.go.
+	ifTracks         []ifTrackRef
+	fileTracks       []fileTrackRef
+	dontTrackPrimary bool
 }
 
 // garpDraft holds the per-instance announcement overrides.
@@ -154,7 +160,7 @@ func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	for _, step := range []func() error{
 		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
 		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
-		r.vmac, r.tracking,
+		r.vmac, r.tracking, r.moreTracking,
 	} {
 		if err := step(); err != nil {
 			return Instance{}, r.ws, err

@@ -234,4 +234,5 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 		}
 	}
 	d.checkVIPs(now)
+	d.checkTrackers(now)
 }

@@ -261,6 +261,7 @@ func (d *Daemon) recoverVIPs() {
 func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
+	d.setTrackers(cfg)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}

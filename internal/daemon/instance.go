@@ -9,6 +9,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/notify"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -45,6 +46,14 @@ type instance struct {
 	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
 	quietFault bool           // that FAULT only waits for first results: not notified
 	hooks      notify.Scripts // its notify hooks
+
+	// syncFault: another member of its sync group is in FAULT, so it is too; syncReason is
+	// set while its group makes it change state (synctrack.go). deleted: a reload removes
+	// it, from state deletedFrom (notify_deleted).
+	syncFault   bool
+	syncReason  vrrp.Reason
+	deleted     bool
+	deletedFrom vrrp.State
 }
 
 // addInstance creates and starts an instance.
@@ -97,6 +106,10 @@ func (d *Daemon) noteFault(in *instance, err error, now time.Time) {
 		in.lastTransition = now
 		d.publish(now)
 		d.reportStateChange(in, from, now)
+		if in.cfg.SyncGroup != "" {
+			d.noteSyncTransition(in, from, vrrp.StateFault)
+			d.syncDirty(now)
+		}
 	}
 }
 
@@ -119,8 +132,11 @@ func (d *Daemon) setFault(in *instance, err error, now time.Time) {
 		}
 		return
 	}
+	if err != nil && in.cfg.DontTrackPrimary && errors.Is(err, transport.ErrInterfaceDown) {
+		err = nil // dont_track_primary: its own link's state does not count
+	}
 	in.faultErr = err
-	if (err != nil || in.trackFault) == in.sm.Fault() {
+	if (err != nil || in.trackFault || in.syncFault) == in.sm.Fault() {
 		return // a script's FAULT stays with the interface back
 	}
 	reason := vrrp.ReasonInterfaceDown
@@ -186,6 +202,9 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 			d.stopAnnounce(in)
 		}
 	}
+	if len(d.trk.other.dirty) > 0 {
+		d.syncDirty(now)
+	}
 }
 
 func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
@@ -196,6 +215,9 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", in.cfg.Name, a.To), "from", a.From.String(), "reason", string(a.Reason))
 	d.notifyTransition(in, a.To)
 	d.reportStateChange(in, a.From, now)
+	if in.cfg.SyncGroup != "" {
+		d.noteSyncTransition(in, a.From, a.To)
+	}
 }
 
 // reportStateChange tells Options.OnStateChange that in left from.
@@ -392,6 +414,7 @@ func (d *Daemon) shutdown(now time.Time) {
 	for _, c := range d.conns {
 		d.closeConn(c)
 	}
+	d.stopGroups()
 	d.garp.Close()
 	d.links.Close()
 	d.publish(now)
@@ -405,6 +428,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	}
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
+	d.setTrackers(cfg)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true
@@ -415,6 +439,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	for _, in := range slices.Clone(d.instances) {
 		if !keep[in.cfg.Name] {
 			d.log.Info(fmt.Sprintf("(%s) removed by reload", in.cfg.Name))
+			in.deleted, in.deletedFrom = true, in.state
 			d.removeInstance(in, now)
 		}
 	}

@@ -66,6 +66,7 @@ type Collector struct {
 	scriptRuns     *prometheus.Desc
 	scriptFailures *prometheus.Desc
 	scriptTimeouts *prometheus.Desc
+	trackers       trackerMetrics // trackers.go
 }
 
 // NewCollector returns a Collector reading src.
@@ -108,6 +109,7 @@ func NewCollector(src Source) *Collector {
 	for _, d := range keepalivedCounters {
 		c.counters = append(c.counters, prometheus.NewDesc(d.name, d.help, vrrpLabels, nil))
 	}
+	c.trackers = newTrackerMetrics()
 	return c
 }
 
@@ -122,6 +124,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.scriptStatus, c.scriptRuns, c.scriptFailures, c.scriptTimeouts} {
 		ch <- d
 	}
+	c.trackers.describe(ch)
 }
 
 // allStates are reported in vrrpd_instances even when empty, so "no MASTER" is a 0, not a
@@ -184,6 +187,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, c.scriptFailures, prometheus.CounterValue, float64(sc.Failures), sc.Name)
 		emit(ch, c.scriptTimeouts, prometheus.CounterValue, float64(sc.Timeouts), sc.Name)
 	}
+	c.trackers.collect(ch, snap)
 }
 
 // emit sends one constant metric. Label values come from configuration (instance and
