@@ -262,6 +262,7 @@ func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
 	d.setTrackers(cfg)
+	d.initGroups(cfg, now)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}

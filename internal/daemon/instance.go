@@ -414,7 +414,7 @@ func (d *Daemon) shutdown(now time.Time) {
 	for _, c := range d.conns {
 		d.closeConn(c)
 	}
-	d.stopGroups()
+	d.stopGroups(now)
 	d.garp.Close()
 	d.links.Close()
 	d.publish(now)
@@ -429,6 +429,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
 	d.setTrackers(cfg)
+	d.initGroups(cfg, now)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true

@@ -293,20 +293,53 @@ func (d *Daemon) syncGroup(gs *groupState, now time.Time) {
 			}
 		}
 	}
-	state := notify.Backup
+	if len(ms) < len(gs.cfg.Members) {
+		return // still starting
+	}
+	all := func(s vrrp.State) bool {
+		return !slices.ContainsFunc(ms, func(in *instance) bool { return in.state != s || in.quietFault })
+	}
 	switch {
 	case slices.ContainsFunc(ms, func(in *instance) bool { return in.state == vrrp.StateFault && !in.quietFault }):
-		state = notify.Fault
-	case slices.ContainsFunc(ms, func(in *instance) bool { return in.state == vrrp.StateMaster }):
-		state = notify.Master
-	case slices.ContainsFunc(ms, func(in *instance) bool { return in.state == vrrp.StateInit || in.quietFault }):
-		return // starting or stopping: the group says nothing yet
+		d.setGroupState(gs, notify.Fault, now)
+	case all(vrrp.StateMaster):
+		d.setGroupState(gs, notify.Master, now)
+	case all(vrrp.StateBackup):
+		d.setGroupState(gs, notify.Backup, now)
 	}
-	d.setGroupState(gs, state)
+	// Otherwise the members are on their way (or split): the group keeps its state.
+}
+
+// initGroups reports each new group's starting state before its members start, as
+// keepalived's vrrp_init_state does: FAULT when a member starts in FAULT, BACKUP unless
+// every member is the address owner; nothing while a member waits for its scripts.
+func (d *Daemon) initGroups(cfg *config.Config, now time.Time) {
+	for _, sg := range cfg.SyncGroups {
+		gs := d.trk.other.groups[sg.Name]
+		if gs == nil || gs.state != "" {
+			continue
+		}
+		state, owners, waits := notify.Backup, true, false
+		for _, m := range sg.Members {
+			ic, ok := cfg.Instance(m)
+			if !ok {
+				continue
+			}
+			owners = owners && ic.Priority == track.OwnerPriority
+			_, fault, waiting := d.trackedPriority(ic)
+			waits = waits || waiting
+			if fault && !waiting || !ic.DontTrackPrimary && d.links.Running(ic.Interface) != nil {
+				state = notify.Fault
+			}
+		}
+		if state == notify.Fault || !owners && !waits {
+			d.setGroupState(gs, state, now)
+		}
+	}
 }
 
 // setGroupState reports the group's new state to its hooks and the FIFOs.
-func (d *Daemon) setGroupState(gs *groupState, state string) {
+func (d *Daemon) setGroupState(gs *groupState, state string, now time.Time) {
 	if state == gs.state {
 		return
 	}
@@ -316,12 +349,13 @@ func (d *Daemon) setGroupState(gs *groupState, state string) {
 		f.WriteKind(notify.Group, gs.cfg.Name, state, 0)
 	}
 	d.trk.notifier.Notify(gs.cfg.Name, gs.hooks, state, 0)
+	d.publish(now)
 }
 
 // stopGroups tells every group's hooks STOP, after the instances' (notify_shutdown).
-func (d *Daemon) stopGroups() {
+func (d *Daemon) stopGroups(now time.Time) {
 	for _, sg := range d.trk.other.order() {
-		d.setGroupState(sg, notify.Stop)
+		d.setGroupState(sg, notify.Stop, now)
 	}
 }
 
