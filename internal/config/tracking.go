@@ -236,6 +236,9 @@ func (p *kaParser) trackFileBlock(n node) error {
 		return errAt(n.pos, "%s needs a name and a { ... } block", n.key())
 	}
 	name := n.args()[0]
+	if n.key() == "vrrp_track_file" {
+		p.warn(n.pos, `"vrrp_track_file" is deprecated, please use "track_file"`)
+	}
 	t := p.g.tables()
 	if first, dup := t.files[name]; dup {
 		p.warn(n.pos, "track_file %s is already defined at %s; this block is ignored", name, first.Source)
