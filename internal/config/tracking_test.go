@@ -159,3 +159,65 @@ func TestKeepalivedTrackingOwner(t *testing.T) {
 		}
 	}
 }
+
+// The YAML form gives the same instances, files and groups as trackingConf.
+func TestYAMLTrackingSameAsKeepalived(t *testing.T) {
+	const y = `
+scripts:
+  - name: chk
+    command: /bin/true
+    weight: -20
+trackFiles:
+  - name: prio
+    file: /run/prio
+    init: {value: 7, overwrite: true}
+  - name: old
+    file: /run/old
+syncGroups:
+  - name: G
+    members: [VI_1, VI_2, NOPE]
+    trackInterfaces: [{name: eth2, weight: -30}]
+    trackFiles: [{name: old, weight: 0}]
+    trackScripts: [{name: chk}]
+    notify: {all: "/bin/echo group", master: /bin/true}
+instances:
+  - name: VI_1
+    interface: eth0
+    vrid: 1
+    priority: 100
+    trackInterfaces: [{name: eth1}, {name: eth3, weight: 253}]
+    trackFiles: [{name: prio}]
+    dontTrackPrimary: true
+    notify: {deleted: "/bin/echo gone"}
+    vips: [10.99.0.100/24]
+  - name: VI_2
+    interface: eth0
+    vrid: 2
+    priority: 100
+    trackFiles: [{name: prio, weight: 3, reverse: false}]
+    vips: [10.99.0.101/24]
+`
+	ka, _, err := Parse("t.conf", []byte(trackingConf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ym, _, err := Parse("t.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ka.Instances {
+		other, ok := ym.Instance(in.Name)
+		if !ok || !in.Equal(other) {
+			t.Errorf("%s:\nkeepalived.conf %+v\nYAML            %+v", in.Name, in, other)
+		}
+	}
+	for i := range ym.TrackFiles {
+		ym.TrackFiles[i].Source, ka.TrackFiles[i].Source = Position{}, Position{}
+	}
+	if !reflect.DeepEqual(ka.TrackFiles, ym.TrackFiles) {
+		t.Errorf("track files %+v, YAML %+v", ka.TrackFiles, ym.TrackFiles)
+	}
+	if len(ym.SyncGroups) != 1 || !reflect.DeepEqual(ym.SyncGroups[0].Members, ka.SyncGroups[0].Members) || !ym.SyncGroups[0].Notify.Equal(ka.SyncGroups[0].Notify) {
+		t.Errorf("sync groups %+v, YAML %+v", ka.SyncGroups, ym.SyncGroups)
+	}
+}

@@ -28,6 +28,9 @@ type yamlFile struct {
 	ScriptGroup          string            `json:"scriptGroup"`
 	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
 	NotifyFIFO           string            `json:"notifyFifo"`
+	// TrackFiles and SyncGroups: yaml_tracking.go.
+	TrackFiles []json.RawMessage `json:"trackFiles"`
+	SyncGroups []json.RawMessage `json:"syncGroups"`
 }
 
 type yamlDefaults struct {
@@ -82,6 +85,7 @@ type yamlInstance struct {
 	TrackScripts   []yamlTrackScript `json:"trackScripts"`
 	Notify         *yamlNotify       `json:"notify"`
 	yamlAdvertHandling
+	yamlInstanceTracking
 }
 
 type yamlUnicast struct {
@@ -183,6 +187,12 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		}
 	}
 	if err := ix.scripts(f.Scripts, &f, &g); err != nil {
+		return nil, ws, err
+	}
+	if err := ix.trackFiles(f.TrackFiles, &g); err != nil {
+		return nil, ws, err
+	}
+	if err := ix.syncGroups(f.SyncGroups, &g); err != nil {
 		return nil, ws, err
 	}
 	var drafts []Draft
@@ -579,6 +589,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 		}
 	}
 	if err := ix.instanceScripts(i, y.TrackScripts, y.Notify, &d); err != nil {
+		return Draft{}, err
+	}
+	if err := ix.instanceTracking(i, y.yamlInstanceTracking, &d); err != nil {
 		return Draft{}, err
 	}
 	return d, nil
