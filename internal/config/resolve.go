@@ -234,7 +234,12 @@ func (r *resolver) version() error {
 		in.Version = vrrp.Version3
 	}
 	if len(d.vips) == 0 {
-		return r.fail(d.pos, "no VIP specified; at least one is required")
+		// keepalived (vrrp_complete_instance): required for VRRPv3, IPv6 and strict mode;
+		// a VRRPv2 IPv4 instance runs without, for notify scripts that move an address.
+		if in.Version == vrrp.Version3 || in.Family == IPv6 || in.Strict {
+			return r.fail(d.pos, "no VIP specified; at least one is required")
+		}
+		r.warn(d.pos, "no VIP specified; at least one is sensible")
 	}
 	return nil
 }

@@ -221,3 +221,22 @@ instances:
 		t.Errorf("sync groups %+v, YAML %+v", ka.SyncGroups, ym.SyncGroups)
 	}
 }
+
+// A VRRPv2 instance without VIPs loads with keepalived's warning (cloud setups move an
+// address from their notify scripts); VRRPv3 and IPv6 still need one.
+func TestKeepalivedV2WithoutVIP(t *testing.T) {
+	conf := "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nnotify_master \"/usr/local/bin/move-eip\"\nvirtual_ipaddress {\n}\nvirtual_ipaddress_excluded {\n10.0.0.1\n}\n}\n"
+	cfg, ws, err := Parse("e.conf", []byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := cfg.Instances[0]; len(in.VIPs) != 0 || in.Version != 2 || len(in.ExcludedVIPs) != 1 {
+		t.Errorf("instance %+v", in)
+	}
+	if got := FormatWarnings(ws); got != "e.conf:1: (A) no VIP specified; at least one is sensible\n" {
+		t.Errorf("warnings %q", got)
+	}
+	if _, _, err := Parse("e.conf", []byte(strings.Replace(conf, "virtual_router_id 1", "virtual_router_id 1\nversion 3", 1))); err == nil {
+		t.Error("v3 without VIP accepted")
+	}
+}

@@ -253,7 +253,11 @@ func (d *Daemon) send(in *instance, priority uint8) {
 
 func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 	var err error
-	d.buf, err = d.out.AppendMarshalForm(d.buf[:0], src, dst, in.sm.Config().SendChecksumForm())
+	if len(d.out.Addresses) == 0 { // a VRRPv2 instance without VIPs (vrrp/novip.go)
+		d.buf, err = d.out.AppendMarshalNoAddresses(d.buf[:0], src, dst)
+	} else {
+		d.buf, err = d.out.AppendMarshalForm(d.buf[:0], src, dst, in.sm.Config().SendChecksumForm())
+	}
 	if err == nil {
 		err = in.conn.tc.Send(d.buf, dst)
 	}

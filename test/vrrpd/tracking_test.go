@@ -236,3 +236,35 @@ func TestSyncGroup(t *testing.T) {
 		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want) })
 	}
 }
+
+// TestNoVIPInstance: a VRRPv2 instance without VIPs (a cloud setup whose notify_master
+// moves a floating address) elects a master and fails over, between two vrrpd and between
+// vrrpd and keepalived: each side's hooks hear the same sequence.
+func TestNoVIPInstance(t *testing.T) {
+	for _, peer := range []daemonKind{vrrpdKind, keepalivedKind} {
+		t.Run("peer-"+peer.name, func(t *testing.T) {
+			_, _, h1, h2 := newLab(t)
+			if peer.name == "keepalived" {
+				keepalivedBinary(t)
+			}
+			dir := t.TempDir()
+			hook := hookScript(t, dir)
+			conf := func(prio int, name string) string {
+				return vrrpInstance(name, 51, prio, "1", fmt.Sprintf("notify %q\n", hook))
+			}
+			d1 := startVrrpd(t, h1, writeConf(t, "h1.conf", conf(150, "H1")), "")
+			p2 := peer.start(t, h2, writeConf(t, "h2.conf", conf(100, "H2")))
+			waitLines(t, filepath.Join(dir, "H1.log"), instanceLines("H1", "BACKUP_150", "MASTER_150"))
+			// h2 stays backup: it hears h1's advertisements without addresses.
+			time.Sleep(4 * time.Second)
+			waitLines(t, filepath.Join(dir, "H2.log"), instanceLines("H2", "BACKUP_100"))
+			if in := d1.instance(t, "H1"); in.State != "MASTER" || in.Counters["advert_rcvd"] != 0 && in.Counters["addr_list_err"] != 0 {
+				t.Errorf("h1 %+v", in)
+			}
+			d1.MustStop(t)
+			waitLines(t, filepath.Join(dir, "H1.log"), instanceLines("H1", "BACKUP_150", "MASTER_150", "STOP_150"))
+			waitLines(t, filepath.Join(dir, "H2.log"), instanceLines("H2", "BACKUP_100", "MASTER_100"))
+			p2.MustStop(t)
+		})
+	}
+}
