@@ -480,6 +480,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	for _, in := range d.instances {
 		d.retrack(in, now) // scripts that restarted are back in init
 	}
+	d.resyncGroups(now)
 	d.log.Info("configuration reloaded", "kept", kept, "reconfigured", reconfigured, "started", added)
 	d.publish(now)
 	return nil

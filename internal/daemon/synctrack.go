@@ -251,6 +251,24 @@ func (d *Daemon) syncDirty(now time.Time) {
 	}
 }
 
+// resyncGroups syncs every group after a reload changed groups or members: an instance
+// no group holds in FAULT any more is released.
+func (d *Daemon) resyncGroups(now time.Time) {
+	o := &d.trk.other
+	for _, in := range d.instances {
+		if in.syncFault && o.groups[in.cfg.SyncGroup] == nil {
+			in.syncFault = false
+			d.retrack(in, now)
+		}
+	}
+	for _, gs := range o.order() {
+		if !slices.Contains(o.dirty, gs) {
+			o.dirty = append(o.dirty, gs)
+		}
+	}
+	d.syncDirty(now)
+}
+
 // members returns the running instances of the group, in the group's order.
 func (d *Daemon) members(gs *groupState) []*instance {
 	out := make([]*instance, 0, len(gs.cfg.Members))

@@ -239,3 +239,32 @@ func TestNotifyDeleted(t *testing.T) {
 		}
 	}
 }
+
+// A reload that takes the faulted member out of the group releases the other.
+func TestSyncGroupReload(t *testing.T) {
+	a := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	a.TrackInterfaces = []config.TrackInterface{{Interface: "eth1"}}
+	a.SyncGroup = "G"
+	b := testInstance("VI_2", 2, 150, "10.99.0.101/24")
+	b.SyncGroup = "G"
+	cfg := &config.Config{Instances: []config.Instance{a, b},
+		SyncGroups: []config.SyncGroup{{Name: "G", Members: []string{"VI_1", "VI_2"}}}}
+	h, d, _ := startWith(t, cfg)
+	now := takeover(150)
+	advance(d, now)
+	h.linkErr["eth1"] = transport.ErrInterfaceDown
+	d.checkInterfaces(now)
+	if s := snapOf(t, d, "VI_2"); s.State != vrrp.StateFault {
+		t.Fatalf("VI_2 %v, want FAULT with its group", s.State)
+	}
+	a.SyncGroup, b.SyncGroup = "", ""
+	if err := d.reload(&config.Config{Instances: []config.Instance{a, b}, ScriptSettings: d.trk.settings}, now); err != nil {
+		t.Fatal(err)
+	}
+	if s := snapOf(t, d, "VI_2"); s.State != vrrp.StateBackup {
+		t.Errorf("VI_2 out of the group: %v, want BACKUP", s.State)
+	}
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateFault {
+		t.Errorf("VI_1 with eth1 down: %v, want FAULT", s.State)
+	}
+}
