@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
@@ -74,7 +75,8 @@ func fifoByName(fd int) map[string][]string {
 // (each moves the VIPs and says where they must end up), stops h1, then checks the hooks'
 // logs and the FIFO against want (by name).
 func runTracking(t *testing.T, kind daemonKind, conf func(dir, hook, fifo string, prio int, h1 bool) string,
-	steps []func(t *testing.T, h1, h2 *netlab.Host) (*netlab.Host, []netip.Prefix), want map[string][]string) {
+	steps []func(t *testing.T, h1, h2 *netlab.Host) (*netlab.Host, []netip.Prefix), want map[string][]string,
+	check func(t *testing.T, step int, st metrics.Status)) {
 	_, _, h1, h2 := newLab(t)
 	if kind.name == "keepalived" {
 		keepalivedBinary(t)
@@ -92,6 +94,13 @@ func runTracking(t *testing.T, kind daemonKind, conf func(dir, hook, fifo string
 			waitSoleHolder(t, 8*time.Second, 300*time.Millisecond, v, holder, hosts...)
 		}
 		t.Logf("%s: step %d: %s holds %v", kind.name, i, holder.Name, vips)
+		if kind.name == "vrrpd" {
+			st, err := vrrpdtest.Status(h1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, i, st)
+		}
 	}
 	p1.MustStop(t)
 	for name, lines := range want {
@@ -150,8 +159,18 @@ func TestTrackInterface(t *testing.T) {
 		},
 	}
 	want := map[string][]string{"VI_1": instanceLines("VI_1", "BACKUP_150", "MASTER_150", "FAULT_150", "BACKUP_150", "MASTER_150", "STOP_150")}
+	check := func(t *testing.T, step int, st metrics.Status) {
+		in := st.Instances[0]
+		wantState, wantIf := "MASTER", "UP"
+		if step == 1 {
+			wantState, wantIf = "FAULT", "DOWN"
+		}
+		if in.State != wantState || len(in.Trackers) != 1 || in.Trackers[0].Name != "trk0" || in.Trackers[0].Status != wantIf {
+			t.Errorf("step %d: status %s %+v, want %s with trk0 %s", step, in.State, in.Trackers, wantState, wantIf)
+		}
+	}
 	for _, kind := range []daemonKind{vrrpdKind, keepalivedKind} {
-		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want) })
+		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want, check) })
 	}
 }
 
@@ -195,8 +214,18 @@ func TestTrackFile(t *testing.T) {
 		write("6"), write("0"),
 	}
 	want := map[string][]string{"VI_1": instanceLines("VI_1", "BACKUP_150", "MASTER_150", "BACKUP_90", "MASTER_150", "STOP_150")}
+	check := func(t *testing.T, step int, st metrics.Status) {
+		in := st.Instances[0]
+		wantPrio, wantValue := 150, int64(0)
+		if step == 1 {
+			wantPrio, wantValue = 90, 6
+		}
+		if int(in.Priority) != wantPrio || len(in.Trackers) != 1 || in.Trackers[0].Value == nil || *in.Trackers[0].Value != wantValue {
+			t.Errorf("step %d: priority %d trackers %+v, want %d with the file at %d", step, in.Priority, in.Trackers, wantPrio, wantValue)
+		}
+	}
 	for _, kind := range []daemonKind{vrrpdKind, keepalivedKind} {
-		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want) })
+		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want, check) })
 	}
 }
 
@@ -232,8 +261,22 @@ func TestSyncGroup(t *testing.T) {
 		"VI_2": instanceLines("VI_2", seq...),
 		"G":    {"GROUP_G_BACKUP_0", "GROUP_G_MASTER_0", "GROUP_G_FAULT_0", "GROUP_G_BACKUP_0", "GROUP_G_MASTER_0", "GROUP_G_STOP_0"},
 	}
+	check := func(t *testing.T, step int, st metrics.Status) {
+		want := "MASTER"
+		if step == 1 {
+			want = "FAULT"
+		}
+		if len(st.SyncGroups) != 1 || st.SyncGroups[0].State != want {
+			t.Errorf("step %d: sync groups %+v, want G %s", step, st.SyncGroups, want)
+		}
+		for _, in := range st.Instances {
+			if in.State != want || in.SyncGroup != "G" {
+				t.Errorf("step %d: %s %s in %q, want %s in G", step, in.Name, in.State, in.SyncGroup, want)
+			}
+		}
+	}
 	for _, kind := range []daemonKind{vrrpdKind, keepalivedKind} {
-		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want) })
+		t.Run(kind.name, func(t *testing.T) { runTracking(t, kind, conf, steps, want, check) })
 	}
 }
 
