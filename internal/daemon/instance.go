@@ -47,10 +47,8 @@ type instance struct {
 	quietFault bool           // that FAULT only waits for first results: not notified
 	hooks      notify.Scripts // its notify hooks
 
-	// syncFault: another member of its sync group is in FAULT, so it is too; syncReason is
-	// set while its group makes it change state (synctrack.go). deleted: a reload removes
-	// it, from state deletedFrom (notify_deleted).
-	syncFault   bool
+	// syncReason is set while its sync group makes it change state (synctrack.go).
+	// deleted: a reload removes it, from state deletedFrom (notify_deleted).
 	syncReason  vrrp.Reason
 	deleted     bool
 	deletedFrom vrrp.State
@@ -136,7 +134,7 @@ func (d *Daemon) setFault(in *instance, err error, now time.Time) {
 		err = nil // dont_track_primary: its own link's state does not count
 	}
 	in.faultErr = err
-	if (err != nil || in.trackFault || in.syncFault) == in.sm.Fault() {
+	if (err != nil || in.trackFault || d.groupFault(in)) == in.sm.Fault() {
 		return // a script's FAULT stays with the interface back
 	}
 	reason := vrrp.ReasonInterfaceDown

@@ -210,6 +210,21 @@ func (d *Daemon) groupHooks(sg config.SyncGroup) notify.Scripts {
 	return s
 }
 
+// groupFault reports whether another member of the instance's sync group is in FAULT
+// of its own, which holds this one in FAULT too (keepalived's vrrp_sync_fault).
+func (d *Daemon) groupFault(in *instance) bool {
+	gs := d.trk.other.groups[in.cfg.SyncGroup]
+	if gs == nil {
+		return false
+	}
+	for _, m := range gs.cfg.Members {
+		if o := d.byName[m]; o != nil && o != in && o.cfg.SyncGroup == gs.cfg.Name && ownFault(o) {
+			return true
+		}
+	}
+	return false
+}
+
 // ownFault reports whether the member is in FAULT for a reason of its own (its
 // interface, its trackers, no socket), not because of its group.
 func ownFault(in *instance) bool {
@@ -251,16 +266,10 @@ func (d *Daemon) syncDirty(now time.Time) {
 	}
 }
 
-// resyncGroups syncs every group after a reload changed groups or members: an instance
-// no group holds in FAULT any more is released.
+// resyncGroups syncs every group after a reload changed groups or members (the caller
+// retracked every instance, which released those no group holds any more).
 func (d *Daemon) resyncGroups(now time.Time) {
 	o := &d.trk.other
-	for _, in := range d.instances {
-		if in.syncFault && o.groups[in.cfg.SyncGroup] == nil {
-			in.syncFault = false
-			d.retrack(in, now)
-		}
-	}
 	for _, gs := range o.order() {
 		if !slices.Contains(o.dirty, gs) {
 			o.dirty = append(o.dirty, gs)
@@ -288,12 +297,10 @@ func (d *Daemon) syncGroup(gs *groupState, now time.Time) {
 	ms := d.members(gs)
 	anyFault := slices.ContainsFunc(ms, ownFault)
 	for _, in := range ms {
-		want := anyFault && !ownFault(in)
-		if want == in.syncFault {
+		if in.sm == nil || ownFault(in) || d.groupFault(in) == in.sm.Fault() {
 			continue
 		}
-		in.syncFault = want
-		if want {
+		if anyFault {
 			d.log.Info(fmt.Sprintf("VRRP_Group(%s) Syncing %s to FAULT state", gs.cfg.Name, in.cfg.Name))
 		}
 		d.retrack(in, now)

@@ -268,3 +268,38 @@ func TestSyncGroupReload(t *testing.T) {
 		t.Errorf("VI_1 with eth1 down: %v, want FAULT", s.State)
 	}
 }
+
+// Two members with faults of their own: the group stays in FAULT until both clear, and
+// the member that recovers first does not pass through BACKUP meanwhile.
+func TestSyncGroupTwoFaults(t *testing.T) {
+	a := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	a.TrackInterfaces = []config.TrackInterface{{Interface: "eth1"}}
+	a.SyncGroup = "G"
+	b := testInstance("VI_2", 2, 150, "10.99.0.101/24")
+	b.TrackInterfaces = []config.TrackInterface{{Interface: "eth2"}}
+	b.SyncGroup = "G"
+	cfg := &config.Config{Instances: []config.Instance{a, b},
+		SyncGroups: []config.SyncGroup{{Name: "G", Members: []string{"VI_1", "VI_2"}}}}
+	h, d, read := startWith(t, cfg)
+	now := takeover(150)
+	advance(d, now)
+	read()
+	h.linkErr["eth1"] = transport.ErrInterfaceDown
+	d.checkInterfaces(now)
+	h.linkErr["eth2"] = transport.ErrInterfaceDown
+	d.checkInterfaces(now)
+	delete(h.linkErr, "eth1")
+	d.checkInterfaces(now)
+	for _, n := range []string{"VI_1", "VI_2"} {
+		if s := snapOf(t, d, n); s.State != vrrp.StateFault {
+			t.Fatalf("%s: %v with eth2 still down, want FAULT", n, s.State)
+		}
+	}
+	delete(h.linkErr, "eth2")
+	d.checkInterfaces(now)
+	want := `INSTANCE "VI_1" FAULT 150` + "\n" + `INSTANCE "VI_2" FAULT 150` + "\n" + `GROUP "G" FAULT 0` + "\n" +
+		`INSTANCE "VI_2" BACKUP 150` + "\n" + `INSTANCE "VI_1" BACKUP 150` + "\n" + `GROUP "G" BACKUP 0` + "\n"
+	if got := read(); got != want {
+		t.Errorf("FIFO:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -358,13 +358,14 @@ func (d *Daemon) retrack(in *instance, now time.Time) {
 		d.acts = in.sm.SetPriority(now, p, d.acts[:0])
 		d.execute(in, now)
 	}
-	want := fault || in.faultErr != nil || in.syncFault
+	groupFault := d.groupFault(in)
+	want := fault || in.faultErr != nil || groupFault
 	if want != in.sm.Fault() {
 		reason := vrrp.Reason("")
 		switch {
 		case in.faultErr != nil:
 			reason = vrrp.ReasonInterfaceDown
-		case in.syncFault && !fault:
+		case groupFault && !fault:
 			reason = vrrp.ReasonSyncGroup
 		case waiting:
 			reason = reasonWaiting
