@@ -56,13 +56,15 @@ func openFIFO(t *testing.T, path string) int {
 }
 
 // fifoByName reads what the FIFO holds and groups its lines by the name they report.
+// keepalived's MASTER_RX_LOWER_PRI lines are events, not states, and left out: vrrpd does
+// not write them (notify_master_rx_lower_pri is unsupported).
 func fifoByName(fd int) map[string][]string {
 	buf := make([]byte, 16384)
 	n, _ := syscall.Read(fd, buf)
 	out := map[string][]string{}
 	for _, l := range strings.Split(string(buf[:max(n, 0)]), "\n") {
 		f := strings.Fields(l)
-		if len(f) != 4 {
+		if len(f) != 4 || f[2] == "MASTER_RX_LOWER_PRI" {
 			continue
 		}
 		name := strings.Trim(f[1], `"`)
@@ -86,10 +88,17 @@ func runTracking(t *testing.T, kind daemonKind, conf func(dir, hook, fifo string
 	dir, dir2 := t.TempDir(), t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	p1 := kind.start(t, h1, writeConf(t, "h1.conf", conf(dir, hookScript(t, dir), fifo, 150, true)))
-	startVrrpd(t, h2, writeConf(t, "h2.conf", conf(dir2, hookScript(t, dir2), "", 100, false)), "")
 	fd := openFIFO(t, fifo)
 	for i, step := range steps {
 		holder, vips := step(t, h1, h2)
+		if i == 0 {
+			// h2 starts once h1 is master: keepalived takes longer to start than vrrpd, and
+			// h2 must not win an election h1 is not in yet.
+			for _, v := range vips {
+				vrrpdtest.WaitFor(t, 8*time.Second, "h1 holding "+v.String(), func() bool { return hasAddr(t, h1, v) })
+			}
+			startVrrpd(t, h2, writeConf(t, "h2.conf", conf(dir2, hookScript(t, dir2), "", 100, false)), "")
+		}
 		for _, v := range vips {
 			waitSoleHolder(t, 8*time.Second, 300*time.Millisecond, v, holder, hosts...)
 		}
