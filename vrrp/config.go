@@ -149,7 +149,8 @@ func (c Config) validateAddresses() error {
 	if c.Primary.Is4In6() {
 		return fmt.Errorf("vrrp: primary address %v is IPv4-mapped IPv6; use the IPv4 form", c.Primary)
 	}
-	if len(c.VIPs) == 0 {
+	if len(c.VIPs) == 0 && c.Version != Version2 {
+		// keepalived runs a VRRPv2 instance without addresses (novip.go); v3 forbids it.
 		return errors.New("vrrp: no virtual addresses")
 	}
 	if len(c.VIPs) > MaxVIPs {

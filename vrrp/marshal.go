@@ -54,7 +54,11 @@ func (a *Advertisement) AppendMarshal(b []byte, src, dst netip.Addr) ([]byte, er
 // ignored for them. ChecksumMulticastPseudoHeader is refused: receivers accept it only
 // for compatibility with old keepalived, nobody should send it.
 func (a *Advertisement) AppendMarshalForm(b []byte, src, dst netip.Addr, form ChecksumForm) ([]byte, error) {
-	if err := a.checkEncodable(src, dst); err != nil {
+	return a.appendMarshal(b, src, dst, form, false)
+}
+
+func (a *Advertisement) appendMarshal(b []byte, src, dst netip.Addr, form ChecksumForm, allowEmpty bool) ([]byte, error) {
+	if err := a.checkEncodable(src, dst, allowEmpty); err != nil {
 		return b, err
 	}
 	if form != ChecksumPseudoHeader && form != ChecksumNoPseudoHeader {
@@ -94,7 +98,7 @@ func (a *Advertisement) AppendMarshalForm(b []byte, src, dst netip.Addr, form Ch
 }
 
 // checkEncodable returns why a cannot be encoded from src to dst, or nil.
-func (a *Advertisement) checkEncodable(src, dst netip.Addr) error {
+func (a *Advertisement) checkEncodable(src, dst netip.Addr, allowEmpty bool) error {
 	src, dst = src.Unmap(), dst.Unmap()
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return fmt.Errorf("%w: source %v and destination %v", ErrAddressFamily, src, dst)
@@ -107,7 +111,7 @@ func (a *Advertisement) checkEncodable(src, dst netip.Addr) error {
 			return fmt.Errorf("%w: virtual address %v with %v header addresses", ErrAddressFamily, addr, src)
 		}
 	}
-	if len(a.Addresses) == 0 {
+	if len(a.Addresses) == 0 && !(allowEmpty && a.Version == Version2) {
 		// RFC 5798 §5.2.5: the minimum count is 1, and receivers drop a zero count.
 		return fmt.Errorf("%w: at least one virtual address is required", ErrNoAddresses)
 	}

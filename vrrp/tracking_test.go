@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -60,5 +61,34 @@ func TestTrackingNoPreempt(t *testing.T) {
 	l.run(l.now.Add(time.Second))
 	if l.exactlyOneMaster("after r0 dropped to 90") != 0 {
 		t.Fatal("r1 took over without preempt")
+	}
+}
+
+// StepDown takes a Master to Backup without priority 0, drops the VIPs and waits
+// Master_Down_Interval; a Backup is left alone.
+func TestStepDown(t *testing.T) {
+	now := time.Unix(1000, 0)
+	i, err := NewInstance(Config{Name: "s", VRID: 1, Version: Version3, Priority: 254, AdvertInterval: time.Second,
+		Preempt: true, VIPs: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32")}, Primary: netip.MustParseAddr("10.0.0.2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i.Start(now, nil)
+	if out := i.StepDown(now, ReasonSyncGroup, nil); len(out) != 0 {
+		t.Fatalf("backup: %+v", out)
+	}
+	i.HandleTimer(now.Add(10*time.Second), nil)
+	if i.State() != StateMaster {
+		t.Fatalf("state %v", i.State())
+	}
+	at := now.Add(11 * time.Second)
+	out := i.StepDown(at, ReasonSyncGroup, nil)
+	var sent, removed bool
+	for _, a := range out {
+		sent = sent || a.Kind == ActionSendAdvert
+		removed = removed || a.Kind == ActionRemoveVIPs
+	}
+	if i.State() != StateBackup || sent || !removed || i.Timer() != TimerMasterDown || !i.Deadline().Equal(at.Add(i.MasterDownInterval())) {
+		t.Errorf("state %v sent %v removed %v timer %v deadline %v", i.State(), sent, removed, i.Timer(), i.Deadline())
 	}
 }

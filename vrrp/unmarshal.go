@@ -55,6 +55,10 @@ func ParseHeader(b []byte) (v Version, vrid uint8, ok bool) {
 // Advertisement decodes without allocating once the slice has grown. On error a is left
 // partly written and must not be used.
 func (a *Advertisement) Unmarshal(b []byte, src, dst netip.Addr) error {
+	return a.unmarshal(b, src, dst, false)
+}
+
+func (a *Advertisement) unmarshal(b []byte, src, dst netip.Addr, allowEmpty bool) error {
 	src, dst = src.Unmap(), dst.Unmap()
 	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
 		return ErrAddressFamily
@@ -95,7 +99,7 @@ func (a *Advertisement) Unmarshal(b []byte, src, dst netip.Addr) error {
 	// backup that took one for its master's advertisement would follow a router that
 	// claims no address. keepalived 2.2.7 counts it where it does (addr_list_err), just
 	// after the type and before the checksum.
-	if count == 0 {
+	if count == 0 && !(allowEmpty && v == Version2) {
 		return ErrNoAddresses
 	}
 

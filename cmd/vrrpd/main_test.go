@@ -93,7 +93,7 @@ func TestCheckGroupsWarnings(t *testing.T) {
 	var conf strings.Builder
 	for i := 1; i <= 3; i++ {
 		conf.WriteString(strings.NewReplacer("VI_1", fmt.Sprintf("VI_%d", i), "virtual_router_id 51", fmt.Sprintf("virtual_router_id %d", i),
-			"10.99.0.100", fmt.Sprintf("10.99.0.%d", i), "  priority 100\n", "  priority 100\n  track_interface {\n    eth9\n  }\n").Replace(goodConf[strings.Index(goodConf, "vrrp_instance"):]))
+			"10.99.0.100", fmt.Sprintf("10.99.0.%d", i), "  priority 100\n", "  priority 100\n  track_process {\n    eth9\n  }\n").Replace(goodConf[strings.Index(goodConf, "vrrp_instance"):]))
 	}
 	path := writeFile(t, conf.String())
 	var out, errb bytes.Buffer
@@ -102,7 +102,7 @@ func TestCheckGroupsWarnings(t *testing.T) {
 	}
 	// The rules' warnings about an instance group the same way (without the global_defs
 	// of goodConf, advert_int 0.1 is VRRPv2's and rounded).
-	want := path + `:6: warning: "track_interface" block in vrrp_instance VI_1 is not supported by vrrpd yet; ignored: the VIP will not follow the tracked interfaces (3 times; the last at ` + path + ":32)\n" +
+	want := path + `:6: warning: "track_process" block in vrrp_instance VI_1 is not supported by vrrpd yet; ignored: the VIP will not follow the process (3 times; the last at ` + path + ":32)\n" +
 		path + ":9: warning: (VI_1) VRRPv2 advertisement interval 100ms must be whole seconds; rounding to 1s (3 times; the last at " + path + ":35)\n"
 	if errb.String() != want || !strings.Contains(out.String(), "3 instance(s), 2 warning(s): OK") {
 		t.Errorf("stderr:\n%s\nwant:\n%s\nstdout: %s", errb.String(), want, out.String())

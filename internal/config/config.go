@@ -30,6 +30,10 @@ type Config struct {
 	// static_ipaddress, static_routes and static_rules (routes.go).
 	NetNamespace string
 	Static       Static
+	// TrackFiles are the track_file blocks some instance tracks, by name; SyncGroups the
+	// vrrp_sync_groups with members (tracking.go).
+	TrackFiles []TrackFileSpec
+	SyncGroups []SyncGroup
 }
 
 // Instance is one virtual router, fully resolved: every field holds the value the daemon
@@ -118,6 +122,13 @@ type Instance struct {
 	Routes     []route.Route
 	Rules      []route.Rule
 	TrackSrcIP bool
+	// TrackInterfaces and TrackFiles are its other trackers, a sync group's included;
+	// DontTrackPrimary leaves its own interface's link state out (tracking.go). SyncGroup
+	// names the vrrp_sync_group it belongs to, if any.
+	TrackInterfaces  []TrackInterface
+	TrackFiles       []TrackFile
+	DontTrackPrimary bool
+	SyncGroup        string
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }
@@ -197,7 +208,11 @@ func (a Instance) Equal(b Instance) bool {
 		a.HandoverOnly == b.HandoverOnly &&
 		slices.Equal(a.TrackScripts, b.TrackScripts) &&
 		a.Notify.Equal(b.Notify) &&
-		slices.Equal(a.Routes, b.Routes) && slices.Equal(a.Rules, b.Rules) && a.TrackSrcIP == b.TrackSrcIP
+		slices.Equal(a.Routes, b.Routes) && slices.Equal(a.Rules, b.Rules) && a.TrackSrcIP == b.TrackSrcIP &&
+		slices.Equal(a.TrackInterfaces, b.TrackInterfaces) &&
+		slices.Equal(a.TrackFiles, b.TrackFiles) &&
+		a.DontTrackPrimary == b.DontTrackPrimary &&
+		a.SyncGroup == b.SyncGroup
 }
 
 // AuthData returns the password as the 8 zero-padded bytes of a VRRPv2 advertisement.

@@ -13,11 +13,9 @@ import (
 // keepalived.conf blocks that keepalived knows and vrrpd does not run: one warning for the
 // whole block, not one per line inside it.
 var unsupportedBlocks = map[string]bool{
-	"vrrp_sync_group": true, "virtual_server": true,
-	"virtual_server_group": true, "vrrp_track_file": true, "track_file": true,
+	"virtual_server": true, "virtual_server_group": true,
 	"vrrp_track_process": true, "linkbeat_interfaces": true, "garp_group": true,
-	"bfd_instance": true, "track_interface": true,
-	"track_process": true, "track_bfd": true,
+	"bfd_instance": true, "track_process": true, "track_bfd": true,
 	"notification_email": true,
 }
 
@@ -92,6 +90,12 @@ func parseKeepalived(tree []node) (*kaParser, error) {
 				}
 				continue
 			}
+			if ok, err := p.trackRoot(n); ok {
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			p.ignore(n, "")
 		}
 	}
@@ -151,6 +155,12 @@ func (p *kaParser) instance(n node) error {
 	vipsSeen := map[netip.Addr]Position{}
 	for _, c := range n.children {
 		if ok, err := p.instanceRoutes(c, &d); ok || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if ok, err := p.instanceTracking(c, &d); ok || err != nil {
 			if err != nil {
 				return err
 			}

@@ -285,7 +285,8 @@ func TestKeepalivedErrors(t *testing.T) {
 		{"no interface", "vrrp_instance A {\nvirtual_router_id 1\n}\n", `e.conf:1: (A) no interface given`},
 		{"no vrid", "vrrp_instance A {\ninterface eth0\n}\n", `e.conf:1: (A) no virtual router ID given (virtual_router_id, 1..255)`},
 		{"v3 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nversion 3\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
-		{"v2 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nvirtual_ipaddress {\n}\nvirtual_ipaddress_excluded {\n10.0.0.1\n}\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
+		// keepalived runs a v2 instance without VIPs (TestKeepalivedV2WithoutVIP), except in strict mode.
+		{"v2 strict without VIP", "vrrp_instance A {\ninterface eth0\nstrict_mode\nvirtual_router_id 1\nvirtual_ipaddress {\n}\nvirtual_ipaddress_excluded {\n10.0.0.1\n}\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
 		{"mixed families", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"), `e.conf:6: (T) VIP fd00:99::1/64 is IPv6 but the instance is IPv4: one instance carries one family (use virtual_ipaddress_excluded or a second instance)`},
 		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:5: (T) unicast peer fd00:99::2 is not IPv4 like the instance`},
 		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:4: (T) source address fd00:99::2 is not IPv4 like the instance`},

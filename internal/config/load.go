@@ -149,6 +149,10 @@ func finish(cfg *Config, drafts []Draft, g Globals, ws []Warning) (*Config, []Wa
 	if len(errs) > 0 {
 		return nil, ws, errors.Join(errs...)
 	}
+	sgs, sws := syncGroups(g, cfg.Instances)
+	ws = append(ws, sws...)
+	cfg.SyncGroups = sgs
+	cfg.TrackFiles = usedTrackFiles(g, cfg.Instances)
 	cfg.Scripts = usedScripts(g, cfg.Instances)
 	cfg.ScriptSettings = g.scriptSettings
 	applyHost(cfg, g)

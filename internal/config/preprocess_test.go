@@ -317,9 +317,9 @@ func TestKeepalivedDuplicateInstanceName(t *testing.T) {
 // the count and the last place.
 func TestKeepalivedWarningsGrouped(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("vrrp_sync_group G {\ngroup\n}\n")
+	b.WriteString("vrrp_track_process G {\nprocess x\n}\n")
 	for i := range 512 {
-		fmt.Fprintf(&b, "vrrp_instance VI_%d {\ninterface eth%d\nvirtual_router_id %d\nstate SLAVE\ntrack_interface {\neth9\n}\nnotify_deleted /bin/true\nvirtual_ipaddress {\n10.%d.%d.1/24\n}\n}\n",
+		fmt.Fprintf(&b, "vrrp_instance VI_%d {\ninterface eth%d\nvirtual_router_id %d\nstate SLAVE\ntrack_process {\neth9\n}\nnotify_master_rx_lower_pri /bin/true\nvirtual_ipaddress {\n10.%d.%d.1/24\n}\n}\n",
 			i, i/255, i%255+1, i/255, i%255)
 	}
 	cfg, ws, err := Parse("big.conf", []byte(b.String()))
@@ -335,10 +335,10 @@ func TestKeepalivedWarningsGrouped(t *testing.T) {
 	}
 	last := 3 + 511*12
 	want := []string{
-		`big.conf:1: "vrrp_sync_group" block is not supported by vrrpd yet; ignored: the instances change state each on their own, not together`,
+		`big.conf:1: "vrrp_track_process" block is not supported by vrrpd yet; ignored: the process is not watched`,
 		fmt.Sprintf(`big.conf:7: (VI_0) unknown state "SLAVE"; using BACKUP, as keepalived does (512 times; the last at big.conf:%d)`, last+4),
-		fmt.Sprintf(`big.conf:8: "track_interface" block in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: the VIP will not follow the tracked interfaces (512 times; the last at big.conf:%d)`, last+5),
-		fmt.Sprintf(`big.conf:11: "notify_deleted" in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: no script runs when the instance is removed (512 times; the last at big.conf:%d)`, last+8),
+		fmt.Sprintf(`big.conf:8: "track_process" block in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: the VIP will not follow the process (512 times; the last at big.conf:%d)`, last+5),
+		fmt.Sprintf(`big.conf:11: "notify_master_rx_lower_pri" in vrrp_instance VI_0 is not supported by vrrpd yet; ignored: no script runs on an advertisement of lower priority (512 times; the last at big.conf:%d)`, last+8),
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -32,6 +32,8 @@ type Globals struct {
 	scriptSettings ScriptSettings
 	// host is net_namespace and the static blocks (routes.go), nil when none is set.
 	host *hostSettings
+	// trk are the track_file blocks and sync groups (tracking.go).
+	trk *trackTables
 }
 
 // DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
@@ -100,6 +102,10 @@ type Draft struct {
 	tracks             []trackRef // track_script entries (scripts.go)
 	notify             Notify
 	routing            routeDraft // virtual_routes, virtual_rules, track_src_ip (routes.go)
+	// ifTracks, fileTracks and dontTrackPrimary: tracking.go.
+	ifTracks         []ifTrackRef
+	fileTracks       []fileTrackRef
+	dontTrackPrimary bool
 }
 
 // garpDraft holds the per-instance announcement overrides.
@@ -157,7 +163,7 @@ func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	for _, step := range []func() error{
 		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
 		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
-		r.vmac, r.tracking, r.routing,
+		r.vmac, r.tracking, r.routing, r.moreTracking,
 	} {
 		if err := step(); err != nil {
 			return Instance{}, r.ws, err
@@ -231,7 +237,12 @@ func (r *resolver) version() error {
 		in.Version = vrrp.Version3
 	}
 	if len(d.vips) == 0 {
-		return r.fail(d.pos, "no VIP specified; at least one is required")
+		// keepalived (vrrp_complete_instance): required for VRRPv3, IPv6 and strict mode;
+		// a VRRPv2 IPv4 instance runs without, for notify scripts that move an address.
+		if in.Version == vrrp.Version3 || in.Family == IPv6 || in.Strict {
+			return r.fail(d.pos, "no VIP specified; at least one is required")
+		}
+		r.warn(d.pos, "no VIP specified; at least one is sensible")
 	}
 	return nil
 }

@@ -63,12 +63,18 @@ type Notify struct {
 	// Generic is keepalived's notify: called on every transition with INSTANCE, the
 	// name, the state and the priority appended.
 	Generic Command
+	// Deleted is notify_deleted's script, run when a reload removes the instance;
+	// NotifyDeleted (notify_deleted with or without a script) makes the hooks and the FIFO
+	// hear DELETED then rather than keepalived's older FAULT.
+	Deleted       Command
+	NotifyDeleted bool
 }
 
 // Equal reports whether a and b are the same hooks.
 func (a Notify) Equal(b Notify) bool {
 	return a.Master.equal(b.Master) && a.Backup.equal(b.Backup) && a.Fault.equal(b.Fault) &&
-		a.Stop.equal(b.Stop) && a.Generic.equal(b.Generic)
+		a.Stop.equal(b.Stop) && a.Generic.equal(b.Generic) && a.Deleted.equal(b.Deleted) &&
+		a.NotifyDeleted == b.NotifyDeleted
 }
 
 // ScriptSettings are the global script settings.

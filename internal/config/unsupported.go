@@ -19,15 +19,10 @@ type unsupported struct {
 // not. docs/migrate-from-keepalived.md lists every one with what to do instead (a test
 // holds the two together).
 var unsupportedKeywords = map[string]unsupported{
-	"track_interface":            {true, "the VIP will not follow the tracked interfaces"},
-	"track_file":                 {true, "the VIP will not follow the file"},
-	"vrrp_track_file":            {true, "the file is not read"},
 	"track_process":              {true, "the VIP will not follow the process"},
 	"vrrp_track_process":         {true, "the process is not watched"},
 	"track_bfd":                  {true, "the VIP will not follow BFD"},
 	"bfd_instance":               {true, "no BFD session runs"},
-	"vrrp_sync_group":            {true, "the instances change state each on their own, not together"},
-	"notify_deleted":             {true, "no script runs when the instance is removed"},
 	"notify_fifo_script":         {true, "no script reads the FIFO"},
 	"vrrp_notify_fifo_script":    {true, "no script reads the FIFO"},
 	"notify_master_rx_lower_pri": {true, "no script runs on an advertisement of lower priority"},

@@ -31,6 +31,9 @@ type yamlFile struct {
 	// HealthChecks: yaml_checks.go.
 	HealthChecks    []json.RawMessage `json:"healthChecks"`
 	yamlHostRouting                   // netNamespace, static*: yaml_routes.go
+	// TrackFiles and SyncGroups: yaml_tracking.go.
+	TrackFiles []json.RawMessage `json:"trackFiles"`
+	SyncGroups []json.RawMessage `json:"syncGroups"`
 }
 
 type yamlDefaults struct {
@@ -87,6 +90,7 @@ type yamlInstance struct {
 	Notify         *yamlNotify       `json:"notify"`
 	yamlAdvertHandling
 	yamlInstanceRouting // routes, rules, trackSourceIP: yaml_routes.go
+	yamlInstanceTracking
 }
 
 type yamlUnicast struct {
@@ -195,6 +199,12 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 	}
 
 	if err := ix.hostRouting(f.yamlHostRouting, &g, &ws); err != nil {
+		return nil, ws, err
+	}
+	if err := ix.trackFiles(f.TrackFiles, &g); err != nil {
+		return nil, ws, err
+	}
+	if err := ix.syncGroups(f.SyncGroups, &g); err != nil {
 		return nil, ws, err
 	}
 	var drafts []Draft
@@ -594,6 +604,9 @@ func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, 
 		return Draft{}, err
 	}
 	if err := ix.instanceRouting(i, y.yamlInstanceRouting, &d, ws); err != nil {
+		return Draft{}, err
+	}
+	if err := ix.instanceTracking(i, y.yamlInstanceTracking, &d); err != nil {
 		return Draft{}, err
 	}
 	return d, nil

@@ -46,9 +46,13 @@ type yamlNotify struct {
 	Fault  string `json:"fault"`
 	Stop   string `json:"stop"`
 	// All is keepalived's notify: every transition, with the four arguments.
-	All   string `json:"all"`
-	User  string `json:"user"`
-	Group string `json:"group"`
+	All string `json:"all"`
+	// Deleted is notify_deleted's script; ReportDeleted (implied by Deleted) makes the
+	// hooks and the FIFO hear DELETED when a reload removes the instance.
+	Deleted       string `json:"deleted"`
+	ReportDeleted bool   `json:"reportDeleted"`
+	User          string `json:"user"`
+	Group         string `json:"group"`
 }
 
 // scripts reads the top-level scripts into g.
@@ -106,17 +110,25 @@ func (ix yamlIndex) instanceScripts(i int, tracks, checks []yamlTrackScript, n *
 	if n == nil {
 		return nil
 	}
+	return ix.notify(n, d, "instances", i)
+}
+
+// notify reads a notify mapping at base into d.notify.
+func (ix yamlIndex) notify(n *yamlNotify, d *Draft, base ...any) error {
+	at := func(k string) Position { return ix.at(append(append([]any{}, base...), "notify", k)...) }
+	d.notify.NotifyDeleted = n.ReportDeleted || n.Deleted != ""
 	for _, h := range []struct {
 		key, text string
 		dst       *Command
 	}{{"master", n.Master, &d.notify.Master}, {"backup", n.Backup, &d.notify.Backup},
-		{"fault", n.Fault, &d.notify.Fault}, {"stop", n.Stop, &d.notify.Stop}, {"all", n.All, &d.notify.Generic}} {
+		{"fault", n.Fault, &d.notify.Fault}, {"stop", n.Stop, &d.notify.Stop}, {"all", n.All, &d.notify.Generic},
+		{"deleted", n.Deleted, &d.notify.Deleted}} {
 		if h.text == "" {
 			continue
 		}
-		args, err := track.SplitCommand(h.text)
-		if err != nil || len(args) == 0 {
-			return errAt(ix.at("instances", i, "notify", h.key), "%s: notify.%s %q: want a program and its arguments", d.name, h.key, h.text)
+		args, ok := hookCommand(h.text)
+		if !ok {
+			return errAt(at(h.key), "%s: notify.%s %q: want a program and its arguments", d.name, h.key, h.text)
 		}
 		*h.dst = Command{Args: args, User: n.User, Group: n.Group}
 	}

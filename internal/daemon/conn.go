@@ -184,7 +184,11 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 		in.sm.CountError(vrrp.ErrTTL)
 		return
 	}
-	if err := d.adv.Unmarshal(p.Payload, p.Src, p.Dst); err != nil {
+	unmarshal := d.adv.Unmarshal
+	if len(in.cfg.VIPs) == 0 {
+		unmarshal = d.adv.UnmarshalNoAddresses // a VRRPv2 instance without VIPs
+	}
+	if err := unmarshal(p.Payload, p.Src, p.Dst); err != nil {
 		if !in.sm.CountError(err) {
 			c.unattributed++
 		}
@@ -205,6 +209,7 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 	d.checkLinks(now)
 	d.checkVIPs(now)
 	d.checkRoutes(now)
+	d.checkTrackers(now)
 }
 
 // checkLinks is checkInterfaces without the VIPs: the loop runs checkVIPs' netlink

@@ -284,6 +284,8 @@ func (d *Daemon) start(cfg *config.Config, now time.Time) {
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
 	d.setStatic(cfg.Static)
+	d.setTrackers(cfg)
+	d.initGroups(cfg, now)
 	for _, ic := range cfg.Instances {
 		d.addInstance(ic, now)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/notify"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -46,6 +47,12 @@ type instance struct {
 	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
 	quietFault bool           // that FAULT only waits for first results: not notified
 	hooks      notify.Scripts // its notify hooks
+
+	// syncReason is set while its sync group makes it change state (synctrack.go).
+	// deleted: a reload removes it, from state deletedFrom (notify_deleted).
+	syncReason  vrrp.Reason
+	deleted     bool
+	deletedFrom vrrp.State
 }
 
 // addInstance creates and starts an instance.
@@ -101,6 +108,10 @@ func (d *Daemon) noteFault(in *instance, err error, now time.Time) {
 		in.lastTransition = now
 		d.publish(now)
 		d.reportStateChange(in, from, now)
+		if in.cfg.SyncGroup != "" {
+			d.noteSyncTransition(in, from, vrrp.StateFault)
+			d.syncDirty(now)
+		}
 	}
 }
 
@@ -123,8 +134,11 @@ func (d *Daemon) setFault(in *instance, err error, now time.Time) {
 		}
 		return
 	}
+	if err != nil && in.cfg.DontTrackPrimary && errors.Is(err, transport.ErrInterfaceDown) {
+		err = nil // dont_track_primary: its own link's state does not count
+	}
 	in.faultErr = err
-	if (err != nil || in.trackFault) == in.sm.Fault() {
+	if (err != nil || in.trackFault || d.groupFault(in)) == in.sm.Fault() {
 		return // a script's FAULT stays with the interface back
 	}
 	reason := vrrp.ReasonInterfaceDown
@@ -200,6 +214,9 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 			d.stopAnnounce(in)
 		}
 	}
+	if len(d.trk.other.dirty) > 0 {
+		d.syncDirty(now)
+	}
 }
 
 func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
@@ -209,6 +226,9 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	d.transitions = append(d.transitions, loggedTransition{in.cfg.Name, a.From, a.To, a.Reason})
 	d.notifyTransition(in, a.To)
 	d.reportStateChange(in, a.From, now)
+	if in.cfg.SyncGroup != "" {
+		d.noteSyncTransition(in, a.From, a.To)
+	}
 }
 
 // loggedTransition is a transition whose log line executeActs has still to write.
@@ -260,7 +280,11 @@ func (d *Daemon) send(in *instance, priority uint8) {
 
 func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 	var err error
-	d.buf, err = d.out.AppendMarshalForm(d.buf[:0], src, dst, in.sm.Config().SendChecksumForm())
+	if len(d.out.Addresses) == 0 { // a VRRPv2 instance without VIPs (vrrp/novip.go)
+		d.buf, err = d.out.AppendMarshalNoAddresses(d.buf[:0], src, dst)
+	} else {
+		d.buf, err = d.out.AppendMarshalForm(d.buf[:0], src, dst, in.sm.Config().SendChecksumForm())
+	}
 	if err == nil {
 		err = in.conn.tc.Send(d.buf, dst)
 	}
@@ -422,6 +446,7 @@ func (d *Daemon) shutdown(now time.Time) {
 	for _, c := range d.conns {
 		d.closeConn(c)
 	}
+	d.stopGroups(now)
 	d.garp.Close()
 	d.links.Close()
 	d.publish(now)
@@ -439,6 +464,8 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
 	d.setStatic(cfg.Static)
+	d.setTrackers(cfg)
+	d.initGroups(cfg, now)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true
@@ -449,6 +476,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	for _, in := range slices.Clone(d.instances) {
 		if !keep[in.cfg.Name] {
 			d.log.Info(fmt.Sprintf("(%s) removed by reload", in.cfg.Name))
+			in.deleted, in.deletedFrom = true, in.state
 			d.removeInstance(in, now)
 		}
 	}
@@ -484,6 +512,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	for _, in := range d.instances {
 		d.retrack(in, now) // scripts that restarted are back in init
 	}
+	d.resyncGroups(now)
 	d.log.Info("configuration reloaded", "kept", kept, "reconfigured", reconfigured, "started", added)
 	d.publish(now)
 	return nil

@@ -35,6 +35,8 @@ func (d *Daemon) publish(now time.Time) {
 			VIPs:            in.vipPrefixes(),
 		}
 		mi.Tracked = d.trackedSnapshot(in)
+		mi.Trackers = d.trackersSnapshot(in)
+		mi.SyncGroup = in.cfg.SyncGroup
 		if in.sm != nil {
 			mi.State = in.sm.State()
 			mi.Priority = in.sm.Priority()
@@ -61,6 +63,7 @@ func (d *Daemon) publish(now time.Time) {
 		return strings.Compare(string(a.Family), string(b.Family))
 	})
 	s.Scripts = d.scriptsSnapshot()
+	s.SyncGroups = d.groupsSnapshot()
 	d.snap.Store(s)
 	d.health.Store(d.computeHealth())
 }

@@ -49,6 +49,8 @@ type tracking struct {
 	credSet     bool
 	// fifos are the open notify_fifo and vrrp_notify_fifo, by path.
 	fifos map[string]*notify.FIFO
+	// other are the tracked interfaces and files and the sync groups (synctrack.go).
+	other otherTrackers
 }
 
 // errNoCommand disables a script without a command (only a hand-built Config has one).
@@ -210,7 +212,7 @@ func (d *Daemon) checkSecurity(program string) error {
 // hooksOf returns an instance's notify hooks without their credential.
 func hooksOf(n config.Notify) notify.Scripts {
 	return notify.Scripts{Master: n.Master.Args, Backup: n.Backup.Args, Fault: n.Fault.Args,
-		Stop: n.Stop.Args, Generic: n.Generic.Args}
+		Stop: n.Stop.Args, Generic: n.Generic.Args, Deleted: n.Deleted.Args}
 }
 
 // hooksFor resolves an instance's hooks. keepalived gives each hook its own user; here
@@ -222,7 +224,7 @@ func (d *Daemon) hooksFor(ic config.Instance) notify.Scripts {
 	if s.Empty() {
 		return s
 	}
-	for _, c := range []*[]string{&s.Master, &s.Backup, &s.Fault, &s.Stop, &s.Generic} {
+	for _, c := range []*[]string{&s.Master, &s.Backup, &s.Fault, &s.Stop, &s.Generic, &s.Deleted} {
 		if *c != nil {
 			if err := d.checkSecurity((*c)[0]); err != nil {
 				d.log.Warn(fmt.Sprintf("(%s) notify script disabled", ic.Name), "script", (*c)[0], "err", err)
@@ -231,7 +233,7 @@ func (d *Daemon) hooksFor(ic config.Instance) notify.Scripts {
 		}
 	}
 	user, group := "", ""
-	for _, c := range []config.Command{n.Master, n.Backup, n.Fault, n.Stop, n.Generic} {
+	for _, c := range []config.Command{n.Master, n.Backup, n.Fault, n.Stop, n.Generic, n.Deleted} {
 		if c.User != "" {
 			user, group = c.User, c.Group
 			break
@@ -307,6 +309,10 @@ func (d *Daemon) trackedPriority(ic config.Instance) (p uint8, fault, waiting bo
 			sum += track.Contribution(t.Weight, t.Reverse, status)
 		}
 	}
+	osum, ofault := d.otherTracked(ic)
+	sum += osum
+	failing = failing || ofault
+	fault = fault || ofault
 	return track.Effective(ic.Priority, sum), fault, fault && !failing
 }
 
@@ -343,12 +349,15 @@ func (d *Daemon) retrack(in *instance, now time.Time) {
 		d.acts = in.sm.SetPriority(now, p, d.acts[:0])
 		d.execute(in, now)
 	}
-	want := fault || in.faultErr != nil
+	groupFault := d.groupFault(in)
+	want := fault || in.faultErr != nil || groupFault
 	if want != in.sm.Fault() {
 		reason := vrrp.Reason("")
 		switch {
 		case in.faultErr != nil:
 			reason = vrrp.ReasonInterfaceDown
+		case groupFault && !fault:
+			reason = vrrp.ReasonSyncGroup
 		case waiting:
 			reason = reasonWaiting
 		case fault:
@@ -369,6 +378,18 @@ func (d *Daemon) notifyTransition(in *instance, to vrrp.State) {
 		return
 	}
 	var state string
+	switch {
+	case to == vrrp.StateInit && in.deleted:
+		// Removed by a reload: DELETED with notify_deleted, else FAULT, which keepalived
+		// sent before it had DELETED (nothing if it was in FAULT already).
+		switch {
+		case in.cfg.Notify.NotifyDeleted:
+			d.notifyState(in, notify.Deleted)
+		case in.deletedFrom != vrrp.StateFault:
+			d.notifyState(in, notify.Fault)
+		}
+		return
+	}
 	switch to {
 	case vrrp.StateMaster:
 		state = notify.Master

@@ -52,6 +52,7 @@ func (d *Daemon) checkInterfacesUnlocking() {
 		d.restoreVIPs(w, missing, err, time.Now())
 	}
 	d.checkRoutes(time.Now())
+	d.checkTrackers(time.Now())
 }
 
 // wantedVIPs are the VIPs of every master, with who holds each.

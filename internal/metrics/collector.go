@@ -158,4 +158,5 @@ func (c *Collector) collect(e *exposition) {
 		scriptFailures.add(float64(sc.Failures), sc.Name)
 		scriptTimeouts.add(float64(sc.Timeouts), sc.Name)
 	}
+	collectTrackers(e, snap)
 }

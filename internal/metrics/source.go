@@ -26,6 +26,29 @@ type Snapshot struct {
 	Instances  []Instance
 	Interfaces []Interface
 	Scripts    []Script
+	SyncGroups []SyncGroup
+}
+
+// SyncGroup is one vrrp_sync_group and the state its hooks last heard (INIT before any).
+type SyncGroup struct {
+	Name    string
+	State   string
+	Members []string
+}
+
+// Tracker is one tracked interface or file of an instance: Kind "interface" or "file",
+// its status (UP, DOWN or UNTRACKED for an interface; OK or FAULT for a file), OK when it
+// does not hold the instance in FAULT, the offset it adds to the priority now, and a
+// file's value.
+type Tracker struct {
+	Kind    string
+	Name    string
+	Weight  int
+	Reverse bool
+	Status  string
+	OK      bool
+	Offset  int
+	Value   int64
 }
 
 // Script is one vrrp_script: its status (track.Status's names: INIT, GOOD, FAILED,
@@ -74,8 +97,11 @@ type Instance struct {
 	// ReaddedVIPs counts the VIPs someone else took off while it was master, put back.
 	PreexistingVIPs uint64
 	ReaddedVIPs     uint64
-	// Tracked are its track_script entries.
-	Tracked []Tracked
+	// Tracked are its track_script entries; Trackers its tracked interfaces and files;
+	// SyncGroup the vrrp_sync_group it is in, if any.
+	Tracked   []Tracked
+	Trackers  []Tracker
+	SyncGroup string
 }
 
 // Family is an instance's or socket's address family, as a label value.

@@ -21,6 +21,7 @@ type Status struct {
 	Instances  []InstanceStatus  `json:"instances"`
 	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
 	Scripts    []ScriptStatus    `json:"scripts,omitempty"`
+	SyncGroups []SyncGroupStatus `json:"sync_groups,omitempty"`
 }
 
 // ScriptStatus is one vrrp_script in Status.
@@ -59,6 +60,9 @@ type InstanceStatus struct {
 	// TrackScripts are the scripts it tracks; Priority is the effective priority they
 	// make of BasePriority.
 	TrackScripts []TrackedStatus `json:"track_scripts,omitempty"`
+	// Trackers are its tracked interfaces and files (trackers.go), SyncGroup its group.
+	Trackers  []TrackerStatus `json:"trackers,omitempty"`
+	SyncGroup string          `json:"sync_group,omitempty"`
 }
 
 // InterfaceStatus is one socket in Status.
@@ -97,6 +101,7 @@ func NewStatus(s Snapshot) Status {
 		for _, t := range in.Tracked {
 			is.TrackScripts = append(is.TrackScripts, TrackedStatus(t))
 		}
+		is.Trackers, is.SyncGroup = trackerStatuses(in.Trackers), in.SyncGroup
 		st.Instances = append(st.Instances, is)
 	}
 	sort.SliceStable(st.Instances, func(i, j int) bool {
@@ -114,6 +119,9 @@ func NewStatus(s Snapshot) Status {
 	}
 	for _, sc := range s.Scripts {
 		st.Scripts = append(st.Scripts, ScriptStatus(sc))
+	}
+	for _, g := range s.SyncGroups {
+		st.SyncGroups = append(st.SyncGroups, SyncGroupStatus(g))
 	}
 	return st
 }
@@ -176,7 +184,10 @@ func (s Status) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return s.writeTracking(w)
+	if err := s.writeTracking(w); err != nil {
+		return err
+	}
+	return s.writeTrackers(w)
 }
 
 // writeTracking prints, when any instance tracks scripts, each tracked script with its

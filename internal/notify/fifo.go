@@ -41,7 +41,13 @@ func (f *FIFO) Path() string { return f.path }
 
 // Write writes one transition's line.
 func (f *FIFO) Write(name, state string, priority uint8) {
-	_, _ = syscall.Write(f.fd, fmt.Appendf(nil, "INSTANCE \"%s\" %s %d\n", name, state, priority))
+	f.WriteKind(Instance, name, state, priority)
+}
+
+// WriteKind writes one line for kind Instance or Group (keepalived gives a group
+// priority 0).
+func (f *FIFO) WriteKind(kind, name, state string, priority uint8) {
+	_, _ = syscall.Write(f.fd, fmt.Appendf(nil, "%s \"%s\" %s %d\n", kind, name, state, priority))
 }
 
 // Close closes the FIFO and removes it if OpenFIFO created it, as keepalived does.

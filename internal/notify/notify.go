@@ -25,13 +25,17 @@ type Scripts struct {
 	// Generic is keepalived's notify: called on every transition with four more
 	// arguments.
 	Generic []string
+	// Deleted is notify_deleted's script (state Deleted).
+	Deleted []string
+	// Kind is the first argument of Generic: Instance (when empty) or Group.
+	Kind string
 	// Cred is the user they run as; nil for the daemon's own.
 	Cred *syscall.Credential
 }
 
 // Empty reports whether there is no hook at all.
 func (s Scripts) Empty() bool {
-	return s.Master == nil && s.Backup == nil && s.Fault == nil && s.Stop == nil && s.Generic == nil
+	return s.Master == nil && s.Backup == nil && s.Fault == nil && s.Stop == nil && s.Generic == nil && s.Deleted == nil
 }
 
 // The states a hook hears of, spelt as keepalived passes them.
@@ -40,7 +44,23 @@ const (
 	Backup = "BACKUP"
 	Fault  = "FAULT"
 	Stop   = "STOP"
+	// Deleted: a reload removed the instance (notify_deleted).
+	Deleted = "DELETED"
 )
+
+// The first argument of a generic hook and the first word of a FIFO line.
+const (
+	Instance = "INSTANCE"
+	Group    = "GROUP"
+)
+
+// kind is s's first argument for Generic.
+func (s Scripts) kind() string {
+	if s.Kind == "" {
+		return Instance
+	}
+	return s.Kind
+}
 
 // QueueLen bounds the transitions waiting for one instance's hooks.
 const QueueLen = 32
@@ -94,10 +114,11 @@ func (n *Notifier) Notify(name string, s Scripts, state string, priority uint8) 
 	if n.closed {
 		return
 	}
-	q, ok := n.queues[name]
+	key := s.kind() + " " + name // a group may share an instance's name
+	q, ok := n.queues[key]
 	if !ok {
 		q = make(chan job, QueueLen)
-		n.queues[name] = q
+		n.queues[key] = q
 		n.wg.Go(func() { n.drain(q) })
 	}
 	select {
@@ -111,12 +132,17 @@ func (n *Notifier) Notify(name string, s Scripts, state string, priority uint8) 
 // Forget ends instance name's queue once its queued hooks have run (its STOP hook
 // included): an instance a reload removed keeps no goroutine. A later Notify for the name
 // starts a new queue.
-func (n *Notifier) Forget(name string) {
+func (n *Notifier) Forget(name string) { n.forget(Instance + " " + name) }
+
+// ForgetGroup is Forget for a sync group.
+func (n *Notifier) ForgetGroup(name string) { n.forget(Group + " " + name) }
+
+func (n *Notifier) forget(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if q, ok := n.queues[name]; ok && !n.closed {
+	if q, ok := n.queues[key]; ok && !n.closed {
 		close(q)
-		delete(n.queues, name)
+		delete(n.queues, key)
 	}
 }
 
@@ -133,7 +159,7 @@ func (n *Notifier) drain(q chan job) {
 			n.run(j, specific)
 		}
 		if j.s.Generic != nil {
-			args := append(append([]string(nil), j.s.Generic...), "INSTANCE", j.name, j.state, strconv.Itoa(int(j.priority)))
+			args := append(append([]string(nil), j.s.Generic...), j.s.kind(), j.name, j.state, strconv.Itoa(int(j.priority)))
 			n.run(j, args)
 		}
 	}
@@ -149,6 +175,8 @@ func (s Scripts) forState(state string) []string {
 		return s.Fault
 	case Stop:
 		return s.Stop
+	case Deleted:
+		return s.Deleted
 	}
 	return nil
 }
