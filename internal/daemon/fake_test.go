@@ -254,6 +254,8 @@ func (s *fakeSocket) ReadBatch(pkts []transport.Packet) (int, error) {
 
 func (s *fakeSocket) Refresh() error { return s.refreshErr }
 
+func (s *fakeSocket) Pending() bool { return len(s.in) > 0 }
+
 func (s *fakeSocket) Stats() transport.Stats { return transport.Stats{Dropped: s.dropped} }
 
 func (s *fakeSocket) Close() error {
