@@ -38,9 +38,11 @@ func setRealtime(prio int) error {
 
 // lockMemory keeps every page of the process in RAM (--lock-memory, keepalived's
 // vrrp_no_swap): a page fault that has to read from swap would stall the loop for
-// milliseconds.
+// milliseconds. MCL_ONFAULT locks pages as they are first touched, not when mapped: the
+// Go runtime maps far more address space than it uses, and without it the lock made
+// 50 instances' vrrpd resident at 156 MiB instead of 24 MiB (1.7 GB locked).
 func lockMemory() error {
-	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE); err != nil {
+	if err := unix.Mlockall(unix.MCL_CURRENT | unix.MCL_FUTURE | unix.MCL_ONFAULT); err != nil {
 		return fmt.Errorf("--lock-memory: mlockall: %w", err)
 	}
 	return nil
