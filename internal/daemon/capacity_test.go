@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -98,5 +100,32 @@ func TestAdvertsBetweenSlowTransitions(t *testing.T) {
 	}
 	if at, _ := d.timers.Armed(d.byName["VI_1"].timerKey); !at.After(next) {
 		t.Errorf("VI_1's Adver_Timer at %v after sending, want after %v", at, next)
+	}
+}
+
+// TestMassTakeoverTransitionsFirst: instances taking over in one wake-up send their
+// adverts, then log and publish every transition (one snapshot), then add their VIPs.
+func TestMassTakeoverTransitionsFirst(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	var ics []config.Instance
+	for i := 1; i <= 3; i++ {
+		ics = append(ics, testInstance(fmt.Sprintf("VI_%d", i), uint8(i), 100, fmt.Sprintf("10.99.0.%d/24", 100+i)))
+	}
+	startDaemon(t, d, ics...)
+	h.events = nil
+	advance(d, t0.Add(vrrp.Version3.MasterDownInterval(100, time.Second)))
+	firstAdd := slices.IndexFunc(h.events, func(e string) bool { return strings.HasPrefix(e, "add ") })
+	if firstAdd < 0 {
+		t.Fatalf("no VIP added:\n%s", strings.Join(h.events, "\n"))
+	}
+	before := strings.Join(h.events[:firstAdd], "\n")
+	for _, ic := range ics {
+		if w := "log (" + ic.Name + ") Entering MASTER STATE"; !strings.Contains(before, w) {
+			t.Errorf("%q not before the first VIP add:\n%s", w, strings.Join(h.events, "\n"))
+		}
+	}
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER VI_3=MASTER" {
+		t.Errorf("published %s", s)
 	}
 }
