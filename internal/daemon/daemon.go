@@ -364,11 +364,12 @@ func (d *Daemon) fire() {
 		d.mu.Lock()
 	}
 	if d.timer != nil { // else shut down meanwhile
-		now := time.Now()
-		if !d.deferTakeover(now) {
+		// A deferral armed the timer itself: rearm would set it back to the due
+		// deadline, at once.
+		if now := time.Now(); !d.deferTakeover(now) {
 			d.fireTimers(now)
+			d.rearm()
 		}
-		d.rearm()
 	}
 	d.mu.Unlock()
 }
