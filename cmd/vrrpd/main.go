@@ -215,6 +215,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	group := fs.String("group", "", "Kubernetes mode: serve this node's share of the KeepalivedGroup namespace/name (instead of --config)")
 	node := fs.String("node", "", "Kubernetes mode: this node's name, as in the group's status")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	rtPrio := fs.Int("realtime-priority", 0, "run vrrpd's threads in SCHED_RR at this priority, 1 to 99 (keepalived's vrrp_rt_priority); 0 leaves the scheduling alone")
+	lockMem := fs.Bool("lock-memory", false, "lock vrrpd's memory in RAM with mlockall (keepalived's vrrp_no_swap)")
+	pprofAddr := fs.String("pprof-address", "", "serve CPU and heap profiles (/debug/pprof/profile?seconds=N, /debug/pprof/heap) on this address; empty (the default) to disable")
 	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -226,6 +229,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, version; see vrrpd --help)\n", fs.Arg(0))
 		return exitConfig
+	}
+	if *rtPrio != 0 {
+		if err := setRealtime(*rtPrio); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitConfig
+		}
+	}
+	if *lockMem {
+		if err := lockMemory(); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitFail
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -320,6 +335,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 				log.Error("metrics server stopped", "err", err)
 			}
 		}()
+		defer srv.Close()
+	}
+
+	if *pprofAddr != "" {
+		srv, err := servePprof(*pprofAddr, log)
+		if err != nil {
+			log.Error("cannot start", "err", err)
+			return exitFail
+		}
 		defer srv.Close()
 	}
 

@@ -136,11 +136,14 @@ func (d *Daemon) reader(c *conn, tc socket, free chan *batch, stop chan struct{}
 			continue
 		}
 		b.n = n
+		d.unhandled.Add(1)
 		select {
 		case d.batches <- b:
 		case <-stop:
+			d.unhandled.Add(-1)
 			return
 		case <-d.done:
+			d.unhandled.Add(-1)
 			return
 		}
 	}
@@ -152,37 +155,41 @@ func (d *Daemon) handleBatch(b *batch, now time.Time) {
 	if b.tc != c.tc {
 		return // read from a socket closed since
 	}
+	woke := time.Now()
 	for i := 0; i < b.n; i++ {
-		d.handlePacket(c, &b.pkts[i], now)
+		if d.handlePacket(c, &b.pkts[i], now) {
+			d.advertsBetween(now, woke) // a transition's slow work may have made adverts due
+		}
 	}
 	d.dirty = true
 }
 
-// handlePacket validates one packet and feeds it to the instance its VRID names. Errors
+// handlePacket validates one packet and feeds it to the instance its VRID names, and
+// reports whether that changed the instance's state. Errors
 // are counted on that instance (as keepalived does) or, when no instance has the VRID, on
 // the socket; the packet is then dropped.
-func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
+func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) (changed bool) {
 	c.received++
 	_, vrid, ok := vrrp.ParseHeader(p.Payload)
 	if !ok {
 		c.unattributed++
-		return
+		return false
 	}
 	in := c.byVRID[vrid]
 	if in == nil || in.sm == nil {
 		c.unattributed++
-		return
+		return false
 	}
 	if in.cfg.Unicast() {
 		// keepalived's check_unicast_src: only the configured peers speak for this
 		// virtual router. The TTL is not checked, as routers may sit between peers.
 		if !slices.Contains(in.cfg.UnicastPeers, p.Src) {
 			c.unattributed++
-			return
+			return false
 		}
 	} else if p.TTL != 255 {
 		in.sm.CountError(vrrp.ErrTTL)
-		return
+		return false
 	}
 	unmarshal := d.adv.Unmarshal
 	if len(in.cfg.VIPs) == 0 {
@@ -192,14 +199,15 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 		if !in.sm.CountError(err) {
 			c.unattributed++
 		}
-		return
+		return false
 	}
-	master := in.sm.Master()
+	master, transitions := in.sm.Master(), in.transitions
 	d.acts = in.sm.HandleAdvert(now, &d.adv, p.Src, d.acts[:0])
 	d.execute(in, now)
 	if in.sm.Master() != master {
 		d.publish(now) // a new master is news for `vrrpd status` at once, like a transition
 	}
+	return in.transitions != transitions
 }
 
 // checkInterfaces re-reads every socket's interface: opens sockets that could not be

@@ -85,6 +85,7 @@ type Daemon struct {
 	timers    timerHeap
 	owners    []timerOwner // by timer key
 	publishK  int          // timer key of the deferred snapshot publication
+	graceFrom time.Time    // when deferTakeover first held back the due takeovers, zero if not
 	dirty     bool         // counters changed since the last publication
 
 	acts []vrrp.Action      // reused action slice
@@ -103,10 +104,13 @@ type Daemon struct {
 	// transitions wait for executeActs' end to be logged (logTransitions), reused.
 	transitions []loggedTransition
 
-	batches  chan *batch
-	reloads  chan reloadRequest
-	ifEvents chan struct{}
-	done     chan struct{}
+	batches chan *batch
+	// unhandled counts the batches a reader has read and not yet seen handled
+	// (deferTakeover).
+	unhandled atomic.Int32
+	reloads   chan reloadRequest
+	ifEvents  chan struct{}
+	done      chan struct{}
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
@@ -331,6 +335,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Lock()
 			now := time.Now()
 			d.handleBatch(b, now)
+			d.unhandled.Add(-1)
 			b.free <- b // never blocks: the reader waits for this one batch
 			d.maybePublish(now)
 			d.rearm()
@@ -384,10 +389,79 @@ func (d *Daemon) fire() {
 		d.mu.Lock()
 	}
 	if d.timer != nil { // else shut down meanwhile
-		d.fireTimers(time.Now())
-		d.rearm()
+		// A deferral armed the timer itself: rearm would set it back to the due
+		// deadline, at once.
+		if now := time.Now(); !d.deferTakeover(now) {
+			d.fireTimers(now)
+			d.rearm()
+		}
 	}
 	d.mu.Unlock()
+}
+
+// takeoverGrace bounds how long a due Master_Down_Timer waits for unread packets to be
+// read (deferTakeover), counted from the first wake-up that found them.
+const takeoverGrace = time.Millisecond
+
+// deferTakeover keeps a backup from taking over while the advertisements that would
+// have stopped it sit unread: in a batch a reader handed over but the loop has not
+// handled yet, or in a socket's queue. That happens whenever the process is not scheduled
+// for longer than the margin of Master_Down_Interval over the advert interval (about two
+// intervals: 20 ms at 10 ms adverts), which a loaded machine does; without this check,
+// every backup of the host takes over at once when it runs again, and the churn of VIPs,
+// logs and re-elections that follows keeps the loop late, so more time out. Handed-over
+// batches are handled here and now; for a queued packet the timer thread lets go of the
+// lock and the CPU for a moment (deferStep) so the reader and the loop can run, at most
+// takeoverGrace in all. A master that really went silent leaves nothing unread for its
+// VRID, and other VRIDs' traffic delays its takeover by no more than takeoverGrace.
+// It reports whether it deferred (the caller then fires nothing now).
+func (d *Daemon) deferTakeover(now time.Time) bool {
+	const deferStep = 100 * time.Microsecond
+	for d.masterDownDue(now) {
+		select {
+		case b := <-d.batches:
+			d.handleBatch(b, now)
+			d.unhandled.Add(-1)
+			b.free <- b // never blocks: the reader waits for this one batch
+			continue
+		default:
+		}
+		break
+	}
+	if !d.masterDownDue(now) {
+		d.graceFrom = time.Time{}
+		return false // other timers may be due
+	}
+	if d.graceFrom.IsZero() {
+		d.graceFrom = now
+	}
+	if now.Sub(d.graceFrom) >= takeoverGrace || !d.inputPending() {
+		d.graceFrom = time.Time{}
+		return false
+	}
+	d.armed = now.Add(deferStep)
+	d.timer.Reset(deferStep)
+	return true
+}
+
+// masterDownDue reports whether the earliest timer is a Master_Down_Timer due at now.
+func (d *Daemon) masterDownDue(now time.Time) bool {
+	it, ok := d.timers.Peek()
+	return ok && !it.at.After(now) && d.isMasterDown(it.key)
+}
+
+// inputPending reports whether a batch is read but not handled (the loop may hold one,
+// waiting for the lock) or a socket has a packet queued unread.
+func (d *Daemon) inputPending() bool {
+	if d.unhandled.Load() > 0 {
+		return true
+	}
+	for _, c := range d.conns {
+		if c.tc != nil && c.tc.Pending() {
+			return true
+		}
+	}
+	return false
 }
 
 // masterDownSoon reports the earliest deadline when it is a Master_Down_Timer's, no more
@@ -445,6 +519,7 @@ func (d *Daemon) rearm() {
 // advertisement would otherwise wait for all the others' VIPs, while the other backups'
 // Master_Down_Timers, a few milliseconds of Skew_Time behind, run out.
 func (d *Daemon) fireTimers(now time.Time) {
+	woke := time.Now()
 	d.collectAdverts(now)
 	for {
 		d.firedKeys = d.firedKeys[:0]
@@ -482,6 +557,9 @@ func (d *Daemon) fireTimers(now time.Time) {
 			}
 			f.sent = time.Since(now)
 		}
+		if n > 1 {
+			d.transitionsFirst(d.fired[:n], now)
+		}
 		// Then everything else, in the order the timers fell due.
 		n = 0
 		for _, key := range d.firedKeys {
@@ -495,6 +573,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 				n++
 				d.hops.published, d.hops.vips, d.hops.announce = 0, 0, 0
 				d.executeActs(f.in, f.acts[f.next:], now)
+				d.advertsBetween(now, woke)
 				if f.takeover {
 					// The failover time beyond Master_Down_Interval is this lateness plus the
 					// advertisement's delay; took adds the VIPs and the rest (published, vips
@@ -511,12 +590,34 @@ func (d *Daemon) fireTimers(now time.Time) {
 				f.in = nil
 			case timerAnnounce:
 				d.announceDue(o.in, now)
+				d.advertsBetween(now, woke)
 			case timerPublish:
 				d.publish(now)
 			}
 		}
 	}
 	d.maybePublish(now)
+}
+
+// transitionsFirst carries out the state changes of several instances that fell due in
+// one wake-up (their adverts are out) and publishes them once, before any of them adds
+// or removes a VIP: each publication is a snapshot of every instance (about 50 µs at 255),
+// and a mass takeover at start or after a peer vanished would otherwise pay one per
+// instance while every other master's advert waits. Whoever sees a VIP arrive still reads
+// the new state in /status.
+func (d *Daemon) transitionsFirst(fired []firedTimer, now time.Time) {
+	changed := false
+	for i := range fired {
+		f := &fired[i]
+		for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionStateChange {
+			d.transition(f.in, &f.acts[f.next], now)
+			f.next++
+			changed = true
+		}
+	}
+	if changed {
+		d.publish(now)
+	}
 }
 
 // firedTimer is an instance whose state machine timer fell due in this wake-up, with the
@@ -571,6 +672,30 @@ func (d *Daemon) collectAdverts(now time.Time) {
 	for _, in := range d.due {
 		d.acts = in.sm.HandleTimer(latest, d.acts[:0])
 		d.execute(in, latest)
+	}
+}
+
+// advertsBetween sends the advertisements that fell due while the loop or the timer
+// thread was busy with the slow part of other instances' transitions (VIPs through
+// netlink, the crash record, logs): when many instances change state in one wake-up
+// (a mass takeover at start, a peer coming back), that work lasts longer than an
+// advert interval at 10 ms, and masters that skip adverts for it make the peer's
+// backups time out, whose own transitions then make the peer late in turn. Called after
+// each instance's slow work; a heap peek when nothing is due.
+//
+// now is the wake-up's time (which the package's tests run on a virtual clock) and woke
+// the real clock's then: the time now is now plus what passed since woke.
+func (d *Daemon) advertsBetween(now, woke time.Time) {
+	it, ok := d.timers.Peek()
+	if !ok {
+		return
+	}
+	o := d.owners[it.key]
+	if o.kind != timerVRRP || o.in.sm == nil || o.in.sm.Timer() != vrrp.TimerAdvert {
+		return
+	}
+	if now = now.Add(time.Since(woke)); !it.at.After(now.Add(advertSlack(o.in.cfg.AdvertInterval))) {
+		d.collectAdverts(now)
 	}
 }
 

@@ -48,8 +48,10 @@ type fakeHost struct {
 	// order they happened, with what a recordingHandler logs in between.
 	events []string
 	// onSend, if set, runs as an advert is handed to the socket (to look at the daemon
-	// then); addDelay is how long Add takes (a slow netlink or fsync).
+	// then); onHold likewise as VIPs are added; addDelay is how long Add takes (a slow
+	// netlink or fsync).
 	onSend   func()
+	onHold   func()
 	addDelay time.Duration
 
 	routes map[string]bool // "holder dst" of the routes fakeRoutes holds
@@ -92,6 +94,9 @@ func newFakeHost() *fakeHost {
 func (h *fakeHost) Hold(holder string, vs ...vip.VIP) ([]vip.VIP, error) {
 	h.vipCalls = append(h.vipCalls, "add "+vipList(vs))
 	h.events = append(h.events, "add "+vipList(vs))
+	if h.onHold != nil {
+		h.onHold()
+	}
 	if h.addDelay > 0 {
 		time.Sleep(h.addDelay)
 	}
@@ -267,6 +272,8 @@ func (s *fakeSocket) ReadBatch(pkts []transport.Packet) (int, error) {
 }
 
 func (s *fakeSocket) Refresh() error { return s.refreshErr }
+
+func (s *fakeSocket) Pending() bool { return len(s.in) > 0 }
 
 func (s *fakeSocket) Stats() transport.Stats { return transport.Stats{Dropped: s.dropped} }
 

@@ -66,6 +66,8 @@ type socket interface {
 	// Refresh re-reads the interface: transport.ErrNoInterface, ErrInterfaceDown or
 	// ErrNoAddress when it is unusable.
 	Refresh() error
+	// Pending reports whether a packet waits unread in the socket's queue.
+	Pending() bool
 	Stats() transport.Stats
 	Close() error
 }

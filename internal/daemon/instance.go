@@ -299,19 +299,22 @@ func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 // built once per configuration so that turning the state machine's prefixes back into
 // them is a lookup.
 type vipSet struct {
-	vips     []vip.VIP // config.Instance.VIPs, in order
-	excluded []vip.VIP // config.Instance.ExcludedVIPs
+	vips     []vip.VIP      // config.Instance.VIPs, in order
+	prefixes []netip.Prefix // their prefixes, shared by every snapshot and StateChange
+	excluded []vip.VIP      // config.Instance.ExcludedVIPs
 	index    map[netip.Prefix]int
 }
 
 func newVIPSet(ic config.Instance) vipSet {
 	s := vipSet{
 		vips:     make([]vip.VIP, len(ic.VIPs)),
+		prefixes: make([]netip.Prefix, len(ic.VIPs)),
 		excluded: make([]vip.VIP, len(ic.ExcludedVIPs)),
 		index:    make(map[netip.Prefix]int, len(ic.VIPs)),
 	}
 	for i, v := range ic.VIPs {
 		s.vips[i] = toVIP(v, ic.Interface)
+		s.prefixes[i] = v.Prefix
 		s.index[v.Prefix] = i
 	}
 	for i, v := range ic.ExcludedVIPs {
@@ -329,14 +332,10 @@ func toVIP(v config.VIP, dev string) vip.VIP {
 	return vip.VIP{Prefix: v.Prefix, Dev: dev, Label: v.Label}
 }
 
-// vipPrefixes are the instance's addresses, in a new slice.
-func (in *instance) vipPrefixes() []netip.Prefix {
-	ps := make([]netip.Prefix, 0, len(in.cfg.VIPs))
-	for _, v := range in.cfg.VIPs {
-		ps = append(ps, v.Prefix)
-	}
-	return ps
-}
+// vipPrefixes are the instance's addresses, built once per configuration: a snapshot of
+// 255 instances, published on every state change, then allocates none (readers must not
+// modify them).
+func (in *instance) vipPrefixes() []netip.Prefix { return in.vips.prefixes }
 
 // vipFor returns the configured VIP (with its device and label) of prefix p, which the
 // state machine took from the same configuration.

@@ -451,3 +451,35 @@ func TestMalformedDelivered(t *testing.T) {
 		t.Errorf("advert behind IP options: payload % x", p.Payload)
 	}
 }
+
+// TestPending: Pending reports a packet queued unread, for both families, and nothing
+// once it is read.
+func TestPending(t *testing.T) {
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
+	a, b := lab.Host("a"), lab.Host("b")
+	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
+		t.Run(fam.String(), func(t *testing.T) {
+			ca := open(t, a, fam, transport.Options{})
+			cb := open(t, b, fam, transport.Options{})
+			warmUp(t, ca, cb, ca.Group())
+			if cb.Pending() {
+				t.Fatal("Pending with nothing sent")
+			}
+			if err := ca.Send([]byte{0x31, 1, 100, 1, 0, 100, 0, 0}, ca.Group()); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for !cb.Pending() {
+				if time.Now().After(deadline) {
+					t.Fatal("Pending never reported the packet sent")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			readOne(t, cb)
+			if cb.Pending() {
+				t.Error("Pending after the one packet was read")
+			}
+		})
+	}
+}

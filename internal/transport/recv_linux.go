@@ -222,3 +222,20 @@ func cmsgAlign(n int) int {
 	const a = int(unsafe.Sizeof(uintptr(0)))
 	return (n + a - 1) &^ (a - 1)
 }
+
+// Pending reports whether a packet waits in the socket's receive queue, unread: the
+// daemon asks before it acts on a Master_Down_Timer, since an advertisement that arrived
+// before the deadline but is not yet read (the reader or the whole process was not
+// scheduled in time) proves the master alive. One ioctl (SIOCINQ: the size of the next
+// queued datagram), no read, so it is safe while another goroutine is in ReadBatch.
+func (c *Conn) Pending() bool {
+	if c.closed.Load() {
+		return false
+	}
+	var n int
+	var ierr error
+	err := c.raw.Control(func(fd uintptr) {
+		n, ierr = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return err == nil && ierr == nil && n > 0
+}

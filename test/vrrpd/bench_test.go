@@ -1,8 +1,10 @@
 package vrrpd_test
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,11 +85,38 @@ type runResult struct {
 	cpu       float64    // CPU seconds of every process in both hosts during the hold
 	rssMiB    float64    // the largest peak RSS of one host's daemon processes (summed per host)
 	mem       [2]procMem // each host's largest daemon process, after the hold
+	// convergeTime is how long after the start h1 held every VIP and h2 none (or the
+	// bound, when it did not converge); held is how long the transitions were counted.
+	convergeTime, held time.Duration
+	firstFlaps         string // the first transition lines of each host, for the log
 }
 
-// steadyRun starts n instances on both hosts (h1 master of all at priority 150), waits for
-// convergence, then holds for hold and measures.
+// steadyRun starts n instances at 100 ms on both hosts (h1 master of all at priority 150),
+// waits for convergence, then holds for hold and measures.
 func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Duration) runResult {
+	return steadyRunSpec(t, kind, steadySpec{n: n, ipv6: ipv6, hold: hold})
+}
+
+// steadySpec is one steady-state run.
+type steadySpec struct {
+	n    int
+	ipv6 bool
+	// advertInt is the keepalived.conf advert_int; empty means 0.1.
+	advertInt string
+	// rtPriority, when not 0, runs the daemons in SCHED_RR at that priority: vrrpd with
+	// --realtime-priority, keepalived with vrrp_rt_priority in the (shared) global_defs.
+	rtPriority int
+	// converge bounds the wait for h1 to hold every VIP and h2 none; zero means 20 s.
+	converge time.Duration
+	hold     time.Duration
+	// holdUnconverged, when not zero, still holds (this long) and counts the transitions
+	// of a run that did not converge, instead of returning at once.
+	holdUnconverged time.Duration
+}
+
+// steadyRunSpec starts spec.n instances on both hosts (h1 master of all at priority 150),
+// waits for convergence, then holds for spec.hold and measures.
+func steadyRunSpec(t testing.TB, kind daemonKind, spec steadySpec) runResult {
 	netlabtest.Require(t)
 	// Its own lab, closed on return (processes included), so that the runs of a capacity
 	// sweep never overlap.
@@ -97,12 +126,51 @@ func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Durati
 	}
 	defer lab.Close()
 	h1, h2 := lab.Host("h1"), lab.Host("h2")
-	p1 := kind.start(t, h1, writeConf(t, "h1.conf", manyConf(n, 150, ipv6)))
-	p2 := kind.start(t, h2, writeConf(t, "h2.conf", manyConf(n, 100, ipv6)))
-	if !waitMasterOfAll(t, h1, h2, manyVIPs(n, ipv6), 20*time.Second) {
-		return runResult{}
+	advertInt, globals := spec.advertInt, ""
+	if advertInt == "" {
+		advertInt = "0.1"
 	}
-	time.Sleep(time.Second) // let the announcements after the election pass
+	start := kind.start
+	if spec.rtPriority != 0 {
+		// keepalived's default vrrp_rlimit_rttime (10 ms of CPU without sleeping) kills its
+		// real-time VRRP process under 255 instances at 10 ms (the first run: no
+		// convergence, the process restarting); a second's limit measures the scheduling,
+		// not that watchdog. vrrpd ignores both keywords with a warning.
+		globals = fmt.Sprintf("  vrrp_rt_priority %d\n  vrrp_rlimit_rttime 1000000\n", spec.rtPriority)
+		if kind.name == vrrpdKind.name {
+			start = func(t testing.TB, h *netlab.Host, conf string) *proc {
+				return startVrrpd(t, h, conf, "", "--realtime-priority", strconv.Itoa(spec.rtPriority)).proc
+			}
+		}
+	}
+	p1 := start(t, h1, writeConf(t, "h1.conf", manyConfAt(spec.n, 150, spec.ipv6, advertInt, globals)))
+	p2 := start(t, h2, writeConf(t, "h2.conf", manyConfAt(spec.n, 100, spec.ipv6, advertInt, globals)))
+	vips := manyVIPs(spec.n, spec.ipv6)
+	converged := func() bool { return masterOfAll(t, h1, h2, vips) }
+	wait := spec.converge
+	if wait == 0 {
+		wait = 20 * time.Second
+	}
+	began := time.Now()
+	deadline := began.Add(wait)
+	ok := true
+	for !converged() {
+		if time.Now().After(deadline) {
+			ok = false
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	took := time.Since(began)
+	hold := spec.hold
+	if !ok {
+		if spec.holdUnconverged == 0 {
+			return runResult{}
+		}
+		hold = spec.holdUnconverged
+	} else {
+		time.Sleep(time.Second) // let the announcements after the election pass
+	}
 	mark1, mark2 := len(p1.Output()), len(p2.Output())
 	cpu0 := nsCPU(t, h1) + nsCPU(t, h2)
 	time.Sleep(hold)
@@ -113,32 +181,8 @@ func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Durati
 		t.Fatalf("%s died during the run", kind.name)
 	}
 	mem := [2]procMem{largestProcMem(t, h1), largestProcMem(t, h2)}
-	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss, mem: mem}
-}
-
-// masterOfAll reports whether h1 holds every VIP and h2 none.
-func masterOfAll(t testing.TB, h1, h2 *netlab.Host, vips []netip.Prefix) bool {
-	a1, err := h1.AddrsOn(h1.Link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a2, err := h2.AddrsOn(h2.Link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return countVIPs(a1, vips) == len(vips) && countVIPs(a2, vips) == 0
-}
-
-// waitMasterOfAll waits up to timeout for masterOfAll.
-func waitMasterOfAll(t testing.TB, h1, h2 *netlab.Host, vips []netip.Prefix, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for !masterOfAll(t, h1, h2, vips) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return true
+	return runResult{converged: ok, flaps: flaps, cpu: cpu, rssMiB: rss, mem: mem, convergeTime: took, held: hold,
+		firstFlaps: firstTransitions(p1.Output()[mark1:], 5) + firstTransitions(p2.Output()[mark2:], 5)}
 }
 
 func countVIPs(have []netip.Prefix, vips []netip.Prefix) int {
@@ -164,6 +208,18 @@ func countTransitions(log string) int {
 		}
 	}
 	return n
+}
+
+// firstTransitions is the first n transition lines of log.
+func firstTransitions(log string, n int) string {
+	var sb strings.Builder
+	for _, line := range strings.Split(log, "\n") {
+		if n > 0 && strings.Contains(line, "Entering ") && strings.Contains(line, " STATE") {
+			sb.WriteString(line + "\n")
+			n--
+		}
+	}
+	return sb.String()
 }
 
 // BenchmarkLoad50 runs 50 instances at 100 ms on a master/backup pair for 20 s and reports
@@ -232,4 +288,29 @@ func benchHold(def time.Duration) time.Duration {
 		}
 	}
 	return def
+}
+
+// masterOfAll reports whether h1 holds every VIP and h2 none.
+func masterOfAll(t testing.TB, h1, h2 *netlab.Host, vips []netip.Prefix) bool {
+	a1, err := h1.AddrsOn(h1.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := h2.AddrsOn(h2.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return countVIPs(a1, vips) == len(vips) && countVIPs(a2, vips) == 0
+}
+
+// waitMasterOfAll waits up to timeout for masterOfAll.
+func waitMasterOfAll(t testing.TB, h1, h2 *netlab.Host, vips []netip.Prefix, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !masterOfAll(t, h1, h2, vips) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
 }

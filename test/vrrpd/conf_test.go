@@ -76,11 +76,15 @@ func oneInstanceConf(v2 bool, priority int) string {
 
 // manyConf is n instances at 100 ms adverts, VRIDs 1..n, with one VIP each: 10.99.0.<12+n>
 // (so at most 243 IPv4 instances fit in the lab's /24), or fd00:99::1:<vrid>.
-func manyConf(n, priority int, ipv6 bool) string {
+func manyConf(n, priority int, ipv6 bool) string { return manyConfAt(n, priority, ipv6, "0.1", "") }
+
+// manyConfAt is manyConf with adverts every advertInt seconds and extra global_defs lines
+// (each ending in a newline).
+func manyConfAt(n, priority int, ipv6 bool, advertInt, globals string) string {
 	var sb strings.Builder
-	sb.WriteString("global_defs {\n  vrrp_version 3\n}\n")
+	sb.WriteString("global_defs {\n  vrrp_version 3\n" + globals + "}\n")
 	for i, vip := range manyVIPs(n, ipv6) {
-		sb.WriteString(vrrpInstance(fmt.Sprintf("VI_%d", i+1), i+1, priority, "0.1", "", vip.String()))
+		sb.WriteString(vrrpInstance(fmt.Sprintf("VI_%d", i+1), i+1, priority, advertInt, "", vip.String()))
 	}
 	return sb.String()
 }

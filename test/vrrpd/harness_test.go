@@ -46,13 +46,13 @@ type vrrpd struct {
 	conf, stateDir string
 }
 
-func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string) *vrrpd {
+func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string, extra ...string) *vrrpd {
 	t.Helper()
 	if stateDir == "" {
 		stateDir = vrrpdtest.NewStateDir(t)
 	}
-	p := vrrpdtest.Start(t, h, "vrrpd@"+h.Name, nil, vrrpdBinary(t),
-		"--config", conf, "--state-dir", stateDir, "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
+	args := append([]string{"--config", conf, "--state-dir", stateDir, "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug"}, extra...)
+	p := vrrpdtest.Start(t, h, "vrrpd@"+h.Name, nil, vrrpdBinary(t), args...)
 	vrrpdtest.WaitServing(t, h, p.Name)
 	return &vrrpd{proc: p, conf: conf, stateDir: stateDir}
 }

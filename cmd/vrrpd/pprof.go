@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/pprof"
+	"strconv"
+	"time"
+)
+
+// servePprof serves CPU and heap profiles on addr for --pprof-address, an opt-in for
+// finding where the time goes under load (go tool pprof http://ADDR/debug/pprof/profile).
+// Only the two endpoints, written with runtime/pprof directly: net/http/pprof would bring
+// html/template into a binary that otherwise has no use for it.
+func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.Atoi(r.URL.Query().Get("seconds"))
+		if err != nil || secs <= 0 || secs > 600 {
+			secs = 30
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := pprof.StartCPUProfile(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict) // another profile is running
+			return
+		}
+		select {
+		case <-time.After(time.Duration(secs) * time.Second):
+		case <-r.Context().Done():
+		}
+		pprof.StopCPUProfile()
+	})
+	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
+		p := pprof.Lookup(r.PathValue("name")) // heap, allocs, goroutine, ...
+		if p == nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := p.WriteTo(w, 0); err != nil {
+			log.Debug("pprof", "profile", p.Name(), "err", err)
+		}
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-address: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}
