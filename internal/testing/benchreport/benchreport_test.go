@@ -93,6 +93,12 @@ func TestParseMicro(t *testing.T) {
 		takeover[0].Pkg != "github.com/vrrp-operator/vrrp-operator/internal/daemon" {
 		t.Errorf("the slow-VIPs sub-benchmark's figures: %+v", takeover)
 	}
+	if len(run.Failed) != 2 || run.Failed[0] != "BenchmarkTakeoverAdvert/20-instances" || run.Failed[1] != "BenchmarkTakeoverAdvert" {
+		t.Errorf("failed %q", run.Failed)
+	}
+	if got := leaves(run.Failed); len(got) != 1 || got[0] != "BenchmarkTakeoverAdvert/20-instances" {
+		t.Errorf("leaves of %q: %q", run.Failed, got)
+	}
 	// 4 results of ./vrrp (3 or 4 figures each) and 6 of ./internal/daemon.
 	if n := len(run.Figures); n != 3+3+4+4+5+5+3+3+3+3 {
 		t.Errorf("%d figures", n)
@@ -291,7 +297,7 @@ func TestRender(t *testing.T) {
 	}
 	var out bytes.Buffer
 	err = Render(&out, Report{Title: "T", Machine: [][2]string{{"CPUs", "2"}}, Rows: Pair(run.Figures), Goals: Goals, Other: other,
-		Plots: []Plot{{Title: "Failover", File: "failover.svg"}}})
+		Plots: []Plot{{Title: "Failover", File: "failover.svg"}}, Skipped: []string{"BenchmarkS", "BenchmarkS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,6 +310,7 @@ func TestRender(t *testing.T) {
 		"| `extra-thing` | count | 7 | — |  |  |  |",
 		"![Failover](failover.svg)",
 		"| p | BenchmarkX | 2 ns/op |",
+		"**These benchmarks were skipped** (a figure they reported before failing is in the table; the reason is in the raw output): BenchmarkS\n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
@@ -312,6 +319,9 @@ func TestRender(t *testing.T) {
 	// Goal rows come first, in the goals' order; then the rest.
 	if i, j := strings.Index(s, "`capacity-10ms-255-transitions`"), strings.Index(s, "`extra-thing`"); i < 0 || j < i {
 		t.Errorf("order: goals at %d, others at %d", i, j)
+	}
+	if strings.Contains(s, "failed**") {
+		t.Error("a failure reported where none was")
 	}
 	if strings.Count(s, "`load50-cpu`") != 1 {
 		t.Error("load50-cpu twice")

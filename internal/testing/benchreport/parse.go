@@ -29,6 +29,9 @@ type Run struct {
 	// bench` writes about the machine); the first value of a key wins, except pkg.
 	Config  map[string]string
 	Figures []Figure
+	// Failed and Skipped name the benchmarks that said so ("--- FAIL: BenchmarkX/y"),
+	// whatever figures they reported before.
+	Failed, Skipped []string
 }
 
 var (
@@ -38,8 +41,9 @@ var (
 	// something (a child process sharing the test's stdout) wrote in between.
 	nameRE = regexp.MustCompile(`^(Benchmark\S*?)(-\d+)?\s*$`)
 	// The rest of such a split result.
-	tailRE   = regexp.MustCompile(`^\s*(\d+)\s+(\S.*)$`)
-	configRE = regexp.MustCompile(`^([a-z][a-z0-9-]*):\s*(.*)$`)
+	tailRE    = regexp.MustCompile(`^\s*(\d+)\s+(\S.*)$`)
+	configRE  = regexp.MustCompile(`^([a-z][a-z0-9-]*):\s*(.*)$`)
+	verdictRE = regexp.MustCompile(`^\s*--- (FAIL|SKIP): (Benchmark\S*)`)
 )
 
 // Parse reads `go test -bench` output. Lines that are neither results nor configuration
@@ -63,6 +67,14 @@ func Parse(r io.Reader) (*Run, error) {
 		if m := tailRE.FindStringSubmatch(line); m != nil && pending != "" {
 			if run.add(pkg, pending, m[2]) {
 				pending = ""
+			}
+			continue
+		}
+		if m := verdictRE.FindStringSubmatch(line); m != nil {
+			if m[1] == "FAIL" { // (these lines carry no -GOMAXPROCS suffix)
+				run.Failed = append(run.Failed, m[2])
+			} else {
+				run.Skipped = append(run.Skipped, m[2])
 			}
 			continue
 		}

@@ -24,6 +24,9 @@ type Report struct {
 	Goals   []Goal
 	Other   []Figure // figures outside the convention
 	Plots   []Plot
+	// Failed and Skipped are Run's: benchmarks whose figures are missing or came
+	// before a failure.
+	Failed, Skipped []string
 }
 
 // Render writes the report: the machine, then one table of every conventional figure
@@ -41,6 +44,15 @@ func Render(w io.Writer, rep Report) error {
 			fmt.Fprintf(&b, "- %s: %s\n", m[0], cell(m[1]))
 		}
 		b.WriteString("\n")
+	}
+	for _, v := range []struct {
+		what  string
+		names []string
+	}{{"failed", rep.Failed}, {"were skipped", rep.Skipped}} {
+		if names := leaves(v.names); len(names) > 0 {
+			fmt.Fprintf(&b, "**These benchmarks %s** (a figure they reported before failing is in the table; "+
+				"the reason is in the raw output): %s\n\n", v.what, cell(strings.Join(names, ", ")))
+		}
 	}
 	b.WriteString("## Figures\n\n")
 	b.WriteString("vrrpd and keepalived ran one after the other in the same lab with the same keepalived.conf. " +
@@ -98,6 +110,19 @@ func Render(w io.Writer, rep Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// leaves drops the names that are a parent of another ("BenchmarkX" fails with its
+// "BenchmarkX/y") and repeats.
+func leaves(names []string) []string {
+	var out []string
+	for _, n := range names {
+		parent := slices.ContainsFunc(names, func(o string) bool { return strings.HasPrefix(o, n+"/") })
+		if !parent && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 func writeRow(b *strings.Builder, r *Row, g *Goal) {
