@@ -335,3 +335,42 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+// lab-failover.txt is `go test -bench BenchmarkFailover -benchtime 1x ./test/vrrpd` as
+// captured: every figure pairs up, in the order the benchmarks reported them.
+func TestParseLab(t *testing.T) {
+	run := parseFile(t, "lab-failover.txt")
+	rows := Pair(run.Figures)
+	if len(rows) != 3*6 {
+		t.Fatalf("%d rows, want 3 modes × 6 figures", len(rows))
+	}
+	byName := map[string]*Row{}
+	for _, r := range rows {
+		if r.Unit != "ms" || len(r.VRRPD) != 1 || len(r.Keepalived) != 1 {
+			t.Errorf("row %+v: want one figure in ms per side", r)
+		}
+		byName[r.Measure] = r
+	}
+	if rows[0].Measure != "failover-v2-1s-max" || rows[0].Benchmarks[0] != "BenchmarkFailover/v2-1s/vrrpd" || rows[0].Benchmarks[1] != "BenchmarkFailover/v2-1s/keepalived" {
+		t.Errorf("first row %+v", rows[0])
+	}
+	p99 := byName["failover-v3-100ms-p99"]
+	if p99 == nil || p99.VRRPD[0] != 366.4 || p99.Keepalived[0] != 362.7 {
+		t.Fatalf("failover-v3-100ms-p99: %+v", p99)
+	}
+	if r, ok := p99.Ratio(); !ok || r < 1.0101 || r > 1.0103 {
+		t.Errorf("ratio %v", r)
+	}
+	var goal Goal
+	for _, g := range Goals {
+		if g.Measure == "failover-v3-10ms-over-mdi-p99" {
+			goal = g
+		}
+	}
+	if v := goal.Check(byName[goal.Measure]); v != Missed { // 7.165 ms over, the goal 1.5
+		t.Errorf("the 10 ms failover goal: %v", v)
+	}
+	if len(run.Failed) != 0 || run.Config["pkg"] != "" || run.Figures[0].Pkg != "github.com/vrrp-operator/vrrp-operator/test/vrrpd" {
+		t.Errorf("failed %q, config %q, pkg %q", run.Failed, run.Config, run.Figures[0].Pkg)
+	}
+}
