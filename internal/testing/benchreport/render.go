@@ -24,8 +24,7 @@ type Report struct {
 	Goals   []Goal
 	Other   []Figure // figures outside the convention
 	Plots   []Plot
-	// Failed and Skipped are Run's: benchmarks whose figures are missing or came
-	// before a failure.
+	// Failed and Skipped are Run's: benchmarks whose figures are missing.
 	Failed, Skipped []string
 }
 
@@ -50,8 +49,8 @@ func Render(w io.Writer, rep Report) error {
 		names []string
 	}{{"failed", rep.Failed}, {"were skipped", rep.Skipped}} {
 		if names := leaves(v.names); len(names) > 0 {
-			fmt.Fprintf(&b, "**These benchmarks %s** (a figure they reported before failing is in the table; "+
-				"the reason is in the raw output): %s\n\n", v.what, cell(strings.Join(names, ", ")))
+			fmt.Fprintf(&b, "**These benchmarks %s**, so their figures are missing below (go test prints none for them; "+
+				"the raw output says why, and a failed one's log line often has its figures): %s\n\n", v.what, cell(strings.Join(names, ", ")))
 		}
 	}
 	b.WriteString("## Figures\n\n")
