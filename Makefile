@@ -8,6 +8,7 @@ BENCHTIME ?= 1s
 BENCH_FILTER ?= .
 BENCH_COUNT ?= 1
 BENCH_NOTE ?=
+export BENCH_NOTE
 BENCH_DIR := docs/bench
 # The benchmarks whose one round is a whole measurement in a lab (network namespaces,
 # keepalived, an envtest API server): run with -benchtime 1x.
@@ -62,25 +63,27 @@ fuzz:
 	done
 
 ## bench: every benchmark, then docs/bench/README.md (issue 12's table, vrrpd beside
-## keepalived, and plots). The lab benchmarks (BENCH_LAB_PKGS: namespaces, keepalived, an API
-## server) make one whole measurement per round and run one round; the others run for
-## BENCHTIME. BENCH_FILTER narrows (-bench's regexp; only the packages with a matching
-## benchmark run), BENCH_NOTE says what else ran on the machine. The raw output goes to docs/bench/raw.txt, the samples to docs/bench/samples/.
+## keepalived, and plots). One package at a time (-p 1), so that no two measure at once. The
+## lab benchmarks (BENCH_LAB_PKGS: namespaces, keepalived, an API server) make one whole
+## measurement per round and run one round; the others run for BENCHTIME. BENCH_FILTER
+## narrows (-bench's regexp; only the packages with a matching benchmark run), BENCH_NOTE
+## says what else ran on the machine. The raw output goes to docs/bench/raw.txt, the
+## samples to docs/bench/samples/.
 bench: envtest
 	@set -o pipefail; tmp=$$(mktemp -d); status=0; \
 	$(GO) build -o $(BIN)/benchreport ./hack/benchreport || exit 1; \
-	$(BIN)/benchreport machine -note '$(BENCH_NOTE)' -version '$(VERSION)' > $$tmp/raw.txt; \
+	$(BIN)/benchreport machine -note "$$BENCH_NOTE" -version '$(VERSION)' > $$tmp/raw.txt; \
 	lab=; other=; top=$$(printf '%s' '$(BENCH_FILTER)' | cut -d/ -f1); \
 	for p in $$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.git '^func Benchmark' . | xargs -n1 dirname | sort -u); do \
 	  grep -hoE '^func Benchmark[A-Za-z0-9_]*' $$p/*_test.go | cut -c6- | grep -qE "$$top" || continue; \
 	  case " $(BENCH_LAB_PKGS) " in *" $$p "*) lab="$$lab $$p";; *) other="$$other $$p";; esac; \
 	done; \
 	if [ -n "$$lab" ]; then \
-	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -run '^$$' -bench '$(BENCH_FILTER)' -benchtime 1x -count $(BENCH_COUNT) \
+	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -p 1 -run '^$$' -bench '$(BENCH_FILTER)' -benchtime 1x -count $(BENCH_COUNT) \
 	    -timeout 60m $$lab 2>&1 | tee -a $$tmp/raw.txt || status=1; \
 	fi; \
 	if [ -n "$$other" ]; then \
-	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -run '^$$' -bench '$(BENCH_FILTER)' -benchmem -benchtime $(BENCHTIME) \
+	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -p 1 -run '^$$' -bench '$(BENCH_FILTER)' -benchmem -benchtime $(BENCHTIME) \
 	    -count $(BENCH_COUNT) -timeout 30m $$other 2>&1 | tee -a $$tmp/raw.txt || status=1; \
 	fi; \
 	mkdir -p $(BENCH_DIR) $$tmp/samples && rm -rf $(BENCH_DIR)/samples && \
