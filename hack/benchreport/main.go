@@ -134,12 +134,6 @@ func report(rawPath, samplesDir, out string) error {
 	if err != nil {
 		return err
 	}
-	var other []benchreport.Figure
-	for _, fig := range run.Figures {
-		if !fig.Conventional() {
-			other = append(other, fig)
-		}
-	}
 	rel := func(p string) string {
 		if r, err := filepath.Rel(out, p); err == nil {
 			return r
@@ -157,7 +151,7 @@ func report(rawPath, samplesDir, out string) error {
 		Machine: machineRows(run.Config),
 		Rows:    benchreport.Pair(run.Figures),
 		Goals:   benchreport.Goals,
-		Other:   other,
+		Other:   benchreport.Others(run.Figures),
 		Plots:   plots,
 		Failed:  run.Failed,
 		Skipped: run.Skipped,

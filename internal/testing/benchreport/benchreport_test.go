@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -99,6 +100,9 @@ func TestParseMicro(t *testing.T) {
 	if got := leaves(run.Failed); len(got) != 1 || got[0] != "BenchmarkTakeoverAdvert/20-instances" {
 		t.Errorf("leaves of %q: %q", run.Failed, got)
 	}
+	if o := Others(run.Figures); len(o) != len(run.Figures) {
+		t.Errorf("%d others of %d figures outside the convention", len(o), len(run.Figures))
+	}
 	// 4 results of ./vrrp (3 or 4 figures each) and 6 of ./internal/daemon.
 	if n := len(run.Figures); n != 3+3+4+4+5+5+3+3+3+3 {
 		t.Errorf("%d figures", n)
@@ -131,6 +135,9 @@ func TestParseSplitAndMalformed(t *testing.T) {
 			t.Errorf("figure %d: %+v, want %+v", i, run.Figures[i], want[i])
 		}
 	}
+	if o := Others(run.Figures); len(o) != 0 {
+		t.Errorf("others %+v: the ns/op of benchmarks with conventional figures are their durations", o)
+	}
 	rows := Pair(run.Figures)
 	if len(rows) != 1 || rows[0].Measure != "failover" || len(rows[0].VRRPD) != 1 || len(rows[0].Keepalived) != 1 {
 		t.Fatalf("rows %+v", rows)
@@ -160,8 +167,8 @@ func TestPairAndMedian(t *testing.T) {
 	if r, ok := cpu.Ratio(); !ok || r != 0.5 { // median(3, 1) = 2 over 4
 		t.Errorf("ratio %v %v, want 0.5", r, ok)
 	}
-	if _, ok := rows[1].Ratio(); ok || rows[1].Measure != "rss" {
-		t.Errorf("rss row %+v has a ratio without keepalived", rows[1])
+	if _, ok := rows[2].Ratio(); ok || rows[2].Measure != "rss" { // (cpu in pct before rss: by name)
+		t.Errorf("rss row %+v has a ratio without keepalived", rows[2])
 	}
 	if m, ok := Median([]float64{5, 1, 3}); !ok || m != 3 {
 		t.Errorf("median %v", m)
@@ -372,5 +379,32 @@ func TestParseLab(t *testing.T) {
 	}
 	if len(run.Failed) != 0 || run.Config["pkg"] != "" || run.Figures[0].Pkg != "github.com/vrrp-operator/vrrp-operator/test/vrrpd" {
 		t.Errorf("failed %q, config %q, pkg %q", run.Failed, run.Config, run.Figures[0].Pkg)
+	}
+}
+
+func TestPairOrder(t *testing.T) {
+	run, err := Parse(strings.NewReader("pkg: p\n" +
+		"BenchmarkCap/ipv6/vrrpd-2 1 9 ns/op 1 cpu-ipv6-10-instances-vrrpd-pct 3 cpu-ipv6-100-instances-vrrpd-pct 2 cpu-ipv6-25-instances-vrrpd-pct\n" +
+		"BenchmarkCap/ipv6/keepalived-2 1 9 ns/op 1 cpu-ipv6-10-instances-keepalived-pct 4 cpu-ipv6-5-instances-keepalived-pct\n" +
+		"BenchmarkCap/ipv4/vrrpd-2 1 9 ns/op 1 a-ipv4-vrrpd-count\n" +
+		"BenchmarkB-2 1 9 ns/op 1 b-vrrpd-count\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range Pair(run.Figures) {
+		got = append(got, r.Measure)
+	}
+	want := []string{"cpu-ipv6-5-instances", "cpu-ipv6-10-instances", "cpu-ipv6-25-instances", "cpu-ipv6-100-instances", "a-ipv4", "b"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{{"a2", "a10", -1}, {"a10", "a2", 1}, {"a-10-x", "a-10-y", -1}, {"a", "a1", -1}, {"b", "a", 1}, {"x1y", "x1y", 0}} {
+		if got := naturalCompare(c.a, c.b); got != c.want {
+			t.Errorf("naturalCompare(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
 	}
 }
