@@ -76,6 +76,15 @@ type GroupReconciler struct {
 	// readySince is when a migrating group's vrrpd DaemonSet was first seen
 	// ready (migration.go).
 	readySince map[types.NamespacedName]time.Time
+	// written is each group's last status write (catchUp).
+	written map[types.NamespacedName]statusWrite
+}
+
+// statusWrite is a status this reconciler wrote: the group's resourceVersion
+// before and after the write, and the status.
+type statusWrite struct {
+	before, after string
+	status        v1alpha1.KeepalivedGroupStatus
 }
 
 func (r *GroupReconciler) init() {
@@ -88,6 +97,7 @@ func (r *GroupReconciler) init() {
 		r.reconciles = map[types.NamespacedName]int{}
 		r.retries = map[types.NamespacedName]int{}
 		r.readySince = map[types.NamespacedName]time.Time{}
+		r.written = map[types.NamespacedName]statusWrite{}
 	}
 }
 
@@ -133,6 +143,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		// The garbage collector removes the owned objects.
 		return ctrl.Result{}, nil
 	}
+	r.catchUp(&g)
 
 	var services corev1.ServiceList
 	if err := r.Client.List(ctx, &services, client.MatchingFields{indexServiceGroup: req.String()}); err != nil {
@@ -166,9 +177,6 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 
 	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
 	applyErr := r.applyOwned(ctx, &g, image)
-	if err := r.applyEventsRBAC(ctx, &g, p.instances); err != nil {
-		applyErr = errors.Join(applyErr, fmt.Errorf("events RBAC: %w", err))
-	}
 	r.checkPodSecurity(ctx, &g)
 
 	// A takeover from keepalived-operator replaces the instances' settings
@@ -178,18 +186,40 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		p.instances = shadowInstances(p.instances, len(p.nodes), mig.OldVersion)
 	}
 
-	status := buildStatus(&g, p, image, substituted, applyErr)
-	status.Migration = mig
-	migrationCondition(&status, g.Generation, mig)
-	slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
-	r.reportConditions(&g, g.Status.Conditions, status.Conditions)
-
-	if !equality.Semantic.DeepEqual(g.Status, status) {
+	writeStatus := func() error {
+		status := buildStatus(&g, p, image, substituted, applyErr)
+		status.Migration = mig
+		migrationCondition(&status, g.Generation, mig)
+		slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
+		r.reportConditions(&g, g.Status.Conditions, status.Conditions)
+		if equality.Semantic.DeepEqual(g.Status, status) {
+			return nil
+		}
+		before := g.ResourceVersion
 		g.Status = status
 		if err := r.Client.Status().Update(ctx, &g); err != nil {
 			// A conflict means our cached copy was stale; the retry
 			// starts from the newer one.
-			return ctrl.Result{}, err
+			return err
+		}
+		r.mu.Lock()
+		r.written[req.NamespacedName] = statusWrite{before: before, after: g.ResourceVersion, status: *g.Status.DeepCopy()}
+		r.mu.Unlock()
+		return nil
+	}
+	// The status first: it is what every node's vrrpd waits for, and a new
+	// Service's VIP is late by whatever comes before it. The events RBAC
+	// follows: its Role names each Service, so a new Service rewrites it,
+	// and vrrpd needs it only to record who holds a VIP, at the earliest
+	// one Master_Down_Interval later. Should it fail, the status is written
+	// again with the error.
+	if err := writeStatus(); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.applyEventsRBAC(ctx, &g, p.instances); err != nil {
+		applyErr = errors.Join(applyErr, fmt.Errorf("events RBAC: %w", err))
+		if err := writeStatus(); err != nil {
+			return ctrl.Result{}, errors.Join(applyErr, err)
 		}
 	}
 	r.mu.Lock()
@@ -201,9 +231,28 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	return ctrl.Result{RequeueAfter: requeue}, applyErr
 }
 
+// catchUp brings g, read from the cache, up to this reconciler's own last
+// status write when the cache has not seen it yet: a reconcile that follows
+// at once (the Role it applied after the status, a second Service) then
+// computes from the status it wrote, writes nothing when that is still
+// right, and otherwise writes over that version, which the API server
+// refuses as a conflict if anyone else has changed the group since. Without
+// it such a reconcile writes over the stale version, is refused, and is
+// retried after the queue's backoff.
+func (r *GroupReconciler) catchUp(g *v1alpha1.KeepalivedGroup) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	w, ok := r.written[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}]
+	if ok && g.ResourceVersion == w.before {
+		g.ResourceVersion = w.after
+		g.Status = *w.status.DeepCopy()
+	}
+}
+
 func (r *GroupReconciler) forget(group types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.written, group)
 	delete(r.published, group)
 	delete(r.leftOut, group)
 	delete(r.readySince, group)

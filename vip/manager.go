@@ -23,9 +23,11 @@ const DefaultStateDir = "/run/vrrpd"
 // Manager adds and removes VIPs and keeps the crash record. It is safe for
 // concurrent use.
 type Manager struct {
-	dir  string
-	nl   *netlink.Handle
-	lock *os.File
+	dir    string
+	nl     *netlink.Handle
+	ownsNL bool // New made nl: Close closes it
+	lock   *os.File
+	links  linkCache
 
 	mu     sync.Mutex
 	record []VIP // what this Manager (or a crashed one before it) added: on disk
@@ -38,7 +40,23 @@ type Manager struct {
 // that two daemons never share one record. It loads what a previous run
 // recorded; call [Manager.Recover] before taking part in VRRP.
 // It works in the calling thread's network namespace.
-func New(stateDir string) (*Manager, error) { return open(stateDir, &netlink.Handle{}) }
+//
+// It keeps one netlink socket open for its requests: a takeover's VIP add is then one
+// round trip on it, where a fresh socket per request (socket, bind, options, close) cost
+// several system calls more on every add.
+func New(stateDir string) (*Manager, error) {
+	nl, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("vip: netlink: %w", err)
+	}
+	m, err := open(stateDir, nl)
+	if err != nil {
+		nl.Close()
+		return nil, err
+	}
+	m.ownsNL = true
+	return m, nil
+}
 
 // open is New on a given netlink handle (the tests' handle into a lab
 // namespace); the caller keeps ownership of the handle.
@@ -46,7 +64,7 @@ func open(stateDir string, nl *netlink.Handle) (*Manager, error) {
 	if stateDir == "" {
 		return nil, errors.New("vip: empty state directory")
 	}
-	m := &Manager{dir: stateDir, nl: nl}
+	m := &Manager{dir: stateDir, nl: nl, links: linkCache{nl: nl}}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("vip: state directory: %w", err)
 	}
@@ -83,6 +101,9 @@ func (m *Manager) Close() error {
 	}
 	err := m.lock.Close()
 	m.lock = nil
+	if m.ownsNL {
+		m.nl.Close()
+	}
 	return err
 }
 
@@ -127,7 +148,7 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 	}
 	links := make([]netlink.Link, len(vs))
 	for i, v := range vs {
-		link, err := m.nl.LinkByName(v.Dev)
+		link, err := m.links.get(v.Dev, false)
 		if err != nil {
 			return nil, fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
 		}
@@ -177,7 +198,7 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 		if kind[i] == isForeign {
 			continue
 		}
-		err := m.nl.AddrAdd(links[i], toNetlink(v, true))
+		err := m.links.retry(v.Dev, links[i], func(link netlink.Link) error { return m.nl.AddrAdd(link, toNetlink(v, true)) })
 		switch {
 		case errors.Is(err, unix.EEXIST) && kind[i] == isNew:
 			// Absent a moment ago, there now: someone else added it in between.
@@ -217,15 +238,15 @@ func (m *Manager) hold(k key, holder string) {
 
 // Missing returns those of vs that are not on their interface (flushed by someone else,
 // or an add that failed): the ones a master puts back with Hold. A VIP whose interface is gone is not missing: there is nowhere to put it.
-// It lists each interface's addresses once, however many VIPs are on it.
+// It lists each interface's addresses once, however many VIPs are on it. It reads the
+// kernel only, not the record, so it does not wait for a Hold or Release in progress; and
+// it looks each interface up afresh, which refreshes what Hold's add finds by name.
 func (m *Manager) Missing(vs ...VIP) ([]VIP, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	on := addrCache{nl: m.nl}
 	var missing []VIP
 	var errs []error
 	for _, v := range vs {
-		link, err := m.nl.LinkByName(v.Dev)
+		link, err := m.links.get(v.Dev, true)
 		if err != nil {
 			var notFound netlink.LinkNotFoundError
 			if !errors.As(err, &notFound) {
@@ -308,7 +329,7 @@ func (m *Manager) remove(vs []VIP) ([]VIP, error) {
 }
 
 func (m *Manager) delAddr(v VIP) error {
-	link, err := m.nl.LinkByName(v.Dev)
+	link, err := m.links.get(v.Dev, false)
 	var notFound netlink.LinkNotFoundError
 	switch {
 	case errors.As(err, &notFound):
@@ -317,7 +338,10 @@ func (m *Manager) delAddr(v VIP) error {
 	case err != nil:
 		return fmt.Errorf("vip %s: interface %s: %w", v, v.Dev, err)
 	}
-	err = m.nl.AddrDel(link, toNetlink(v, false))
+	err = m.links.retry(v.Dev, link, func(link netlink.Link) error { return m.nl.AddrDel(link, toNetlink(v, false)) })
+	if errors.As(err, &notFound) {
+		return nil
+	}
 	// EADDRNOTAVAIL: not on the interface (already removed, or never added
 	// because we crashed between record and add).
 	if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) && !errors.Is(err, unix.ENOENT) {
@@ -436,4 +460,55 @@ func toNetlink(v VIP, adding bool) *netlink.Addr {
 		}
 	}
 	return n
+}
+
+// linkCache finds interfaces by name for the adds and removes, looking each up once rather
+// than on every call: a takeover's VIP add is then the add alone. A cached interface can
+// be stale (deleted, re-created under the same name with a new index, renamed): an add or
+// remove on an index that is gone fails with ENODEV and is retried once on a fresh lookup
+// (retry), and Missing, which the daemon runs on every link and address event, looks every
+// interface up afresh. Indexes are allocated cyclically by the kernel, so a stale one does
+// not name another interface in practice.
+type linkCache struct {
+	nl *netlink.Handle
+	mu sync.Mutex
+	by map[string]netlink.Link
+}
+
+// get returns the interface named dev, from the cache unless fresh.
+func (c *linkCache) get(dev string, fresh bool) (netlink.Link, error) {
+	c.mu.Lock()
+	link, ok := c.by[dev]
+	c.mu.Unlock()
+	if ok && !fresh {
+		return link, nil
+	}
+	link, err := c.nl.LinkByName(dev)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		delete(c.by, dev)
+		return nil, err
+	}
+	if c.by == nil {
+		c.by = make(map[string]netlink.Link)
+	}
+	c.by[dev] = link
+	return link, nil
+}
+
+// retry runs op on link, and once more on a fresh lookup of dev when link's index is gone.
+func (c *linkCache) retry(dev string, link netlink.Link, op func(netlink.Link) error) error {
+	err := op(link)
+	if !errors.Is(err, unix.ENODEV) {
+		return err
+	}
+	fresh, lerr := c.get(dev, true)
+	if lerr != nil {
+		return lerr
+	}
+	if fresh.Attrs().Index == link.Attrs().Index {
+		return err
+	}
+	return op(fresh)
 }

@@ -290,7 +290,7 @@ func helperAddAndWait(dir string) int {
 }
 
 // BenchmarkAddRemove measures one VIP's add and remove, record writes
-// (with fsync) included: the state change cost of a failover per VIP.
+// included: the state change cost of a failover per VIP.
 func BenchmarkAddRemove(b *testing.B) {
 	m := labManager(b)
 	for b.Loop() {

@@ -17,7 +17,9 @@ const (
 	PriorityNotMember uint8 = 0
 	// PriorityLowest (1) to PriorityHighest (254) are VRRP priorities:
 	// within an instance the operator writes distinct values, the node ranked
-	// first gets 254.
+	// first gets 254, the next ones 204, 79, 29, ... (internal/placement: wide
+	// gaps make Skew_Times differ by more than a takeover's jitter). vrrpd
+	// reads only the order and its own value.
 	PriorityLowest  uint8 = 1
 	PriorityHighest uint8 = 254
 	// PriorityOwner (255) is VRRP's address owner, a router that holds the

@@ -33,6 +33,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/controller"
+	"github.com/vrrp-operator/vrrp-operator/internal/buildinfo"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
 
@@ -46,7 +47,7 @@ var stdout io.Writer = os.Stdout
 // registerBuildInfo adds vrrp_operator_build_info to controller-runtime's registry, which
 // its metrics endpoint serves; once per process, as run may run more than once in tests.
 var registerBuildInfo = sync.OnceValue(func() error {
-	return crmetrics.Registry.Register(version.NewCollector("vrrp_operator"))
+	return crmetrics.Registry.Register(buildinfo.NewCollector("vrrp_operator"))
 })
 
 func main() {

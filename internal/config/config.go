@@ -100,6 +100,12 @@ type Instance struct {
 	// notify hooks.
 	TrackScripts []TrackScript
 	Notify       Notify
+	// StartDelay lengthens the instance's first Master_Down_Timer after it starts, so
+	// that, of nodes starting a new instance together, the best-ranked is the first to
+	// claim it (Kubernetes mode sets it from the node's rank; no keyword sets it). The
+	// instance is BACKUP and hears advertisements from its start as without it. Not part
+	// of its settings: it matters only when the instance starts.
+	StartDelay time.Duration
 	// Source is where the instance is defined; not part of its settings.
 	Source Position
 }

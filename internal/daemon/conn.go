@@ -202,6 +202,14 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) {
 // opened, and sets or clears FAULT on the instances of interfaces that went down, lost
 // their address or came back; a changed source address reconfigures the instances.
 func (d *Daemon) checkInterfaces(now time.Time) {
+	d.checkLinks(now)
+	d.checkVIPs(now)
+}
+
+// checkLinks is checkInterfaces without the VIPs: the loop runs checkVIPs' netlink
+// queries without the lock (Daemon.checkInterfacesUnlocked).
+func (d *Daemon) checkLinks(now time.Time) {
+	d.garp.Refresh()
 	for _, c := range d.conns {
 		if c.tc == nil {
 			d.vmacRetry(c)
@@ -233,5 +241,4 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 			d.setFault(in, err, now)
 		}
 	}
-	d.checkVIPs(now)
 }

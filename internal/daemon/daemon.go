@@ -92,6 +92,11 @@ type Daemon struct {
 	firedKeys []int
 	fired     []firedTimer
 	vipl      []vip.VIP // reused VIP list
+	// hops are how long after the wake-up (executeActs' now) the last state's publication,
+	// VIP add and announcement's queueing returned, for the takeover's debug line.
+	hops struct{ published, vips, announce time.Duration }
+	// transitions wait for executeActs' end to be logged (logTransitions), reused.
+	transitions []loggedTransition
 
 	batches  chan *batch
 	reloads  chan reloadRequest
@@ -317,7 +322,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Unlock()
 		case <-d.ifEvents:
 			d.mu.Lock()
-			d.checkInterfaces(time.Now())
+			d.checkInterfacesUnlocking()
 			d.rearm()
 			d.mu.Unlock()
 		case ev := <-d.trk.events:
@@ -329,7 +334,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Unlock()
 		case <-poll.C:
 			d.mu.Lock()
-			d.checkInterfaces(time.Now())
+			d.checkInterfacesUnlocking()
 			d.rearm()
 			d.mu.Unlock()
 		}
@@ -468,14 +473,19 @@ func (d *Daemon) fireTimers(now time.Time) {
 				}
 				f := &d.fired[n]
 				n++
+				d.hops.published, d.hops.vips, d.hops.announce = 0, 0, 0
 				d.executeActs(f.in, f.acts[f.next:], now)
 				if f.takeover {
 					// The failover time beyond Master_Down_Interval is this lateness plus the
-					// advertisement's delay; took adds the VIPs and the rest. All worth
+					// advertisement's delay; took adds the VIPs and the rest (published, vips
+					// and announce: when the snapshot's publication, the VIP add and the
+					// announcements' queueing returned, from the wake-up like advert and
+					// took). All worth
 					// seeing when tuning; the deadline's wall time lets a capture elsewhere
 					// measure from it to the advertisement's arrival.
 					d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", f.in.cfg.Name),
 						"late", f.late.String(), "advert", f.sent.String(), "took", time.Since(now).String(),
+						"published", d.hops.published.String(), "vips", d.hops.vips.String(), "announce", d.hops.announce.String(),
 						"deadline", f.deadline.Format(time.RFC3339Nano))
 				}
 				f.in = nil

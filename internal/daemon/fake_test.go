@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ import (
 // the loop's own functions on a virtual clock and check what would have reached the
 // kernel and the wire.
 type fakeHost struct {
+	// vipMu guards held and holders against Missing, which the loop calls without the
+	// daemon's lock while the timer thread may Hold (as vip.Manager is safe for that).
+	vipMu   sync.Mutex
 	held    map[vip.VIP]bool // addresses on the host that the store added
 	holders map[vip.VIP]map[string]bool
 	// preexisting are addresses on the host that someone else put there: Hold reports
@@ -89,6 +93,8 @@ func (h *fakeHost) Hold(holder string, vs ...vip.VIP) ([]vip.VIP, error) {
 	if h.addDelay > 0 {
 		time.Sleep(h.addDelay)
 	}
+	h.vipMu.Lock()
+	defer h.vipMu.Unlock()
 	var foreign []vip.VIP
 	for _, v := range vs {
 		if h.preexisting[v] {
@@ -107,6 +113,8 @@ func (h *fakeHost) Hold(holder string, vs ...vip.VIP) ([]vip.VIP, error) {
 func (h *fakeHost) Release(holder string, vs ...vip.VIP) error {
 	h.vipCalls = append(h.vipCalls, "remove "+vipList(vs))
 	h.events = append(h.events, "remove "+vipList(vs))
+	h.vipMu.Lock()
+	defer h.vipMu.Unlock()
 	for _, v := range vs {
 		delete(h.holders[v], holder)
 		if len(h.holders[v]) == 0 {
@@ -118,6 +126,8 @@ func (h *fakeHost) Release(holder string, vs ...vip.VIP) error {
 }
 
 func (h *fakeHost) Missing(vs ...vip.VIP) ([]vip.VIP, error) {
+	h.vipMu.Lock()
+	defer h.vipMu.Unlock()
 	var missing []vip.VIP
 	for _, v := range vs {
 		if !h.held[v] && !h.preexisting[v] {
@@ -173,6 +183,8 @@ func (a fakeAnnouncers) Announce(ifname string, s garp.Settings, addrs []netip.A
 func (a fakeAnnouncers) Cancel(ifname string, addrs []netip.Addr) {
 	a.h.cancelled = append(a.h.cancelled, announceCall{dev: ifname, addrs: slices.Clone(addrs)})
 }
+
+func (a fakeAnnouncers) Refresh() {}
 
 func (a fakeAnnouncers) Close() { a.h.garpClosed = true }
 

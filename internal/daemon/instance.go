@@ -82,7 +82,10 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		in.faultErr = err
 	}
 	d.retrack(in, now)
-	d.acts = sm.Start(now, d.acts[:0])
+	// A start delay starts the state machine as if that much later: BACKUP now, hearing
+	// advertisements at once (an advertisement re-arms the timer as usual), but its first
+	// Master_Down_Timer runs Master_Down_Interval after now + StartDelay, never sooner.
+	d.acts = sm.Start(now.Add(in.cfg.StartDelay), d.acts[:0])
 	d.execute(in, now)
 }
 
@@ -153,8 +156,14 @@ func (d *Daemon) execute(in *instance, now time.Time) { d.executeActs(in, d.acts
 // executeActs carries out acts for in, in order. The state machine puts a new master's
 // first advertisement before everything else (vrrp.ActionKind), so it leaves before the
 // transition is logged and published and before the VIPs are added, which may wait for
-// netlink and for the crash record's fsync.
+// netlink and for the crash record.
+//
+// The transition's log line is written last, after the VIPs and the announcements: a
+// write to stderr (a pipe to journald or the container runtime) cost 50-100 µs of a
+// takeover on the test machine, and keepalived's readers look for the line, not for its
+// place among the actions.
 func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
+	defer d.logTransitions()
 	for i := range acts {
 		a := &acts[i]
 		switch a.Kind {
@@ -163,14 +172,17 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 			// Published before the VIPs are added or removed (the actions that follow), so
 			// whoever sees a VIP arrive on the host already reads the new state in /status.
 			d.publish(now)
+			d.hops.published = time.Since(now)
 		case vrrp.ActionSendAdvert:
 			d.send(in, a.Priority)
 		case vrrp.ActionAddVIPs:
 			d.addVIPs(in, a.VIPs)
+			d.hops.vips = time.Since(now)
 		case vrrp.ActionRemoveVIPs:
 			d.removeVIPs(in, a.VIPs)
 		case vrrp.ActionAnnounce:
 			d.startAnnounce(in, now) // all its addresses, not only a.VIPs
+			d.hops.announce = time.Since(now)
 		case vrrp.ActionArmTimer:
 			d.timers.Set(in.timerKey, a.At)
 		case vrrp.ActionStopTimer:
@@ -192,10 +204,25 @@ func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	in.state = a.To
 	in.transitions++
 	in.lastTransition = now
-	// keepalived's wording, so log scrapers and humans used to it read the same.
-	d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", in.cfg.Name, a.To), "from", a.From.String(), "reason", string(a.Reason))
+	d.transitions = append(d.transitions, loggedTransition{in.cfg.Name, a.From, a.To, a.Reason})
 	d.notifyTransition(in, a.To)
 	d.reportStateChange(in, a.From, now)
+}
+
+// loggedTransition is a transition whose log line executeActs has still to write.
+type loggedTransition struct {
+	name     string
+	from, to vrrp.State
+	reason   vrrp.Reason
+}
+
+// logTransitions writes the transitions' lines, in order.
+func (d *Daemon) logTransitions() {
+	for _, t := range d.transitions {
+		// keepalived's wording, so log scrapers and humans used to it read the same.
+		d.log.Info(fmt.Sprintf("(%s) Entering %s STATE", t.name, t.to), "from", t.from.String(), "reason", string(t.reason))
+	}
+	d.transitions = d.transitions[:0]
 }
 
 // reportStateChange tells Options.OnStateChange that in left from.

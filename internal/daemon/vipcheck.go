@@ -3,6 +3,7 @@ package daemon
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/vip"
@@ -28,6 +29,39 @@ type vipHolder struct {
 // disappears is put back too, and is then this vrrpd's own: the instance is master for
 // that address and nobody else holds it any more.
 func (d *Daemon) checkVIPs(now time.Time) {
+	w := d.mastersVIPs()
+	if len(w.all) == 0 {
+		return
+	}
+	missing, err := d.vips.Missing(w.all...)
+	d.restoreVIPs(w, missing, err, now)
+}
+
+// checkInterfacesUnlocking is checkInterfaces for the loop, which holds d.mu: it lets go
+// of it while Missing asks the kernel (a netlink round trip or two per interface, more
+// under the rtnl lock every namespace of the host shares), so that a Master_Down_Timer
+// falling due meanwhile is not kept waiting by it. What the instances did meanwhile is
+// looked at again before anything is put back (restoreVIPs).
+func (d *Daemon) checkInterfacesUnlocking() {
+	d.checkLinks(time.Now())
+	w := d.mastersVIPs()
+	if len(w.all) == 0 {
+		return
+	}
+	d.rearm()
+	d.mu.Unlock()
+	missing, err := d.vips.Missing(w.all...)
+	d.mu.Lock()
+	d.restoreVIPs(w, missing, err, time.Now())
+}
+
+// wantedVIPs are the VIPs of every master, with who holds each.
+type wantedVIPs struct {
+	all []vip.VIP
+	by  map[vip.VIP][]vipHolder
+}
+
+func (d *Daemon) mastersVIPs() wantedVIPs {
 	var all []vip.VIP
 	var by map[vip.VIP][]vipHolder
 	for _, in := range d.instances {
@@ -48,10 +82,13 @@ func (d *Daemon) checkVIPs(now time.Time) {
 			}
 		}
 	}
-	if len(all) == 0 {
-		return
-	}
-	missing, err := d.vips.Missing(all...)
+	return wantedVIPs{all: all, by: by}
+}
+
+// restoreVIPs puts back the missing ones of w, for the holders that still hold them: an
+// instance that left Master (or was removed) since w was taken keeps its VIPs off.
+func (d *Daemon) restoreVIPs(w wantedVIPs, missing []vip.VIP, err error, now time.Time) {
+	by := w.by
 	if err != nil {
 		d.log.Debug("cannot check the masters' VIPs", "err", err)
 	}
@@ -59,7 +96,7 @@ func (d *Daemon) checkVIPs(now time.Time) {
 		defer d.publish(now) // rare, and worth seeing at once
 	}
 	for _, v := range missing {
-		hs := by[v]
+		hs := slices.DeleteFunc(by[v], func(h vipHolder) bool { return !d.stillHolds(h) })
 		delete(by, v) // a VIP two masters share is put back once
 		for _, h := range hs {
 			h.in.readded++
@@ -74,4 +111,14 @@ func (d *Daemon) checkVIPs(now time.Time) {
 			}
 		}
 	}
+}
+
+// stillHolds reports whether h's instance is still running and master, and for its
+// excluded VIPs still holds them.
+func (d *Daemon) stillHolds(h vipHolder) bool {
+	in := h.in
+	if d.byName[in.cfg.Name] != in || in.sm == nil || in.sm.State() != vrrp.StateMaster {
+		return false
+	}
+	return h.holder == in.cfg.Name || in.holdsExcluded
 }

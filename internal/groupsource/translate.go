@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
@@ -304,9 +305,38 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 		if err != nil {
 			return nil, err
 		}
+		c.StartDelay = startDelay(prios, self)
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// StartDelayStep is the extra wait before a new instance's first Master_Down_Timer for
+// each member node ranked above this one (by priority), up to StartDelayRanks of them.
+//
+// The operator spaces the top ranks' priorities widely (internal/placement): the first two
+// differ in Skew_Time by 50/256 of an advertisement interval, 19.5 ms at 100 ms, 1.95 ms at
+// 10 ms. That decides a race when every node stops hearing a master at the same moment. A new instance is different: each node starts it when its own watch delivers
+// the group, and on a loaded node the delivery, the reload or the timer itself can be late
+// by more than that (15 ms measured on the shared 2-core lab machine). The second-ranked
+// node would then take the VIP, announce it, and hand it back one advertisement later.
+// 100 ms a rank covers that spread with room at any interval; it costs nothing when the
+// best-ranked node runs the instance, and delays a lower-ranked node's first mastership
+// only while every node above it is away.
+const (
+	StartDelayStep  = 100 * time.Millisecond
+	StartDelayRanks = 4
+)
+
+// startDelay is StartDelayStep for each member ranked above self, at most StartDelayRanks.
+func startDelay(prios []uint8, self int) time.Duration {
+	above := 0
+	for i, p := range prios {
+		if i != self && p > prios[self] {
+			above++
+		}
+	}
+	return time.Duration(min(above, StartDelayRanks)) * StartDelayStep
 }
 
 // draft reads what every virtual router of status instance in shares: the

@@ -773,3 +773,32 @@ func TestTranslateUseVMAC(t *testing.T) {
 		}
 	}
 }
+
+// TestTranslateStartDelay: each instance starts StartDelayStep later per member node
+// ranked above this one (a node that does not run it does not count), up to
+// StartDelayRanks steps; the best-ranked node starts without delay.
+func TestTranslateStartDelay(t *testing.T) {
+	g := testGroup()
+	step := StartDelayStep
+	for node, want := range map[string]map[string]time.Duration{
+		// default/dual: 254, 253, 252; spread: 252, 254, 253; web: 253, 0 (b), 254.
+		"a": {"default/dual/ipv4": 0, "default/dual/ipv6": 0, "default/spread/10.99.0.102": 2 * step, "default/web": step},
+		"c": {"default/dual/ipv4": 2 * step, "default/dual/ipv6": 2 * step, "default/spread/10.99.0.102": step, "default/web": 0},
+	} {
+		cfg, _ := mustTranslate(t, g, node, nil, nil)
+		if len(cfg.Instances) != len(want) {
+			t.Fatalf("node %s: %d instances, want %d", node, len(cfg.Instances), len(want))
+		}
+		for _, in := range cfg.Instances {
+			if in.StartDelay != want[in.Name] {
+				t.Errorf("node %s, %s: start delay %v, want %v", node, in.Name, in.StartDelay, want[in.Name])
+			}
+		}
+	}
+	prios := []uint8{254, 204, 79, 29, 3, 2, 1}
+	for self, want := range []time.Duration{0, step, 2 * step, 3 * step, 4 * step, 4 * step, 4 * step} {
+		if got := startDelay(prios, self); got != want {
+			t.Errorf("rank %d of 7: start delay %v, want %v", self, got, want)
+		}
+	}
+}

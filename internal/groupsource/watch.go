@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,20 @@ type Update struct {
 	// ResourceVersion is the group's resourceVersion, empty when the group
 	// does not exist.
 	ResourceVersion string
+	// Timing is where the time between the API server's event and
+	// OnChange went: a Service's path to its VIP is measured in parts
+	// (test/e2e's BenchmarkServiceToVIP reads them from vrrpd's log).
+	Timing Timing
+}
+
+// Timing breaks down the watcher's share of an Update's latency.
+type Timing struct {
+	// Received is when the event (or the list) that led to the Update
+	// came in; zero for the cache and for retries.
+	Received time.Time
+	// Cache is the time spent writing the cache file, Translate the time
+	// spent in Translate.
+	Cache, Translate time.Duration
 }
 
 // requestTimeout bounds one list or get, so an API server that accepts
@@ -100,8 +115,11 @@ func Watch(ctx context.Context, rc *rest.Config, opts Options) error {
 
 // scheme decodes our group's objects, the Services and Events of events.go, and the
 // API's Status errors. It holds only these: client-go's full scheme (every API group)
-// would cost vrrpd megabytes of memory.
-var scheme = func() *runtime.Scheme {
+// would cost vrrpd megabytes of memory. It is built on first use, not at package init:
+// registering the types walks them all by reflection, which pages in their type data,
+// and a standalone vrrpd, which links this package but never follows a group, would pay
+// for that in resident memory.
+var scheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		panic(err) // registration of static types; cannot fail at run time
@@ -110,9 +128,10 @@ var scheme = func() *runtime.Scheme {
 	s.AddKnownTypes(eventsv1.SchemeGroupVersion, &eventsv1.Event{})
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
-}()
+})
 
-var parameterCodec = runtime.NewParameterCodec(scheme)
+// parameterCodec encodes list and watch options into query parameters; built with scheme.
+var parameterCodec = sync.OnceValue(func() runtime.ParameterCodec { return runtime.NewParameterCodec(scheme()) })
 
 type watcher struct {
 	opts   Options
@@ -131,6 +150,8 @@ type watcher struct {
 	retry     backoff
 	retryAt   time.Time
 	refreshAt time.Time
+
+	timing Timing // of the event being handled, for its Update
 }
 
 func newWatcher(rc *rest.Config, opts Options) (*watcher, error) {
@@ -233,6 +254,7 @@ func (w *watcher) session(ctx context.Context) (healthy bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	w.timing = Timing{Received: time.Now()}
 	w.setGroup(g)
 	for {
 		start := time.Now()
@@ -271,7 +293,7 @@ func (w *watcher) list(ctx context.Context) (*v1alpha1.KeepalivedGroup, string, 
 	err := w.groups.Get().
 		Namespace(w.opts.Group.Namespace).
 		Resource("keepalivedgroups").
-		VersionedParams(&metav1.ListOptions{FieldSelector: w.selector()}, parameterCodec).
+		VersionedParams(&metav1.ListOptions{FieldSelector: w.selector()}, parameterCodec()).
 		Timeout(requestTimeout).
 		Do(ctx).
 		Into(&l)
@@ -299,7 +321,7 @@ func (w *watcher) watchFrom(ctx context.Context, rv string) (watch.Interface, er
 			AllowWatchBookmarks: true,
 			TimeoutSeconds:      &timeout,
 			Watch:               true,
-		}, parameterCodec).
+		}, parameterCodec()).
 		Watch(ctx)
 }
 
@@ -321,6 +343,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface, rv string) (s
 				return rv, events, nil
 			}
 			events++
+			w.timing = Timing{Received: time.Now()}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
 				g, ok := ev.Object.(*v1alpha1.KeepalivedGroup)
@@ -372,7 +395,9 @@ func (w *watcher) setGroup(g *v1alpha1.KeepalivedGroup) {
 	w.readPassword()
 	// Cache first: a crash while the daemon applies the update must not
 	// restart it on the older group.
+	start := time.Now()
 	w.updateCache()
+	w.timing.Cache = time.Since(start)
 	w.apply(false)
 }
 
@@ -451,8 +476,12 @@ func (w *watcher) apply(fromCache bool) {
 	)
 	if w.group != nil {
 		rv = w.group.ResourceVersion
+		start := time.Now()
 		cfg, ws, err = Translate(w.group, w.opts.Node, w.password, w.opts.Resolve)
+		w.timing.Translate = time.Since(start)
 	}
+	timing := w.timing
+	w.timing = Timing{}
 	if err != nil {
 		w.failing = true
 		d := w.retry.next()
@@ -470,7 +499,7 @@ func (w *watcher) apply(fromCache bool) {
 		w.log.Warn(wn.Error())
 	}
 	w.log.Info("new configuration", "instances", len(cfg.Instances), "resource_version", rv, "from_cache", fromCache)
-	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv})
+	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv, Timing: timing})
 }
 
 // updateCache writes the group the API server gave, or removes the cache
@@ -537,7 +566,7 @@ func restClient(rc *rest.Config, gv schema.GroupVersion, apiPath string) (*rest.
 	c := rest.CopyConfig(rc)
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme()).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = "vrrpd"
 	}

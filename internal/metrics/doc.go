@@ -31,7 +31,9 @@
 //	vrrpd_packets_received_total{intf,family}      counter, per socket
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take
 //
-// plus the Go runtime's go_* and process_* metrics.
+// plus the Go runtime's go_* and process_* metrics, under client_golang's names. The text
+// exposition is written here (expo.go), not by client_golang, to keep that library and its
+// dependencies out of vrrpd's memory.
 //
 // keepalived_up is 0 when the daemon is not doing its job, and then /healthz answers 503
 // with the reason: its loop has made no turn for longer than max(3 × the smallest

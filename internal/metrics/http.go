@@ -4,12 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
@@ -36,37 +33,32 @@ type Options struct {
 	Live func() error
 	// Program, if set, adds Program_build_info (package version) to the metrics.
 	Program string
-	// Registry, if set, receives the collectors instead of a fresh registry, for a
-	// program that registers metrics of its own. The Go runtime and process collectors
-	// are added only to the fresh registry.
-	Registry *prometheus.Registry
 }
 
 // Handler returns the HTTP handler of vrrpd's endpoints: MetricsPath, HealthPath,
-// StatusPath, and an index at "/". It fails only if opt.Registry already holds metrics
-// with the same names.
+// LivePath, StatusPath, and an index at "/".
 func Handler(src Source, opt Options) (http.Handler, error) {
-	reg := opt.Registry
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
 	col := NewCollector(src)
 	col.health = opt.Health
-	if err := reg.Register(col); err != nil {
-		return nil, fmt.Errorf("metrics: register collector: %w", err)
-	}
-	if opt.Program != "" {
-		if err := reg.Register(version.NewCollector(opt.Program)); err != nil {
-			return nil, fmt.Errorf("metrics: register build info: %w", err)
-		}
-	}
 	mux := http.NewServeMux()
-	// Plain text exposition, not OpenMetrics: OpenMetrics would add _total to the
-	// keepalived_exporter counter names that dashboards query without it.
-	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError,
-	}))
+	// Plain text exposition, never OpenMetrics, whatever the scraper asks for first:
+	// OpenMetrics would add _total to the keepalived_exporter counter names that
+	// dashboards query without it.
+	mux.HandleFunc("GET "+MetricsPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		var e exposition
+		col.collect(&e)
+		collectGo(&e)
+		collectProcess(&e)
+		if opt.Program != "" {
+			e.family(opt.Program+"_build_info", typeGauge, version.BuildInfoHelp(opt.Program), "version", "goversion").
+				add(1, version.Version, runtime.Version())
+		}
+		// A series left out (a label that is not UTF-8) is the only error before the
+		// body is sent; the scrape still serves everything else, as client_golang's
+		// ContinueOnError did.
+		_ = e.write(w)
+	})
 	mux.HandleFunc("GET "+HealthPath, probe(opt.Health))
 	mux.HandleFunc("GET "+LivePath, probe(opt.Live))
 	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -60,21 +59,19 @@ func sampleSnapshot() metrics.Snapshot {
 	}
 }
 
+// gather writes the collector's exposition and parses it back, as Prometheus would.
 func gather(t *testing.T, src metrics.Source) map[string]*dto.MetricFamily {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(metrics.NewCollector(src)); err != nil {
-		t.Fatal(err)
+	var buf bytes.Buffer
+	if err := metrics.NewCollector(src).Write(&buf); err != nil {
+		t.Fatalf("Write: %v", err)
 	}
-	mfs, err := reg.Gather()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(&buf)
 	if err != nil {
-		t.Fatalf("Gather: %v", err)
+		t.Fatalf("parse exposition: %v\n%s", err, buf.String())
 	}
-	out := make(map[string]*dto.MetricFamily, len(mfs))
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
+	return mfs
 }
 
 // value finds the sample of family name with exactly the given labels.
@@ -189,15 +186,23 @@ func TestEmptySnapshot(t *testing.T) {
 	}
 }
 
-// An instance name that is not valid UTF-8 fails that series, never the daemon.
+// An instance name that is not valid UTF-8 fails that series, never the daemon: the
+// rest is written and still parses.
 func TestInvalidLabelDoesNotPanic(t *testing.T) {
 	src := metrics.SourceFunc(func() metrics.Snapshot {
 		return metrics.Snapshot{Instances: []metrics.Instance{{Name: "bad\xff", Interface: "eth0", VRID: 1}}}
 	})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(src))
-	if _, err := reg.Gather(); err == nil {
-		t.Error("Gather accepted a label value that is not UTF-8")
+	var buf bytes.Buffer
+	if err := metrics.NewCollector(src).Write(&buf); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Write accepted a label value that is not UTF-8 (err %v)", err)
+	}
+	if strings.Contains(buf.String(), `name="bad`) {
+		t.Errorf("the invalid series was written:\n%s", buf.String())
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(&buf)
+	if err != nil || mfs["keepalived_up"] == nil {
+		t.Errorf("the rest does not parse (%v) or lacks keepalived_up", err)
 	}
 }
 
@@ -399,11 +404,65 @@ func TestNewServerDefaults(t *testing.T) {
 	if s.Addr != ":9650" || s.ReadHeaderTimeout == 0 {
 		t.Errorf("server = addr %q, ReadHeaderTimeout %v", s.Addr, s.ReadHeaderTimeout)
 	}
-	// A caller's registry that already has the names is refused, not panicked on.
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewCollector(metrics.SourceFunc(sampleSnapshot)))
-	if _, err := metrics.Handler(metrics.SourceFunc(sampleSnapshot), metrics.Options{Registry: reg}); err == nil {
-		t.Error("Handler accepted a registry that already holds its collector")
+}
+
+// TestRuntimeFamilies: /metrics has every go_* and process_* family client_golang's Go and
+// process collectors served before vrrpd wrote its own exposition, with the same types, so
+// dashboards built on them keep working.
+func TestRuntimeFamilies(t *testing.T) {
+	srv := newServer(t, metrics.SourceFunc(sampleSnapshot), metrics.Options{})
+	_, body := get(t, srv.URL+metrics.MetricsPath)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("parse exposition: %v", err)
+	}
+	for name, typ := range map[string]dto.MetricType{
+		"go_gc_duration_seconds":               dto.MetricType_SUMMARY,
+		"go_gc_gogc_percent":                   dto.MetricType_GAUGE,
+		"go_gc_gomemlimit_bytes":               dto.MetricType_GAUGE,
+		"go_goroutines":                        dto.MetricType_GAUGE,
+		"go_info":                              dto.MetricType_GAUGE,
+		"go_memstats_alloc_bytes":              dto.MetricType_GAUGE,
+		"go_memstats_alloc_bytes_total":        dto.MetricType_COUNTER,
+		"go_memstats_buck_hash_sys_bytes":      dto.MetricType_GAUGE,
+		"go_memstats_frees_total":              dto.MetricType_COUNTER,
+		"go_memstats_gc_sys_bytes":             dto.MetricType_GAUGE,
+		"go_memstats_heap_alloc_bytes":         dto.MetricType_GAUGE,
+		"go_memstats_heap_idle_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_heap_inuse_bytes":         dto.MetricType_GAUGE,
+		"go_memstats_heap_objects":             dto.MetricType_GAUGE,
+		"go_memstats_heap_released_bytes":      dto.MetricType_GAUGE,
+		"go_memstats_heap_sys_bytes":           dto.MetricType_GAUGE,
+		"go_memstats_last_gc_time_seconds":     dto.MetricType_GAUGE,
+		"go_memstats_mallocs_total":            dto.MetricType_COUNTER,
+		"go_memstats_mcache_inuse_bytes":       dto.MetricType_GAUGE,
+		"go_memstats_mcache_sys_bytes":         dto.MetricType_GAUGE,
+		"go_memstats_mspan_inuse_bytes":        dto.MetricType_GAUGE,
+		"go_memstats_mspan_sys_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_next_gc_bytes":            dto.MetricType_GAUGE,
+		"go_memstats_other_sys_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_stack_inuse_bytes":        dto.MetricType_GAUGE,
+		"go_memstats_stack_sys_bytes":          dto.MetricType_GAUGE,
+		"go_memstats_sys_bytes":                dto.MetricType_GAUGE,
+		"go_sched_gomaxprocs_threads":          dto.MetricType_GAUGE,
+		"go_threads":                           dto.MetricType_GAUGE,
+		"process_cpu_seconds_total":            dto.MetricType_COUNTER,
+		"process_max_fds":                      dto.MetricType_GAUGE,
+		"process_network_receive_bytes_total":  dto.MetricType_COUNTER,
+		"process_network_transmit_bytes_total": dto.MetricType_COUNTER,
+		"process_open_fds":                     dto.MetricType_GAUGE,
+		"process_resident_memory_bytes":        dto.MetricType_GAUGE,
+		"process_start_time_seconds":           dto.MetricType_GAUGE,
+		"process_virtual_memory_bytes":         dto.MetricType_GAUGE,
+		"process_virtual_memory_max_bytes":     dto.MetricType_GAUGE,
+	} {
+		if mf := mfs[name]; mf == nil || mf.GetType() != typ {
+			t.Errorf("%s: %v, want a %v", name, mf.GetType(), typ)
+		}
+	}
+	if q := mfs["go_gc_duration_seconds"].GetMetric()[0].GetSummary().GetQuantile(); len(q) != 5 {
+		t.Errorf("go_gc_duration_seconds has %d quantiles, want 5", len(q))
 	}
 }
 

@@ -22,10 +22,29 @@
 // # Priorities
 //
 // The first-ranked node gets priority 254 (255 is reserved by RFC 5798 for
-// the owner of the address, which a VIP never has), the next 253, and so on,
-// one apart, so all priorities of an instance are distinct and there are no
-// ties to break by IP address. From the 254th node on the priority stays 1;
-// groups that large tie only in their tail.
+// the owner of the address, which a VIP never has), the next ones
+// TopPriorities: 204, 79, 29. A backup's Skew_Time is (256-priority)/256 of
+// the advertisement interval. When the master fails, the second- and
+// third-ranked nodes race 125/256 of an interval apart (48.8 ms at 100 ms
+// adverts, 4.9 ms at 10 ms), not 1/256 (0.4 ms, 0.04 ms), which timer
+// lateness and the time a loaded node takes to hear the winner's first
+// advertisement decided instead: the wrong node took the VIP and gave it
+// back (4 times in 20 failovers at 10 ms with gaps of 50/256, on the loaded
+// 2-core lab machine; none with 125/256). The first two ranks are 50 apart
+// (19.5 ms at 100 ms); they race only when an instance starts on both at
+// once, where vrrpd's start delay decides. Below these, each rank r of n nodes
+// gets n-r when that is higher, counting down by one to 1: every priority of
+// an instance is distinct up to 254 nodes, so there are no ties to break by
+// IP address, and up to about 30 nodes the top four ranks' priorities do not
+// depend on the group's size. The price is failover time: the second-ranked
+// node waits 3 intervals plus 52/256 of one (320 ms at 100 ms), not plus
+// 3/256 (301 ms). From the 255th node on the priorities are 254 down by one,
+// then 1; groups that large tie only in their tail.
+//
+// A new instance starts on every node at about the same time, each when its
+// vrrpd's watch delivers the group; vrrpd therefore also starts it
+// groupsource.StartDelayStep (100 ms) later for each node ranked above it
+// (groupsource.Translate), so the first master is the first-ranked node.
 //
 // # Preemption
 //

@@ -12,6 +12,9 @@ const (
 	LowestPriority = 1
 )
 
+// TopPriorities are the priorities of the first ranks (see priorityAt).
+var TopPriorities = [...]uint8{MasterPriority, 204, 79, 29}
+
 // weight is the rendezvous weight of (key, node).
 func weight(key, node string) uint64 {
 	const (
@@ -64,12 +67,27 @@ func Rank(key string, nodes []string) []string {
 	return out
 }
 
-// priorityAt is the priority of the node ranked r (0 is first).
-func priorityAt(r int) uint8 {
-	if r >= MasterPriority-LowestPriority {
-		return LowestPriority
+// priorityAt is the priority of the node ranked r (0 is first) among n.
+//
+// The first ranks get TopPriorities, far apart, so that backups racing for
+// a lost master differ in Skew_Time by much more than timer lateness and the
+// time a node takes to hear the winner's first advertisement (doc.go). The
+// others, and every rank whose n-r is higher, get n-r: the least that keeps
+// the n priorities distinct (the max of two decreasing sequences decreases),
+// and never below 1 while n <= 254. A larger group cannot have distinct
+// priorities; it keeps the plain countdown and ties only in its tail.
+func priorityAt(r, n int) uint8 {
+	if n > MasterPriority-LowestPriority+1 {
+		if r >= MasterPriority-LowestPriority {
+			return LowestPriority
+		}
+		return uint8(MasterPriority - r)
 	}
-	return uint8(MasterPriority - r)
+	top := 0
+	if r < len(TopPriorities) {
+		top = int(TopPriorities[r])
+	}
+	return uint8(max(top, n-r))
 }
 
 // Priorities returns key's priority on each node, in the order of nodes.
@@ -82,7 +100,7 @@ func Priorities(key string, nodes []string) []uint8 {
 func fromOrder(idx []int) []uint8 {
 	out := make([]uint8, len(idx))
 	for r, j := range idx {
-		out[j] = priorityAt(r)
+		out[j] = priorityAt(r, len(idx))
 	}
 	return out
 }

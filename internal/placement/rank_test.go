@@ -87,11 +87,11 @@ func TestDeterministicAndOrderIndependent(t *testing.T) {
 		if Master(k, nodes) != masterOf(p, nodes) || Rank(k, nodes)[0] != Master(k, nodes) {
 			t.Fatalf("%s: Master, Rank and Priorities disagree", k)
 		}
-		// Rank order is priority order.
+		// Rank order is priority order, each rank at its priority.
 		r := Rank(k, nodes)
-		for i := 1; i < len(r); i++ {
-			if p[slices.Index(nodes, r[i-1])] != p[slices.Index(nodes, r[i])]+1 {
-				t.Fatalf("%s: priorities not one apart along the ranking", k)
+		for i := range r {
+			if p[slices.Index(nodes, r[i])] != priorityAt(i, len(nodes)) {
+				t.Fatalf("%s: rank %d not at priorityAt(%d)", k, i, i)
 			}
 		}
 	}
@@ -288,8 +288,10 @@ func TestPlaceServiceKeepsBackupOrder(t *testing.T) {
 		p := placed[k]
 		m := masterOf(p, nodes)
 		var byPrio []string
-		for v := MasterPriority - 1; v > MasterPriority-len(nodes); v-- {
-			byPrio = append(byPrio, nodes[slices.Index(p, uint8(v))])
+		desc := slices.Sorted(slices.Values(p))
+		slices.Reverse(desc)
+		for _, v := range desc[1:] {
+			byPrio = append(byPrio, nodes[slices.Index(p, v)])
 		}
 		rest := slices.DeleteFunc(Rank(k, nodes), func(n string) bool { return n == m })
 		if !reflect.DeepEqual(byPrio, rest) {
@@ -367,4 +369,37 @@ func TestPlaceServiceMovement(t *testing.T) {
 	}
 	t.Logf("spreadvips, %d VIPs x 200 services over 10 nodes: a leaving node moves %d of %d sibling masters (%.1f%% per leave; ideal 10%%), a joining node %d (%.1f%%; ideal 9.1%%)",
 		vips, movedLeave/2, total, 50*float64(movedLeave)/float64(total), movedJoin, 100*float64(movedJoin)/float64(total))
+}
+
+// TestPrioritySpacing: the first ranks get TopPriorities, far apart, so that their
+// Skew_Times differ by a large part of an advertisement interval; the rest count down by
+// one, distinct down to 1 for every group size up to 254, and every priority depends only
+// on the rank while the group is small.
+func TestPrioritySpacing(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		want []uint8
+	}{
+		{1, []uint8{254}},
+		{2, []uint8{254, 204}},
+		{3, []uint8{254, 204, 79}},
+		{4, []uint8{254, 204, 79, 29}},
+		{7, []uint8{254, 204, 79, 29, 3, 2, 1}},
+		{40, []uint8{254, 204, 79, 37, 36}},
+		{100, []uint8{254, 204, 98, 97, 96}},
+	} {
+		got := make([]uint8, len(tc.want))
+		for r := range got {
+			got[r] = priorityAt(r, tc.n)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%d nodes: priorities by rank %v, want %v", tc.n, got, tc.want)
+		}
+	}
+	for n := 1; n <= MasterPriority; n++ {
+		checkPriorities(t, fmt.Sprintf("%d nodes", n), Priorities("ns/web", nodesN(n)))
+		if p := priorityAt(n-1, n); n > len(TopPriorities) && p != LowestPriority {
+			t.Fatalf("%d nodes: the last rank at %d, want %d", n, p, LowestPriority)
+		}
+	}
 }

@@ -4,9 +4,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestString(t *testing.T) {
@@ -16,20 +13,5 @@ func TestString(t *testing.T) {
 	s := String("vrrpd")
 	if !strings.HasPrefix(s, "vrrpd v1.2.3-4-gabcdef (") || !strings.Contains(s, runtime.Version()) {
 		t.Errorf("String = %q", s)
-	}
-}
-
-func TestCollector(t *testing.T) {
-	old := Version
-	t.Cleanup(func() { Version = old })
-	Version = "v9.9.9"
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector("vrrpd"))
-	want := `# HELP vrrpd_build_info A metric with a constant '1' value labelled by the version and Go version vrrpd was built from
-# TYPE vrrpd_build_info gauge
-vrrpd_build_info{goversion="` + runtime.Version() + `",version="v9.9.9"} 1
-`
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "vrrpd_build_info"); err != nil {
-		t.Error(err)
 	}
 }

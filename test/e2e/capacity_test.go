@@ -81,7 +81,7 @@ func TestKubernetesModeCapacityMemory(t *testing.T) {
 }
 
 // procStatusKiB reads one "Name: N kB" line of /proc/<pid>/status.
-func procStatusKiB(t *testing.T, pid int, name string) float64 {
+func procStatusKiB(t testing.TB, pid int, name string) float64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -101,7 +101,7 @@ func procStatusKiB(t *testing.T, pid int, name string) float64 {
 }
 
 // cpuSeconds is the user and system time of process pid (/proc/<pid>/stat fields 14, 15).
-func cpuSeconds(t *testing.T, pid int) float64 {
+func cpuSeconds(t testing.TB, pid int) float64 {
 	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {

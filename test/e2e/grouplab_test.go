@@ -15,12 +15,18 @@ import (
 // groupLab is a lab (client, h1, h2) with the proxy to the API server, the operator
 // watching a namespace of its own, and a group there on the lab's eth0 and nodes h1 and h2,
 // its other settings from spec.
-func groupLab(t *testing.T, spec v1alpha1.KeepalivedGroupSpec) (*netlab.Lab, string) {
+func groupLab(t testing.TB, spec v1alpha1.KeepalivedGroupSpec) (*netlab.Lab, string) {
 	t.Helper()
 	need(t)
 	vrrpdBinary(t)
 	createNodes(t)
-	lab := netlabtest.New(t, "client", "h1", "h2")
+	return groupLabHosts(t, spec, "h1", "h2")
+}
+
+// groupLabHosts is groupLab's lab with the named node hosts, whose Nodes the caller made.
+func groupLabHosts(t testing.TB, spec v1alpha1.KeepalivedGroupSpec, nodes ...string) (*netlab.Lab, string) {
+	t.Helper()
+	lab := netlabtest.New(t, append([]string{"client"}, nodes...)...)
 	startProxy(t, lab.Host("client"), proxyAddr, apiAddress(t))
 	ns := newNamespace(t)
 	startOperator(t, ns)
@@ -36,7 +42,7 @@ func groupLab(t *testing.T, spec v1alpha1.KeepalivedGroupSpec) (*netlab.Lab, str
 // startNodeVrrpd runs vrrpd on lab host node with the DaemonSet's args (the kubelet's
 // expansions done, and each old/new pair of replace applied to them), the group's
 // ServiceAccount credentials in environ, and the suite's state directory and metrics address.
-func startNodeVrrpd(t *testing.T, h *netlab.Host, args, environ []string, replace ...string) *vrrpd {
+func startNodeVrrpd(t testing.TB, h *netlab.Host, args, environ []string, replace ...string) *vrrpd {
 	t.Helper()
 	return startVrrpd(t, h, environ, nodeArgs(args, h.Name, vrrpdtest.NewStateDir(t), replace...)...)
 }

@@ -313,7 +313,7 @@ func apiAddress(t testing.TB) string {
 }
 
 // createNodes makes Nodes h1 and h2 with the lab hosts' addresses, as kubelets would.
-func createNodes(t *testing.T) {
+func createNodes(t testing.TB) {
 	t.Helper()
 	ctx := context.Background()
 	for i, name := range []string{"h1", "h2"} {
@@ -336,7 +336,7 @@ func otherNode(n string) string {
 	return "h1"
 }
 
-func newNamespace(t *testing.T) string {
+func newNamespace(t testing.TB) string {
 	t.Helper()
 	// envtest runs no namespace controller, so a namespace is never really deleted: each
 	// run of the test (-count) needs names of its own.
@@ -347,7 +347,7 @@ func newNamespace(t *testing.T) string {
 	return name
 }
 
-func newService(t *testing.T, ns, name string, annotations map[string]string, vips ...netip.Addr) *corev1.Service {
+func newService(t testing.TB, ns, name string, annotations map[string]string, vips ...netip.Addr) *corev1.Service {
 	t.Helper()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
@@ -364,7 +364,7 @@ func newService(t *testing.T, ns, name string, annotations map[string]string, vi
 
 // startOperator runs the operator's controllers in the test process, watching only ns (and
 // the Nodes).
-func startOperator(t *testing.T, ns string) {
+func startOperator(t testing.TB, ns string) {
 	t.Helper()
 	testoperator.Start(t, env.Config, env.Scheme, ns, "example.com/vrrpd:e2e")
 }
@@ -458,7 +458,7 @@ func parseVIP(s string) (netip.Addr, error) {
 }
 
 // daemonSetArgs are the vrrpd arguments of the DaemonSet the operator made for the group.
-func daemonSetArgs(t *testing.T, ns string) []string {
+func daemonSetArgs(t testing.TB, ns string) []string {
 	t.Helper()
 	var ds appsv1.DaemonSet
 	vrrpdtest.WaitFor(t, 10*time.Second, "the group's DaemonSet", func() bool {
@@ -479,7 +479,7 @@ func daemonSetArgs(t *testing.T, ns string) []string {
 // proxy, authenticated as the group's ServiceAccount (a token from the TokenRequest API),
 // so that only the Role the operator made for the group lets vrrpd in. It also checks that
 // the token is no more than that.
-func vrrpdKubeconfig(t *testing.T, ns string) string {
+func vrrpdKubeconfig(t testing.TB, ns string) string {
 	t.Helper()
 	ctx := context.Background()
 	sa := groupName + "-vrrpd"

@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 // need skips (or, under CI=true, fails) a test that lacks the API server or the lab.
-func need(t *testing.T) {
+func need(t testing.TB) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: skipped with -short (make unit)")

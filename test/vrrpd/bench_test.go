@@ -109,9 +109,10 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // runResult is what a steady-state run measured.
 type runResult struct {
 	converged bool
-	flaps     int     // state transitions logged during the hold, both hosts
-	cpu       float64 // CPU seconds of every process in both hosts during the hold
-	rssMiB    float64 // the largest peak RSS of one host's daemon processes (summed per host)
+	flaps     int        // state transitions logged during the hold, both hosts
+	cpu       float64    // CPU seconds of every process in both hosts during the hold
+	rssMiB    float64    // the largest peak RSS of one host's daemon processes (summed per host)
+	mem       [2]procMem // each host's largest daemon process, after the hold
 }
 
 // steadyRun starts n instances on both hosts (h1 master of all at priority 150), waits for
@@ -157,7 +158,8 @@ func steadyRun(t testing.TB, kind daemonKind, n int, ipv6 bool, hold time.Durati
 	if !p1.Running() || !p2.Running() {
 		t.Fatalf("%s died during the run", kind.name)
 	}
-	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss}
+	mem := [2]procMem{largestProcMem(t, h1), largestProcMem(t, h2)}
+	return runResult{converged: true, flaps: flaps, cpu: cpu, rssMiB: rss, mem: mem}
 }
 
 func countVIPs(have []netip.Prefix, vips []netip.Prefix) int {

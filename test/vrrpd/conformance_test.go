@@ -21,7 +21,6 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/benchreport"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
-	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -223,15 +222,7 @@ func benchTakeover(b *testing.B, keepalived bool) {
 			d = startVrrpd(b, h1, writeConf(b, "h1.conf", orderConf(100, "0.05")), "")
 		}
 		stamps := stampWire(b, h1)
-		var master *transport.Conn
-		if err := client.Do(func() error {
-			var err error
-			master, err = transport.Open(client.Link, transport.IPv4, transport.Options{})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-		defer master.Close()
+		master := openMaster(b, client)
 		adv := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: 51, Priority: 200,
 			Addresses: []netip.Addr{vip4.Addr()}}
 		adv.SetInterval(interval)

@@ -14,7 +14,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 )
 
-// wireStamps records every IPv4 VRRP packet in or out of a lab host's eth0 with the
+// wireStamps records every IPv4 VRRP packet, and every ARP frame, in or out of a lab host's eth0 with the
 // kernel's timestamp (SO_TIMESTAMPNS on a packet socket, as tcpdump's): an arriving packet
 // is stamped as the interface receives it, a leaving one as it is handed to the
 // interface, which on a real NIC is when it goes on the wire. Nothing of the host's
@@ -27,11 +27,12 @@ type wireStamps struct {
 }
 
 type stamped struct {
-	at       time.Time // CLOCK_REALTIME, as time.Now's wall clock
-	out      bool      // leaving the host
-	src      netip.Addr
+	at       time.Time  // CLOCK_REALTIME, as time.Now's wall clock
+	out      bool       // leaving the host
+	src      netip.Addr // for ARP the sender's protocol address: the announced one
 	vrid     uint8
 	priority uint8
+	arp      bool
 }
 
 func stampWire(tb testing.TB, h *netlab.Host) *wireStamps {
@@ -90,6 +91,15 @@ func (w *wireStamps) read() {
 		}
 		at, ok := kernelStamp(oob[:oobn])
 		ll, isLL := from.(*unix.SockaddrLinklayer)
+		if ok && isLL && ll.Protocol == htons(unix.ETH_P_ARP) && n >= 28 {
+			// SOCK_DGRAM: the frame without its Ethernet header; the sender's protocol
+			// address is at 14.
+			src, _ := netip.AddrFromSlice(buf[14:18])
+			w.mu.Lock()
+			w.seen = append(w.seen, stamped{at: at, out: ll.Pkttype == unix.PACKET_OUTGOING, src: src, arp: true})
+			w.mu.Unlock()
+			continue
+		}
 		if !ok || !isLL || ll.Protocol != htons(unix.ETH_P_IP) || n < 20 || buf[9] != 112 {
 			continue
 		}
@@ -124,7 +134,7 @@ func (w *wireStamps) first(out bool, src netip.Addr, vrid, prio uint8, after tim
 	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
 		w.mu.Lock()
 		for _, s := range w.seen {
-			if s.out == out && s.src == src && s.vrid == vrid && s.priority == prio && s.at.After(after) {
+			if !s.arp && s.out == out && s.src == src && s.vrid == vrid && s.priority == prio && s.at.After(after) {
 				w.mu.Unlock()
 				return s.at, true
 			}
@@ -137,3 +147,32 @@ func (w *wireStamps) first(out bool, src netip.Addr, vrid, prio uint8, after tim
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// firstARP returns the first ARP frame leaving the host that announces addr (a gratuitous
+// ARP: addr is its sender's address), stamped after t, waiting up to a second for it.
+func (w *wireStamps) firstARP(addr netip.Addr, after time.Time) (time.Time, bool) {
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(2 * time.Millisecond) {
+		w.mu.Lock()
+		for _, s := range w.seen {
+			if s.arp && s.out && s.src == addr && s.at.After(after) {
+				w.mu.Unlock()
+				return s.at, true
+			}
+		}
+		w.mu.Unlock()
+		if time.Now().After(deadline) {
+			return time.Time{}, false
+		}
+	}
+}
+
+// forget drops what was stamped before t, so that a long benchmark's searches stay short.
+func (w *wireStamps) forget(before time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	i := 0
+	for i < len(w.seen) && w.seen[i].at.Before(before) {
+		i++
+	}
+	w.seen = append(w.seen[:0], w.seen[i:]...)
+}

@@ -1,0 +1,24 @@
+// Package buildinfo is the operator's <program>_build_info metric as a client_golang
+// collector, for controller-runtime's registry. It lives apart from internal/version so
+// that vrrpd, which writes its metrics without client_golang, does not link that library.
+package buildinfo
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/version"
+)
+
+// NewCollector returns the gauge <prefix>_build_info{version, goversion}, always 1, as
+// Prometheus' own exporters publish theirs: a query joins on it to show what runs where.
+func NewCollector(prefix string) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        prefix + "_build_info",
+		Help:        version.BuildInfoHelp(prefix),
+		ConstLabels: prometheus.Labels{"version": version.Version, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
