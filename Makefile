@@ -5,6 +5,14 @@ BIN := $(CURDIR)/bin
 ENVTEST_ASSETS := $(BIN)/envtest
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
+BENCH_FILTER ?= .
+BENCH_COUNT ?= 1
+BENCH_NOTE ?=
+export BENCH_NOTE
+BENCH_DIR := docs/bench
+# The benchmarks whose one round is a whole measurement in a lab (network namespaces,
+# keepalived, an envtest API server): run with -benchtime 1x.
+BENCH_LAB_PKGS ?= ./test/vrrpd ./test/e2e ./controller ./internal/groupsource
 CONTROLLER_GEN_VERSION ?= v0.22.0
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 PLATFORMS ?= linux/amd64 linux/arm64 linux/ppc64le linux/s390x
@@ -19,7 +27,7 @@ CHART := deploy/helm/vrrp-operator
 
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 
-.PHONY: all build test unit lint fuzz bench cross manifests check-manifests envtest demo clean helm render
+.PHONY: all build test unit lint fuzz bench bench-report cross manifests check-manifests envtest demo clean helm render
 
 all: build
 
@@ -54,9 +62,38 @@ fuzz:
 	  done; \
 	done
 
-## bench: benchmarks (codec, state machine, daemon against keepalived, operator convergence)
+## bench: every benchmark, then docs/bench/README.md (issue 12's table, vrrpd beside
+## keepalived, and plots). One package at a time (-p 1), so that no two measure at once. The
+## lab benchmarks (BENCH_LAB_PKGS: namespaces, keepalived, an API server) make one whole
+## measurement per round and run one round; the others run for BENCHTIME. BENCH_FILTER
+## narrows (-bench's regexp; only the packages with a matching benchmark run), BENCH_NOTE
+## says what else ran on the machine. The raw output goes to docs/bench/raw.txt, the
+## samples to docs/bench/samples/.
 bench: envtest
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -timeout 60m ./...
+	@set -o pipefail; tmp=$$(mktemp -d); status=0; \
+	$(GO) build -o $(BIN)/benchreport ./hack/benchreport || exit 1; \
+	$(BIN)/benchreport machine -note "$$BENCH_NOTE" -version '$(VERSION)' > $$tmp/raw.txt; \
+	lab=; other=; top=$$(printf '%s' '$(BENCH_FILTER)' | cut -d/ -f1); \
+	for p in $$(grep -rl --include='*_test.go' --exclude-dir=bin --exclude-dir=.git '^func Benchmark' . | xargs -n1 dirname | sort -u); do \
+	  grep -hoE '^func Benchmark[A-Za-z0-9_]*' $$p/*_test.go | cut -c6- | grep -qE "$$top" || continue; \
+	  case " $(BENCH_LAB_PKGS) " in *" $$p "*) lab="$$lab $$p";; *) other="$$other $$p";; esac; \
+	done; \
+	if [ -n "$$lab" ]; then \
+	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -p 1 -run '^$$' -bench '$(BENCH_FILTER)' -benchtime 1x -count $(BENCH_COUNT) \
+	    -timeout 60m $$lab 2>&1 | tee -a $$tmp/raw.txt || status=1; \
+	fi; \
+	if [ -n "$$other" ]; then \
+	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -p 1 -run '^$$' -bench '$(BENCH_FILTER)' -benchmem -benchtime $(BENCHTIME) \
+	    -count $(BENCH_COUNT) -timeout 30m $$other 2>&1 | tee -a $$tmp/raw.txt || status=1; \
+	fi; \
+	mkdir -p $(BENCH_DIR) $$tmp/samples && rm -rf $(BENCH_DIR)/samples && \
+	mv $$tmp/samples $(BENCH_DIR)/samples && mv $$tmp/raw.txt $(BENCH_DIR)/raw.txt && rm -rf $$tmp && \
+	$(BIN)/benchreport report -raw $(BENCH_DIR)/raw.txt -samples $(BENCH_DIR)/samples -out $(BENCH_DIR) || status=1; \
+	echo "wrote $(BENCH_DIR)/README.md"; exit $$status
+
+## bench-report: docs/bench/README.md and its plots again from docs/bench/raw.txt and samples/
+bench-report:
+	$(GO) run ./hack/benchreport report -raw $(BENCH_DIR)/raw.txt -samples $(BENCH_DIR)/samples -out $(BENCH_DIR)
 
 ## cross: vrrpd and operator for every platform in PLATFORMS (the original's four), static
 cross:

@@ -1,0 +1,120 @@
+package benchreport
+
+// Op is how a goal holds vrrpd's figure against its bound.
+type Op int
+
+const (
+	NoBound Op = iota // no bound: the figure is asked for, not held to anything
+	AtMost            // ≤ bound
+	Below             // < bound
+	AtLeast           // ≥ bound
+)
+
+// Goal is one thing issue 12 asks to hold of vrrpd's figure of a measure.
+type Goal struct {
+	Measure string
+	Unit    string // Bound's unit; a figure in another unit of the same quantity is converted
+	Op      Op
+	Bound   float64
+	// OfKeepalived makes Bound a multiple of keepalived's figure of the same measure.
+	OfKeepalived bool
+	Text         string // issue 12's words
+}
+
+// Goals are issue 12's "What must hold", in one place: the measure names here are the
+// ones the benchmarks must report (vrrpd's side, and keepalived's where the goal is
+// relative). A goal whose measure nobody reported shows as "not measured".
+var Goals = []Goal{
+	{Measure: "capacity-10ms-255-transitions", Unit: "count", Op: AtMost, Bound: 0,
+		Text: "255 instances at 10 ms between two hosts: converge, then 0 transitions for 60 s"},
+	{Measure: "capacity-10ms-busy-25-transitions", Unit: "count", Op: AtMost, Bound: 0,
+		Text: "25 instances at 10 ms with 4 busy loops: converge, then 0 transitions"},
+	{Measure: "takeover-vip-p99", Unit: "ms", Op: AtMost, Bound: 1,
+		Text: "Master_Down_Timer → VIP in the kernel, p99 at 10 ms adverts ≤ 1 ms"},
+	{Measure: "takeover-advert-p99", Unit: "ms", Op: AtMost, Bound: 1,
+		Text: "Master_Down_Timer → first advert on the wire, p99 at 10 ms adverts ≤ 1 ms"},
+	{Measure: "takeover-garp-p99", Unit: "ms", Op: AtMost, Bound: 1,
+		Text: "Master_Down_Timer → first GARP/NA on the wire, p99 at 10 ms adverts ≤ 1 ms"},
+	{Measure: "failover-10ms-over-mdi-p99", Unit: "ms", Op: AtMost, Bound: 1.5,
+		Text: "failover at 10 ms lands within 1.5 ms of Master_Down_Interval"},
+	{Measure: "load50-cpu", Unit: "s", Op: AtMost, Bound: 0.5, OfKeepalived: true,
+		Text: "CPU, 50 instances at 100 ms for 20 s, both hosts ≤ 0.5 × keepalived's"},
+	{Measure: "peak-rss", Unit: "MiB", Op: AtMost, Bound: 1.25, OfKeepalived: true,
+		Text: "peak RSS at that load, standalone ≤ 1.25 × keepalived's largest process"},
+	{Measure: "peak-rss-kubernetes-mode", Unit: "MiB", Op: NoBound,
+		Text: "vrrpd's peak RSS in Kubernetes mode at that load: what it costs on top of peak-rss (reported)"},
+	{Measure: "svc-to-vip-p99", Unit: "ms", Op: AtMost, Bound: 450,
+		Text: "Service created → VIP held on one node, p99 of 20, ≤ Master_Down_Interval + 100 ms"},
+	{Measure: "svc-new-step-downs", Unit: "count", Op: AtMost, Bound: 0,
+		Text: "0 step-downs over 20 new Services"},
+	{Measure: "failover-3-nodes-100ms-step-downs", Unit: "count", Op: AtMost, Bound: 0,
+		Text: "0 step-downs over 20 failovers of a three-node group at 100 ms"},
+	{Measure: "failover-3-nodes-10ms-step-downs", Unit: "count", Op: AtMost, Bound: 0,
+		Text: "0 step-downs over 20 failovers of a three-node group at 10 ms"},
+	{Measure: "operator-converge-5000", Unit: "s", Op: Below, Bound: 10,
+		Text: "5,000 Services, 20 groups, 500 Nodes converge < 10 s"},
+	{Measure: "operator-status-max", Unit: "KiB", Op: Below, Bound: 512,
+		Text: "largest group status < 512 KiB"},
+	{Measure: "operator-rss", Unit: "MiB", Op: NoBound,
+		Text: "operator's memory at that scale (reported)"},
+}
+
+// Verdict is a goal's outcome on a row.
+type Verdict int
+
+const (
+	NotMeasured Verdict = iota // no vrrpd figure (or, for a relative goal, no keepalived one)
+	Reported                   // measured; the goal has no bound
+	Met
+	Missed
+)
+
+// Check holds the row's vrrpd figure (its median over runs) against the goal. The row
+// must be the goal's measure; a unit that does not convert to the goal's is NotMeasured.
+func (g Goal) Check(r *Row) Verdict {
+	if r == nil || r.Measure != g.Measure {
+		return NotMeasured
+	}
+	v, ok := Median(r.VRRPD)
+	if !ok {
+		return NotMeasured
+	}
+	if g.Op == NoBound {
+		return Reported
+	}
+	bound := g.Bound
+	if g.OfKeepalived {
+		k, ok := Median(r.Keepalived)
+		if !ok {
+			return NotMeasured
+		}
+		bound *= k // same row, same unit
+	} else if v, ok = scale(v, r.Unit, g.Unit); !ok {
+		return NotMeasured
+	}
+	var met bool
+	switch g.Op {
+	case AtMost:
+		met = v <= bound
+	case Below:
+		met = v < bound
+	case AtLeast:
+		met = v >= bound
+	}
+	if met {
+		return Met
+	}
+	return Missed
+}
+
+// GoalFor is the goal on a row's measure, if any.
+func GoalFor(goals []Goal, r *Row) (Goal, bool) {
+	for _, g := range goals {
+		if g.Measure == r.Measure {
+			if _, ok := scale(1, r.Unit, g.Unit); ok || g.OfKeepalived || g.Op == NoBound {
+				return g, true
+			}
+		}
+	}
+	return Goal{}, false
+}
