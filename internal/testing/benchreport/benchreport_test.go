@@ -324,7 +324,7 @@ func TestRender(t *testing.T) {
 		}
 	}
 	// Goal rows come first, in the goals' order; then the rest.
-	if i, j := strings.Index(s, "`capacity-10ms-255-transitions`"), strings.Index(s, "`extra-thing`"); i < 0 || j < i {
+	if i, j := strings.Index(s, "`"+Goals[0].Measure+"`"), strings.Index(s, "`extra-thing`"); i < 0 || j < i {
 		t.Errorf("order: goals at %d, others at %d", i, j)
 	}
 	if strings.Contains(s, "failed**") {
