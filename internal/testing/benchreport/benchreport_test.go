@@ -377,7 +377,7 @@ func TestParseLab(t *testing.T) {
 	if goal.Text == "" {
 		t.Fatal("no goal on failover-10ms-over-mdi-p99")
 	}
-	goal.Measure = "failover-v3-10ms-over-mdi-p99" // BenchmarkFailover's, held like BenchmarkTakeoverOverhead's
+	goal.Measure = "failover-v3-10ms-over-mdi-p99"          // BenchmarkFailover's, held like BenchmarkTakeoverOverhead's
 	if v := goal.Check(byName[goal.Measure]); v != Missed { // 7.165 ms over, the goal 1.5
 		t.Errorf("the 10 ms failover goal: %v", v)
 	}
