@@ -136,6 +136,10 @@ func (rs *running) stop() {
 
 // loop runs the script every Interval (from the start of one run to the next; a run
 // longer than that is followed at once by the next), first at once as keepalived does.
+// The second run comes phase(name) later than Interval, once: trackers started together
+// (every one at vrrpd's start, hundreds with many instances) then run spread over the
+// interval instead of in one burst of forks and connections a second, which on a small
+// host made checks miss their timeouts and move VIPs (BenchmarkTrackedChecks255).
 func (rs *running) loop(ctx context.Context, events chan<- Event) {
 	defer close(rs.done)
 	st := NewState(rs.s.Rise, rs.s.Fall, rs.s.InitFail)
@@ -143,6 +147,7 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 	if timeout <= 0 {
 		timeout = rs.s.Interval
 	}
+	first := true
 	for {
 		start := time.Now()
 		ev := Event{Script: rs.s.Name, Gen: rs.gen}
@@ -162,7 +167,12 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 		case <-ctx.Done():
 			return
 		}
-		t := time.NewTimer(time.Until(start.Add(rs.s.Interval)))
+		next := start.Add(rs.s.Interval)
+		if first {
+			next = next.Add(phase(rs.s.Name, rs.s.Interval))
+			first = false
+		}
+		t := time.NewTimer(time.Until(next))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -170,4 +180,18 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 			return
 		}
 	}
+}
+
+// phase is a tracker's fixed offset within its interval, from its name (FNV-1a), so a
+// restart or a reload spreads the same trackers the same way.
+func phase(name string, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); i++ {
+		h ^= uint64(name[i])
+		h *= 1099511628211
+	}
+	return time.Duration(h % uint64(interval))
 }

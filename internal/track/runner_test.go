@@ -1,6 +1,7 @@
 package track
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -159,4 +160,31 @@ func alive(pid int) bool {
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// TestPhaseSpreadsTrackers: 255 trackers named as a large keepalived.conf names them get
+// offsets inside their interval, the same each time, and spread over it: no tenth of the
+// interval holds more than twice its share.
+func TestPhaseSpreadsTrackers(t *testing.T) {
+	const n, iv = 255, time.Second
+	var buckets [10]int
+	for i := 1; i <= n; i++ {
+		name := fmt.Sprintf("chk_%d", i)
+		p := phase(name, iv)
+		if p < 0 || p >= iv {
+			t.Fatalf("phase(%s) = %v, outside [0, %v)", name, p, iv)
+		}
+		if p != phase(name, iv) {
+			t.Fatalf("phase(%s) not stable", name)
+		}
+		buckets[p*10/iv]++
+	}
+	for i, c := range buckets {
+		if c > 2*n/10 {
+			t.Errorf("tenth %d of the interval holds %d of %d trackers: %v", i, c, n, buckets)
+		}
+	}
+	if phase("x", 0) != 0 {
+		t.Error("phase with no interval")
+	}
 }
