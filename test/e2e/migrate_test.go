@@ -210,7 +210,7 @@ func runMigration(t *testing.T, password, unicast bool) {
 	for _, h := range nodes {
 		daemons[h.Name] = startNodeVrrpd(t, h, args, environ, "/etc/vrrpd/password/password", passFile)
 	}
-	waitInstances(t, daemons, "the shadow instances", len(vips), func(in metrics.InstanceStatus) bool {
+	waitInstances(t, daemons, "the shadow instances", len(vips), func(_ string, in metrics.InstanceStatus) bool {
 		return in.Version == 2 && in.State == "BACKUP" && in.BasePriority < 100
 	})
 	// Longer than Master_Down_Interval: silence from the old master on its own node
@@ -267,13 +267,12 @@ func runMigration(t *testing.T, password, unicast bool) {
 	if password {
 		wantVersion = 2
 	}
-	waitInstances(t, daemons, "the group's own settings", len(vips), func(in metrics.InstanceStatus) bool {
-		return in.Version == wantVersion && in.BasePriority >= 100
-	})
-	// The placement's masters take their VIPs (preemption, a few seconds), then stay.
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur); err != nil {
 		t.Fatal(err)
 	}
+	// Each node's own priority for each instance, from the status (the placement's, no
+	// longer the shadow's 99, 91, 83), and the master each VIP should end on.
+	own := map[string]uint8{} // node + " " + instance key
 	want := map[netip.Addr]string{}
 	for _, in := range cur.Status.Instances {
 		prios, err := v1alpha1.DecodePriorities(in.Priorities, len(cur.Status.Nodes))
@@ -281,11 +280,17 @@ func runMigration(t *testing.T, password, unicast bool) {
 			t.Fatal(err)
 		}
 		for i, p := range prios {
+			own[cur.Status.Nodes[i].Name+" "+in.Key] = p
 			if p == v1alpha1.PriorityHighest {
 				want[netip.MustParseAddr(in.VIPs[0])] = cur.Status.Nodes[i].Name
 			}
 		}
 	}
+	waitInstances(t, daemons, "the group's own settings", len(vips), func(node string, in metrics.InstanceStatus) bool {
+		p, ok := own[node+" "+in.Name]
+		return ok && in.Version == wantVersion && in.BasePriority == p
+	})
+	// The placement's masters take their VIPs (preemption, a few seconds), then stay.
 	waitHoldersSettle(t, 2*oldMasterDown+2*time.Second, 2*time.Second, "the placement's masters hold the VIPs", want, nodes...)
 
 	// 8. The record.
@@ -547,7 +552,7 @@ func echoRequest(id, seq int) []byte {
 }
 
 // waitInstances waits until every vrrpd runs n instances and each satisfies ok.
-func waitInstances(t *testing.T, daemons map[string]*vrrpd, what string, n int, ok func(metrics.InstanceStatus) bool) {
+func waitInstances(t *testing.T, daemons map[string]*vrrpd, what string, n int, ok func(node string, in metrics.InstanceStatus) bool) {
 	t.Helper()
 	for name, d := range daemons {
 		vrrpdtest.WaitFor(t, 10*time.Second, "vrrpd on "+name+" running "+what, func() bool {
@@ -556,7 +561,7 @@ func waitInstances(t *testing.T, daemons map[string]*vrrpd, what string, n int, 
 				return false
 			}
 			for _, in := range st.Instances {
-				if !ok(in) {
+				if !ok(name, in) {
 					return false
 				}
 			}
