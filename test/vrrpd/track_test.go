@@ -212,6 +212,10 @@ func TestTrackScriptKeepalivedAgrees(t *testing.T) {
 	n2 := writeScript(t, dir, "n2.sh", `echo "$@" >> `+log2+"\n")
 
 	k1 := startKeepalived(t, h1, writeConf(t, "h1.conf", trackConf(150, "/bin/test -e "+flag, n1, "")))
+	// h2 starts once keepalived is master: a vrrpd started at the same moment can time
+	// out before keepalived's first advertisement and be master for one exchange, which
+	// adds a MASTER/BACKUP pair to its notify log that the scenario is not about.
+	waitSoleHolder(t, 8*time.Second, 300*time.Millisecond, vip4, h1, hosts...)
 	startVrrpd(t, h2, writeConf(t, "h2.conf", trackConf(100, "", n2, "")), "")
 	waitSoleHolder(t, 8*time.Second, 300*time.Millisecond, vip4, h1, hosts...)
 	if err := os.Remove(flag); err != nil {
