@@ -214,8 +214,11 @@ func (r *takeoverRun) report(b *testing.B, who string) {
 	_, w99 := percentiles(r.wire)
 	b.Logf("%s: deadline to wire p50 %v p99 %v max %v (timer lateness p99 %v); %d of %d at 200 µs or more, %d of them within 1 ms of a floor stall",
 		who, pct(r.wire, 50), w99, slices.Max(r.wire), l99, misses, len(r.wire), inStall)
+	// Issue 8's 200 µs is held by BenchmarkTakeoverAdvert, which fails over it; this one
+	// reports issue 12's figures, which a failed benchmark would not print (the report
+	// judges them against their goals).
 	if w99 >= 200*time.Microsecond {
-		b.Errorf("p99 from Master_Down_Timer's deadline to the advert on the wire: %v, want under 200µs (%d of %d misses within 1 ms of a floor stall)", w99, inStall, misses)
+		b.Logf("p99 from Master_Down_Timer's deadline to the advert on the wire: %v, over issue 8's 200µs (%d of %d misses within 1 ms of a floor stall)", w99, inStall, misses)
 	}
 }
 
