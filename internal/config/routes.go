@@ -295,14 +295,9 @@ func parseRouteWords(w []string) (route.Route, []string, error) {
 		var err error
 		switch {
 		case opt == "inet" || opt == "inet6":
-			f := 4
-			if opt == "inet6" {
-				f = 6
+			if err := setFamilyWord(opt, &fam, "route"); err != nil {
+				return r, ws.notes, err
 			}
-			if fam != 0 && fam != f {
-				return r, ws.notes, fmt.Errorf("%s given for a route of the other family", opt)
-			}
-			fam = f
 		case opt == "src":
 			if v, err = ws.value(opt); err == nil {
 				err = parseAddrInto(&r.Src, v, "src", &fam)
@@ -454,14 +449,9 @@ func parseRuleWords(w []string) (route.Rule, []string, error) {
 		var err error
 		switch {
 		case opt == "inet" || opt == "inet6":
-			f := 4
-			if opt == "inet6" {
-				f = 6
+			if err := setFamilyWord(opt, &fam, "rule"); err != nil {
+				return r, ws.notes, err
 			}
-			if fam != 0 && fam != f {
-				return r, ws.notes, fmt.Errorf("%s given for a rule of the other family", opt)
-			}
-			fam = f
 		case opt == "from" || opt == "to":
 			if v, err = ws.value(opt); err != nil || v == "all" {
 				break
@@ -565,5 +555,19 @@ func parseMark(r *route.Rule, v string) error {
 		}
 		r.Mask = uint32(k)
 	}
+	return nil
+}
+
+// setFamilyWord records the family an inet or inet6 word names (4 or 6) in fam, refusing
+// one that contradicts the family already set (what is "route" or "rule").
+func setFamilyWord(opt string, fam *int, what string) error {
+	f := 4
+	if opt == "inet6" {
+		f = 6
+	}
+	if *fam != 0 && *fam != f {
+		return fmt.Errorf("%s given for a %s of the other family", opt, what)
+	}
+	*fam = f
 	return nil
 }

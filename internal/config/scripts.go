@@ -327,18 +327,31 @@ func (r *resolver) tracking() error {
 // usedScripts returns the scripts some instance tracks, in name order: keepalived runs
 // no other.
 func usedScripts(g Globals, ins []Instance) []Script {
-	var out []Script
+	return used(ins, func(in Instance) []string {
+		names := make([]string, len(in.TrackScripts))
+		for i, t := range in.TrackScripts {
+			names[i] = t.Script
+		}
+		return names
+	}, func(name string) Script { sc, _ := g.scripts.get(name); return *sc },
+		func(sc Script) string { return sc.Name })
+}
+
+// used collects, once each and sorted by name, the definitions the instances refer to:
+// refs lists an instance's references, get looks one up (every reference was resolved
+// when the instance was), name sorts them.
+func used[T any](ins []Instance, refs func(Instance) []string, get func(string) T, name func(T) string) []T {
+	var out []T
 	seen := map[string]bool{}
 	for _, in := range ins {
-		for _, t := range in.TrackScripts {
-			if !seen[t.Script] {
-				seen[t.Script] = true
-				sc, _ := g.scripts.get(t.Script)
-				out = append(out, *sc)
+		for _, r := range refs(in) {
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, get(r))
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b Script) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b T) int { return strings.Compare(name(a), name(b)) })
 	return out
 }
 

@@ -584,17 +584,12 @@ func syncGroups(g Globals, ins []Instance) ([]SyncGroup, []Warning) {
 // usedTrackFiles returns the track files some instance tracks, in name order: keepalived
 // forgets the others.
 func usedTrackFiles(g Globals, ins []Instance) []TrackFileSpec {
-	var out []TrackFileSpec
-	seen := map[string]bool{}
-	for _, in := range ins {
-		for _, t := range in.TrackFiles {
-			if !seen[t.File] {
-				seen[t.File] = true
-				f, _ := g.trk.file(t.File)
-				out = append(out, *f)
-			}
+	return used(ins, func(in Instance) []string {
+		names := make([]string, len(in.TrackFiles))
+		for i, t := range in.TrackFiles {
+			names[i] = t.File
 		}
-	}
-	slices.SortFunc(out, func(a, b TrackFileSpec) int { return strings.Compare(a.Name, b.Name) })
-	return out
+		return names
+	}, func(name string) TrackFileSpec { f, _ := g.trk.file(name); return *f },
+		func(f TrackFileSpec) string { return f.Name })
 }
