@@ -237,16 +237,28 @@ func (m *Manager) hold(k key, holder string) {
 }
 
 // Missing returns those of vs that are not on their interface (flushed by someone else,
-// or an add that failed): the ones a master puts back with Hold. A VIP whose interface is gone is not missing: there is nowhere to put it.
-// It lists each interface's addresses once, however many VIPs are on it. It reads the
-// kernel only, not the record, so it does not wait for a Hold or Release in progress; and
-// it looks each interface up afresh, which refreshes what Hold's add finds by name.
+// or an add that failed): the ones a master puts back with Hold. A VIP whose interface
+// is gone is not missing: there is nowhere to put it. It looks each interface up afresh
+// (which refreshes what Hold's add finds by name) and lists its addresses once, however
+// many VIPs are on it: two netlink round trips per interface, not per VIP, which at 255
+// masters polled every second was most of an idle daemon's system time. It reads the
+// kernel only, not the record, so it does not wait for a Hold or Release in progress.
 func (m *Manager) Missing(vs ...VIP) ([]VIP, error) {
 	on := addrCache{nl: m.nl}
+	type lookup struct {
+		link netlink.Link
+		err  error
+	}
+	looked := map[string]lookup{}
 	var missing []VIP
 	var errs []error
 	for _, v := range vs {
-		link, err := m.links.get(v.Dev, true)
+		l, ok := looked[v.Dev]
+		if !ok {
+			l.link, l.err = m.links.get(v.Dev, true)
+			looked[v.Dev] = l
+		}
+		link, err := l.link, l.err
 		if err != nil {
 			var notFound netlink.LinkNotFoundError
 			if !errors.As(err, &notFound) {

@@ -353,7 +353,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		case ev := <-d.trk.events:
 			d.mu.Lock()
 			now := time.Now()
-			d.scriptResult(ev, now)
+			d.scriptResults(ev, now)
 			d.maybePublish(now)
 			d.rearm()
 			d.mu.Unlock()

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -38,9 +38,12 @@ type scriptState struct {
 // tracking is the daemon's share of scripts: the runner, the results channel the loop
 // reads, and the notifier.
 type tracking struct {
-	runner   *track.Runner
-	events   chan track.Event
-	scripts  map[string]*scriptState
+	runner  *track.Runner
+	events  chan track.Event
+	scripts map[string]*scriptState
+	// names are the keys of scripts in order, for snapshots: sorting hundreds of names
+	// at every publication cost more than the rest of it.
+	names    []string
 	notifier *notify.Notifier
 	settings config.ScriptSettings
 	// defaultCred is who runs scripts and hooks that name nobody (nil: root), for the
@@ -125,6 +128,7 @@ func (d *Daemon) setScripts(cfg *config.Config) {
 			st.status = track.NewState(st.spec.Rise, st.spec.Fall, st.spec.InitFail).Status()
 		}
 	}
+	t.names = slices.Sorted(maps.Keys(t.scripts))
 }
 
 // openFIFOs opens the configured notify FIFOs that are not open yet and closes the
@@ -248,11 +252,35 @@ func (d *Daemon) hooksFor(ic config.Instance) notify.Scripts {
 	return s
 }
 
-// scriptResult takes one run's result from the runner.
-func (d *Daemon) scriptResult(ev track.Event, now time.Time) {
+// maxResultsPerTurn bounds how many queued results one turn of the loop takes, so that
+// packets and reloads still get their turns while hundreds of trackers report at once.
+const maxResultsPerTurn = 64
+
+// scriptResults takes ev and the results queued behind it, and publishes once if any
+// changed a status. Hundreds of trackers started together change together (their first
+// results, or a host-wide stall that made all time out): one publication per change
+// would be a snapshot of every instance per tracker, hundreds of milliseconds of loop.
+func (d *Daemon) scriptResults(ev track.Event, now time.Time) {
+	changed := d.scriptResult(ev, now)
+	for n, more := 1, true; more && n < maxResultsPerTurn; n++ {
+		select {
+		case ev := <-d.trk.events:
+			changed = d.scriptResult(ev, now) || changed
+		default:
+			more = false
+		}
+	}
+	if changed {
+		d.publish(now)
+	}
+}
+
+// scriptResult takes one run's result from the runner and reports whether it changed
+// the script's status (the instances tracking it are retracked).
+func (d *Daemon) scriptResult(ev track.Event, now time.Time) bool {
 	st := d.trk.scripts[ev.Script]
 	if st == nil || ev.Gen != st.gen {
-		return // a copy a reload replaced
+		return false // a copy a reload replaced
 	}
 	st.runs++
 	if !ev.OK {
@@ -277,9 +305,8 @@ func (d *Daemon) scriptResult(ev track.Event, now time.Time) {
 				d.retrack(in, now)
 			}
 		}
-		d.publish(now)
 	}
-	d.maybePublish(now)
+	return ev.Changed
 }
 
 func (in *instance) tracks(script string) bool {
@@ -433,10 +460,10 @@ func (d *Daemon) trackedSnapshot(in *instance) []metrics.Tracked {
 
 // scriptsSnapshot is every script with its runs, by name.
 func (d *Daemon) scriptsSnapshot() []metrics.Script {
-	out := make([]metrics.Script, 0, len(d.trk.scripts))
-	for name, st := range d.trk.scripts {
+	out := make([]metrics.Script, 0, len(d.trk.names))
+	for _, name := range d.trk.names {
+		st := d.trk.scripts[name]
 		out = append(out, metrics.Script{Name: name, Status: st.status.String(), Runs: st.runs, Failures: st.failures, Timeouts: st.timeouts})
 	}
-	slices.SortFunc(out, func(a, b metrics.Script) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

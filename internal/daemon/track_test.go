@@ -56,7 +56,7 @@ func result(d *Daemon, ok bool, now time.Time) {
 	if !ok {
 		st = track.StatusFailed
 	}
-	d.scriptResult(track.Event{Script: "chk", Gen: d.trk.runner.Gen("chk"), OK: ok, Status: st, Changed: true}, now)
+	d.scriptResults(track.Event{Script: "chk", Gen: d.trk.runner.Gen("chk"), OK: ok, Status: st, Changed: true}, now)
 }
 
 func TestTrackWeightMovesPriority(t *testing.T) {
@@ -82,7 +82,7 @@ func TestTrackWeightMovesPriority(t *testing.T) {
 		t.Fatalf("after recovery the master advertised %v, want 150", p)
 	}
 	// A result of a copy a reload replaced is ignored.
-	d.scriptResult(track.Event{Script: "chk", Gen: 0, Status: track.StatusFailed, Changed: true}, now)
+	d.scriptResults(track.Event{Script: "chk", Gen: 0, Status: track.StatusFailed, Changed: true}, now)
 	if s := snapOf(t, d, "VI_1"); s.Priority != 150 {
 		t.Fatalf("a stale result moved the priority to %d", s.Priority)
 	}
