@@ -1,6 +1,7 @@
 package track
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -83,35 +84,50 @@ func (c Check) dial(ctx context.Context) error {
 	return conn.Close()
 }
 
+// get is one GET of c.URL on a connection of its own (to c.Connect when set), read by
+// hand rather than through an http.Client: a Transport per run (proxies, connection
+// pools, two goroutines per connection) cost more than the probe itself with hundreds
+// of checks a second. No proxy, no redirects followed (the redirect is the answer),
+// Connection: close, at most maxBody of the body read.
 func (c Check) get(ctx context.Context) error {
-	tr := &http.Transport{
-		// One connection per run: a kept-alive connection would hide a listener that
-		// stopped accepting, and an environment proxy must not stand in for the target.
-		DisableKeepAlives: true,
-		Proxy:             nil,
-		TLSClientConfig:   &tls.Config{InsecureSkipVerify: c.TLSSkipVerify}, //nolint:gosec // the check's own setting
-	}
-	if c.Connect.IsValid() {
-		var d net.Dialer
-		to := c.Connect.String()
-		tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, network, to)
-		}
-	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{
-		Transport: tr,
-		// A redirect is an answer: its status decides, as in keepalived's HTTP_GET.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
 		return err
 	}
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("scheme %q: want http or https", req.URL.Scheme)
+	}
 	req.Header.Set("User-Agent", "vrrpd-health-check")
-	resp, err := client.Do(req)
+	req.Close = true
+	addr := c.Connect.String()
+	if !c.Connect.IsValid() {
+		addr = req.URL.Host
+		if req.URL.Port() == "" {
+			addr = net.JoinHostPort(req.URL.Hostname(), map[string]string{"http": "80", "https": "443"}[req.URL.Scheme])
+		}
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return err
+	}
+	defer conn.Close()
+	// The context's end closes the connection, which ends a read or write in progress.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if req.URL.Scheme == "https" {
+		tc := tls.Client(conn, &tls.Config{ServerName: req.URL.Hostname(), InsecureSkipVerify: c.TLSSkipVerify}) //nolint:gosec // the check's own setting
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return err
+		}
+		conn = tc
+	}
+	if err := req.Write(conn); err != nil {
+		return ctxErr(ctx, err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), req)
+	if err != nil {
+		return ctxErr(ctx, err)
 	}
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 	resp.Body.Close()
@@ -120,6 +136,15 @@ func (c Check) get(ctx context.Context) error {
 		return fmt.Errorf("status %d, want 2xx", resp.StatusCode)
 	case c.StatusCode != 0 && resp.StatusCode != c.StatusCode:
 		return fmt.Errorf("status %d, want %d", resp.StatusCode, c.StatusCode)
+	}
+	return ctxErr(ctx, err)
+}
+
+// ctxErr is err, or the context's error when the context's end caused it (by closing
+// the connection).
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
 	}
 	return err
 }

@@ -153,3 +153,38 @@ func TestRunnerRunsChecks(t *testing.T) {
 		t.Fatal("a changed check kept its old copy")
 	}
 }
+
+func TestHTTPSCheck(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("User-Agent") != "vrrpd-health-check" {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	if ok, _, err := (Check{Kind: CheckHTTP, URL: srv.URL + "/healthz", TLSSkipVerify: true}).Run(context.Background(), 2*time.Second); !ok {
+		t.Fatalf("https check with tls_skip_verify: %v", err)
+	}
+	// The test server's certificate is signed by no CA the host trusts.
+	if ok, _, err := (Check{Kind: CheckHTTP, URL: srv.URL + "/healthz"}).Run(context.Background(), 2*time.Second); ok || err == nil {
+		t.Fatalf("https check of an untrusted certificate passed (err %v)", err)
+	}
+}
+
+// Connect sends the GET to another address than the URL's host, with the URL's Host
+// header; a body larger than the check reads is no failure.
+func TestHTTPCheckConnectAndLargeBody(t *testing.T) {
+	var host string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host = r.Host
+		_, _ = w.Write(make([]byte, 4*maxBody))
+	}))
+	defer srv.Close()
+	to := netip.MustParseAddrPort(srv.Listener.Addr().String())
+	c := Check{Kind: CheckHTTP, URL: "http://health.example:8080/x", Connect: to, StatusCode: 200}
+	if ok, _, err := c.Run(context.Background(), 2*time.Second); !ok {
+		t.Fatalf("check through Connect: %v", err)
+	}
+	if host != "health.example:8080" {
+		t.Fatalf("the server saw Host %q, want the URL's", host)
+	}
+}

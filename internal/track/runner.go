@@ -2,6 +2,7 @@ package track
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -68,6 +69,7 @@ type Runner struct {
 	events  chan<- Event
 	running map[string]*running
 	gen     uint64
+	admit   admission
 }
 
 type running struct {
@@ -75,12 +77,51 @@ type running struct {
 	gen    uint64
 	cancel context.CancelFunc
 	done   chan struct{}
+	admit  admission
 }
 
 // NewRunner returns a runner that sends every result to events. The receiver must keep
 // reading: a script's goroutine waits for its result to be taken before its next run.
 func NewRunner(events chan<- Event) *Runner {
-	return &Runner{events: events, running: map[string]*running{}}
+	return &Runner{events: events, running: map[string]*running{}, admit: newAdmission(admitSlots())}
+}
+
+// admission bounds how many runs start at once. Without it, hundreds of trackers falling
+// due together (every one at vrrpd's start, or those a host-wide stall made time out,
+// whose next runs then start together again) are hundreds of runnable processes and
+// connections at once: the scheduler shares the CPUs among them, vrrpd's own threads
+// get one share among hundreds, adverts go late and runs that would take milliseconds
+// alone time out (BenchmarkTrackedChecks255 measured both: on a 2-core virtual machine
+// where /bin/true costs 2.5 ms of CPU, 255 at once timed out and moved VIPs). A run
+// holds its slot until it ends or for admitHold, whichever comes first, so a script that
+// hangs until its timeout delays the others by admitHold only. A run's timeout counts
+// from its admission: the wait is vrrpd's, not the script's.
+type admission chan struct{}
+
+// admitHold is how long a run keeps its admission slot at most: far longer than a quick
+// check takes (a few milliseconds), far shorter than any timeout (a second or more).
+const admitHold = 50 * time.Millisecond
+
+// admitSlots is the number of runs that may start at once: enough to keep every CPU
+// busy with checks that wait on I/O, few enough that vrrpd's threads keep their share.
+func admitSlots() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
+
+func newAdmission(n int) admission { return make(admission, n) }
+
+// enter waits for a slot, or for ctx; it returns the function that gives the slot back
+// (at the latest admitHold later), or nil when ctx ended first.
+func (a admission) enter(ctx context.Context) func() {
+	select {
+	case a <- struct{}{}:
+	case <-ctx.Done():
+		return nil
+	}
+	free := sync.OnceFunc(func() { <-a })
+	t := time.AfterFunc(admitHold, free)
+	return func() {
+		t.Stop()
+		free()
+	}
 }
 
 // Set makes scripts the running set: a script already running with the same settings
@@ -98,7 +139,7 @@ func (r *Runner) Set(scripts []Script) {
 		}
 		r.gen++
 		ctx, cancel := context.WithCancel(context.Background())
-		rs := &running{s: s, gen: r.gen, cancel: cancel, done: make(chan struct{})}
+		rs := &running{s: s, gen: r.gen, cancel: cancel, done: make(chan struct{}), admit: r.admit}
 		r.running[s.Name] = rs
 		go rs.loop(ctx, r.events)
 	}
@@ -134,8 +175,9 @@ func (rs *running) stop() {
 	<-rs.done
 }
 
-// loop runs the script every Interval (from the start of one run to the next; a run
-// longer than that is followed at once by the next), first at once as keepalived does.
+// loop runs the script every Interval (from when one run fell due to the next; a run
+// longer than that is followed at once by the next), first at once as keepalived does,
+// each once admitted (see admission).
 // The second run comes phase(name) later than Interval, once: trackers started together
 // (every one at vrrpd's start, hundreds with many instances) then run spread over the
 // interval instead of in one burst of forks and connections a second, which on a small
@@ -150,16 +192,22 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 	first := true
 	for {
 		start := time.Now()
+		leave := rs.admit.enter(ctx)
+		if leave == nil {
+			return
+		}
+		ran := time.Now()
 		ev := Event{Script: rs.s.Name, Gen: rs.gen}
 		if rs.s.Check.Kind != CheckNone {
 			ev.OK, ev.TimedOut, ev.Err = rs.s.Check.Run(ctx, timeout)
 		} else {
 			ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, rs.s.Args, rs.s.Cred, timeout)
 		}
+		leave()
 		if ctx.Err() != nil {
 			return
 		}
-		ev.Took = time.Since(start)
+		ev.Took = time.Since(ran)
 		ev.Changed = st.Observe(ev.OK)
 		ev.Status = st.Status()
 		select {
