@@ -23,8 +23,17 @@ import (
 // puts vrrpd's and keepalived's side by side. Each does its whole measurement once per b.N
 // round; `make bench` runs them with -benchtime 1x, one round.
 
-// benchDaemons are the two implementations compared.
-var benchDaemons = []daemonKind{vrrpdKind, keepalivedKind}
+// benchDaemons are the two implementations compared; VRRPD_BENCH_DAEMONS (vrrpd or
+// keepalived) narrows them to one while looking into a benchmark.
+var benchDaemons = func() []daemonKind {
+	switch os.Getenv("VRRPD_BENCH_DAEMONS") {
+	case "vrrpd":
+		return []daemonKind{vrrpdKind}
+	case "keepalived":
+		return []daemonKind{keepalivedKind}
+	}
+	return []daemonKind{vrrpdKind, keepalivedKind}
+}()
 
 // BenchmarkFailover measures the takeover after the master's link is cut, from the
 // master's last advertisement (as the backup received it) to the VIP appearing on the

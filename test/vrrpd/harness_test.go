@@ -52,6 +52,9 @@ func startVrrpd(t testing.TB, h *netlab.Host, conf, stateDir string, extra ...st
 		stateDir = vrrpdtest.NewStateDir(t)
 	}
 	args := append([]string{"--config", conf, "--state-dir", stateDir, "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug"}, extra...)
+	// VRRPD_EXTRA_ARGS adds flags to every vrrpd a test starts, to look inside one
+	// (--pprof-address, --realtime-priority) without editing the test.
+	args = append(args, strings.Fields(os.Getenv("VRRPD_EXTRA_ARGS"))...)
 	p := vrrpdtest.Start(t, h, "vrrpd@"+h.Name, nil, vrrpdBinary(t), args...)
 	vrrpdtest.WaitServing(t, h, p.Name)
 	return &vrrpd{proc: p, conf: conf, stateDir: stateDir}
