@@ -32,6 +32,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
+	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 )
@@ -234,6 +235,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		if err := setRealtime(*rtPrio); err != nil {
 			fmt.Fprintln(stderr, "vrrpd:", err)
 			return exitConfig
+		}
+		// Scripts and notify hooks must not inherit the real-time policy.
+		if err := proc.SpawnWithDefaultScheduling(); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitFail
 		}
 	}
 	if *lockMem {

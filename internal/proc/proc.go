@@ -28,7 +28,7 @@ func Run(ctx context.Context, args []string, cred *syscall.Credential, timeout t
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
-	if err := cmd.Start(); err != nil {
+	if err := start(cmd); err != nil {
 		return false, false, err
 	}
 	pgid := cmd.Process.Pid
