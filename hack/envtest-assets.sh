@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# envtest-assets.sh DIR: puts kube-apiserver, kubectl and etcd into DIR for envtest.
+# envtest-assets.sh DIR: puts kube-apiserver, kubectl and etcd into DIR for envtest, and
+# kube-proxy for the lab's nodes (its Service health check server answers vrrpd's checks).
 #
 # The envtest binaries cannot be downloaded here, so kube-apiserver and kubectl are built from
 # the k8s.io/kubernetes Go module and etcd comes from Debian's etcd-server package. Kubernetes'
@@ -12,7 +13,7 @@ dir=${1:?usage: envtest-assets.sh DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/kubectl" ] && [ -x "$dir/etcd" ] \
+if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/kubectl" ] && [ -x "$dir/kube-proxy" ] && [ -x "$dir/etcd" ] \
    && [ "$(cat "$dir/.version" 2>/dev/null)" = "$K8S_VERSION" ]; then
   exit 0
 fi
@@ -45,6 +46,7 @@ package envtestassets
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
 GOFLAGS=-mod=mod go mod download k8s.io/kubernetes@v$K8S_VERSION
@@ -55,7 +57,8 @@ grep -oE 'k8s\.io/[A-Za-z0-9._-]+ => \./staging/src/k8s\.io/[A-Za-z0-9._-]+' "$k
     go mod edit -replace "$m=$m@$staging_version"
   done
 GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
-echo "envtest-assets: building kube-apiserver and kubectl v$K8S_VERSION (a few minutes, cached afterwards)" >&2
+echo "envtest-assets: building kube-apiserver, kubectl and kube-proxy v$K8S_VERSION (a few minutes, cached afterwards)" >&2
 GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$dir/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$dir/kubectl" k8s.io/kubernetes/cmd/kubectl
+GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$dir/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy
 echo "$K8S_VERSION" > "$dir/.version"

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"net/netip"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
-	"github.com/vrrp-operator/vrrp-operator/internal/testing/kubeproxyhc"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
@@ -24,11 +22,10 @@ import (
 // against placement, and the VIP follows the endpoint within interval × fall plus one
 // failover. With no endpoint anywhere the VIP stays where it is.
 //
-// The health endpoint is not the real kube-proxy (which needs a node's iptables or
-// nftables and a full informer setup) but kubeproxyhc, which answers as its health check
-// server does, on each lab node's own address and the Service's healthCheckNodePort the
-// API server allocated: only the node address, as kube-proxy's nftables mode listens by
-// default, so a vrrpd probing loopback would fail here.
+// The health endpoint is the real kube-proxy (built by make envtest), in nftables mode on
+// each lab node, fed an EndpointSlice whose endpoints name the nodes (envtest runs no
+// EndpointSlice controller). In that mode kube-proxy serves the check on the node's own
+// address only, not on loopback, so a vrrpd probing 127.0.0.1 would fail here.
 func TestKubernetesModeExternalTrafficPolicyLocal(t *testing.T) {
 	ctx := context.Background()
 	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}})
@@ -69,23 +66,15 @@ func TestKubernetesModeExternalTrafficPolicyLocal(t *testing.T) {
 		return true
 	})
 
-	// kube-proxy's health check on each node's address; the endpoint on the node
-	// placement ranks second, so that only the check can put the VIP there.
-	hcs := map[string]*kubeproxyhc.Server{}
-	for name, h := range hosts {
-		var ln net.Listener
-		if err := h.Do(func() error {
-			var err error
-			ln, err = net.Listen("tcp", netip.AddrPortFrom(h.Addr4, uint16(port)).String())
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		hcs[name] = kubeproxyhc.Serve(ln, ns, "web")
-		t.Cleanup(hcs[name].Close)
-	}
+	// kube-proxy on each node; the endpoint on the node placement ranks second, so that
+	// only the check can put the VIP there.
 	second := otherNode(first)
-	hcs[second].SetEndpoints(1)
+	setLocalEndpoints(t, ns, "web", second)
+	for _, h := range hosts {
+		startKubeProxy(t, h)
+	}
+	waitKubeProxyHealth(t, hosts[second], port, true)
+	waitKubeProxyHealth(t, hosts[first], port, false)
 
 	args := daemonSetArgs(t, ns)
 	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
@@ -110,8 +99,7 @@ func TestKubernetesModeExternalTrafficPolicyLocal(t *testing.T) {
 	bound := groupsource.HealthCheckInterval*groupsource.HealthCheckFall + 400*time.Millisecond + 500*time.Millisecond
 	move := func(to string) {
 		t.Helper()
-		hcs[to].SetEndpoints(2)
-		hcs[otherNode(to)].SetEndpoints(0)
+		setLocalEndpoints(t, ns, "web", to, to)
 		start := time.Now()
 		want := map[netip.Addr]string{vip: to}
 		vrrpdtest.WaitFor(t, 10*time.Second, "the VIP follows the endpoint to "+to, func() bool {
@@ -129,7 +117,7 @@ func TestKubernetesModeExternalTrafficPolicyLocal(t *testing.T) {
 	move(second)
 
 	// No endpoint anywhere: both nodes drop to 1 and the VIP stays where it is.
-	hcs[second].SetEndpoints(0)
+	setLocalEndpoints(t, ns, "web")
 	vrrpdtest.WaitFor(t, 5*time.Second, "both nodes at priority 1", func() bool {
 		for _, d := range daemons {
 			st, err := d.status()
