@@ -6,11 +6,12 @@ import (
 	"net"
 	"net/http"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"time"
 )
 
-// servePprof serves CPU and heap profiles on addr for --pprof-address, an opt-in for
+// servePprof serves CPU and heap profiles and execution traces on addr for --pprof-address, an opt-in for
 // finding where the time goes under load (go tool pprof http://ADDR/debug/pprof/profile).
 // Only the two endpoints, written with runtime/pprof directly: net/http/pprof would bring
 // html/template into a binary that otherwise has no use for it.
@@ -31,6 +32,24 @@ func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
 		case <-r.Context().Done():
 		}
 		pprof.StopCPUProfile()
+	})
+	// An execution trace (go tool trace): where a goroutine waited to run, which a CPU
+	// profile does not show.
+	mux.HandleFunc("/debug/pprof/trace", func(w http.ResponseWriter, r *http.Request) {
+		secs, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
+		if err != nil || secs <= 0 || secs > 60 {
+			secs = 1
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if err := trace.Start(w); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict) // another trace is running
+			return
+		}
+		select {
+		case <-time.After(time.Duration(secs * float64(time.Second))):
+		case <-r.Context().Done():
+		}
+		trace.Stop()
 	})
 	mux.HandleFunc("/debug/pprof/{name}", func(w http.ResponseWriter, r *http.Request) {
 		p := pprof.Lookup(r.PathValue("name")) // heap, allocs, goroutine, ...
