@@ -131,6 +131,15 @@ func trackedRun(t testing.TB, kind daemonKind, n int, checks bool, hold time.Dur
 	cpu := nsCPUWithChildren(t, h1) + nsCPUWithChildren(t, h2) - cpu0
 	flaps := countTransitions(p1.Output()[mark1:]) + countTransitions(p2.Output()[mark2:])
 	rss := max(nsPeakRSS(t, h1), nsPeakRSS(t, h2))
+	if kind.name == "vrrpd" && p1.Running() && p2.Running() {
+		// The longest stop-the-world pause of each daemon's collector since its start:
+		// every goroutine, the advertisements' too, waits out such a pause.
+		for i, p := range []*proc{p1, p2} {
+			m := (&vrrpd{proc: p}).scrape(t)
+			t.Logf("h%d: %v collections, longest pause %v", i+1, metric(m, "go_gc_duration_seconds_count"),
+				time.Duration(metric(m, "go_gc_duration_seconds", `quantile="1"`)*float64(time.Second)))
+		}
+	}
 	if !p1.Running() || !p2.Running() || !masterOfAll(t, h1, h2, vips) {
 		t.Fatalf("%s died or lost the VIPs during the run", kind.name)
 	}
