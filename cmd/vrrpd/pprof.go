@@ -11,10 +11,11 @@ import (
 	"time"
 )
 
-// servePprof serves CPU and heap profiles and execution traces on addr for --pprof-address, an opt-in for
-// finding where the time goes under load (go tool pprof http://ADDR/debug/pprof/profile).
-// Only the two endpoints, written with runtime/pprof directly: net/http/pprof would bring
-// html/template into a binary that otherwise has no use for it.
+// servePprof serves CPU profiles, execution traces and the runtime's named profiles
+// (heap, goroutine, ...) on addr for --pprof-address, an opt-in for finding where the
+// time goes under load (go tool pprof http://ADDR/debug/pprof/profile). Written with
+// runtime/pprof and runtime/trace directly: net/http/pprof would bring html/template into
+// a binary that otherwise has no use for it.
 func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {

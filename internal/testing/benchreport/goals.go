@@ -21,9 +21,10 @@ type Goal struct {
 	Text         string // issue 12's words
 }
 
-// Goals are issue 12's "What must hold" (and issue 9's benchmark), in one place: the measure names here are the
-// ones the benchmarks must report (vrrpd's side, and keepalived's where the goal is
-// relative). A goal whose measure nobody reported shows as "not measured".
+// Goals are issue 12's "What must hold" (and issue 9's benchmark), in one place: the
+// measure names here are the ones the benchmarks must report (vrrpd's side, and
+// keepalived's where the goal is relative). A goal whose measure nobody reported shows as
+// "not measured".
 var Goals = []Goal{
 	{Measure: "transitions-255x10ms-default", Unit: "count", Op: AtMost, Bound: 0,
 		Text: "255 instances at 10 ms between two hosts: converge, then 0 transitions (default scheduling)"},
