@@ -222,7 +222,8 @@ func (v *vetter) group(ref types.NamespacedName) (*groupFacts, error) {
 		return f, nil
 	}
 	var g v1alpha1.KeepalivedGroup
-	switch err := v.r.Get(v.ctx, ref, &g); {
+	// Read-only, as the Nodes below: the cache's object, its large status not copied.
+	switch err := v.r.Get(v.ctx, ref, &g, client.UnsafeDisableDeepCopy); {
 	case apierrors.IsNotFound(err):
 		v.groups[ref] = &groupFacts{}
 		return v.groups[ref], nil
