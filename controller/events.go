@@ -59,4 +59,5 @@ const (
 	serviceFinalizer      = "redhatcop.redhat.io/loadbalancer-address"
 	indexServiceGroup     = "vrrp-operator.keepalivedgroup"
 	indexServiceAddresses = "vrrp-operator.addresses"
+	indexNodeAddresses    = "vrrp-operator.node-addresses"
 )

@@ -226,7 +226,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 	// Never hand out what could not be a VIP: a CIDR entry's network or
 	// broadcast address, or a member node's own address.
 	unusable := func(x netip.Addr) bool {
-		_, own := facts.nodeAddrs[x]
+		_, own := facts.nodeOf(x)
 		return own || pool.IsEdge(x)
 	}
 

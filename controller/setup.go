@@ -103,6 +103,19 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		return nil, err
 	}
 
+	// A Node's own addresses (nodeOwnAddrs' rule), so that a Service reconcile asks
+	// about its few addresses instead of reading every Node.
+	if err := idx.IndexField(ctx, &corev1.Node{}, indexNodeAddresses, func(o client.Object) []string {
+		n := o.(*corev1.Node)
+		var out []string
+		for a := range nodeOwnAddrs([]corev1.Node{*n}) {
+			out = append(out, a.String())
+		}
+		return out
+	}); err != nil {
+		return nil, err
+	}
+
 	rec := mgr.GetEventRecorder(reportingController)
 	groups := &GroupReconciler{
 		Client:         mgr.GetClient(),
