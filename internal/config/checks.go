@@ -150,7 +150,7 @@ func (p *kaParser) nativeCheck(n node) error {
 	if sc.Check, err = c.check(); err != nil {
 		return errAt(n.pos, "%s %s: %v", n.key(), sc.Name, err)
 	}
-	p.g.scripts.byName[sc.Name] = sc
+	p.g.addScript(sc)
 	return nil
 }
 

@@ -170,25 +170,23 @@ func (p *kaParser) staticAddress(c node) (VIP, error) {
 
 // routeLine and ruleLine read one line of a route or rule block, with its notes.
 func (p *kaParser) routeLine(c node, block string) (route.Route, error) {
-	r, notes, err := parseRouteWords(c.words)
-	for _, m := range notes {
-		p.warnGroup(block+" "+m, c.pos, "%s: %s", block, m)
-	}
-	if err != nil {
-		return r, errAt(c.pos, "%s: %v", block, err)
-	}
-	return r, nil
+	return blockLine(p, c, block, parseRouteWords)
 }
 
 func (p *kaParser) ruleLine(c node, block string) (route.Rule, error) {
-	r, notes, err := parseRuleWords(c.words)
+	return blockLine(p, c, block, parseRuleWords)
+}
+
+// blockLine parses one line of block with parse, its notes grouped by what they say.
+func blockLine[T any](p *kaParser, c node, block string, parse func([]string) (T, []string, error)) (T, error) {
+	v, notes, err := parse(c.words)
 	for _, m := range notes {
 		p.warnGroup(block+" "+m, c.pos, "%s: %s", block, m)
 	}
 	if err != nil {
-		return r, errAt(c.pos, "%s: %v", block, err)
+		return v, errAt(c.pos, "%s: %v", block, err)
 	}
-	return r, nil
+	return v, nil
 }
 
 // instanceRoutes applies an instance's virtual_routes or virtual_rules block, or

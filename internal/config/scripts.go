@@ -244,6 +244,14 @@ func (n *Notify) set(s *statement) (bool, error) {
 // scriptTable holds the vrrp_script blocks by name.
 type scriptTable struct{ byName map[string]*Script }
 
+// addScript puts a complete script or native check in g's table, made on first use.
+func (g *Globals) addScript(sc *Script) {
+	if g.scripts == nil {
+		g.scripts = &scriptTable{byName: map[string]*Script{}}
+	}
+	g.scripts.byName[sc.Name] = sc
+}
+
 func (t *scriptTable) get(name string) (*Script, bool) {
 	if t == nil {
 		return nil, false
@@ -367,7 +375,7 @@ func (p *kaParser) vrrpScript(n node) error {
 		p.warn(n.pos, "vrrp_script %s has no script; ignored", sc.Name)
 		return nil
 	}
-	p.g.scripts.byName[sc.Name] = sc
+	p.g.addScript(sc)
 	return nil
 }
 
@@ -383,10 +391,7 @@ func (p *kaParser) scriptBlock(n node, set func(*Script, *statement) error) (*Sc
 		return nil, errAt(n.pos, "%s %s needs a { ... } block", kind, n.args()[0])
 	}
 	name := n.args()[0]
-	if p.g.scripts == nil {
-		p.g.scripts = &scriptTable{byName: map[string]*Script{}}
-	}
-	if first, dup := p.g.scripts.byName[name]; dup {
+	if first, dup := p.g.scripts.get(name); dup {
 		p.warn(n.pos, "%s %s is already defined at %s; this block is ignored", kind, name, first.Source)
 		return nil, nil
 	}

@@ -57,10 +57,7 @@ func (ix yamlIndex) healthChecks(raw []json.RawMessage, g *Globals) error {
 		if err := ix.schedule(y.yamlSchedule, at, what, sc); err != nil {
 			return err
 		}
-		if g.scripts == nil {
-			g.scripts = &scriptTable{byName: map[string]*Script{}}
-		}
-		g.scripts.byName[y.Name] = sc
+		g.addScript(sc)
 	}
 	return nil
 }

@@ -81,10 +81,7 @@ func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) erro
 		if err := ix.schedule(y.yamlSchedule, at, what, sc); err != nil {
 			return err
 		}
-		if g.scripts == nil {
-			g.scripts = &scriptTable{byName: map[string]*Script{}}
-		}
-		g.scripts.byName[y.Name] = sc
+		g.addScript(sc)
 	}
 	return nil
 }
