@@ -218,7 +218,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	rtPrio := fs.Int("realtime-priority", 0, "run vrrpd's threads in SCHED_RR at this priority, 1 to 99 (keepalived's vrrp_rt_priority); 0 leaves the scheduling alone")
 	lockMem := fs.Bool("lock-memory", false, "lock vrrpd's memory in RAM with mlockall (keepalived's vrrp_no_swap)")
-	pprofAddr := fs.String("pprof-address", "", "serve CPU and heap profiles (/debug/pprof/profile?seconds=N, /debug/pprof/heap) on this address; empty (the default) to disable")
+	pprofAddr := fs.String("pprof-address", "", "serve CPU and heap profiles (/debug/pprof/profile?seconds=N, /debug/pprof/heap) and execution traces (/debug/pprof/trace?seconds=N) on this address; empty (the default) to disable")
 	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code

@@ -37,9 +37,14 @@ func servePprof(addr string, log *slog.Logger) (*http.Server, error) {
 	// An execution trace (go tool trace): where a goroutine waited to run, which a CPU
 	// profile does not show.
 	mux.HandleFunc("/debug/pprof/trace", func(w http.ResponseWriter, r *http.Request) {
-		secs, err := strconv.ParseFloat(r.URL.Query().Get("seconds"), 64)
-		if err != nil || secs <= 0 || secs > 60 {
-			secs = 1
+		secs := 1.0
+		if q := r.URL.Query().Get("seconds"); q != "" {
+			var err error
+			// A trace grows by megabytes a second under load: a minute at most.
+			if secs, err = strconv.ParseFloat(q, 64); err != nil || !(secs > 0 && secs <= 60) {
+				http.Error(w, fmt.Sprintf("seconds=%q: want a number above 0 and at most 60", q), http.StatusBadRequest)
+				return
+			}
 		}
 		w.Header().Set("Content-Type", "application/octet-stream")
 		if err := trace.Start(w); err != nil {
