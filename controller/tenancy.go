@@ -83,19 +83,19 @@ type groupFacts struct {
 	// not parse (the group is Degraded then).
 	pool *ipam.Pool
 	// nodeAddrs maps every InternalIP and ExternalIP of the group's member
-	// nodes to the node's name: a node's own address is never a VIP. Nil when
-	// the vetter read no Nodes: nodeByAddr then asks the cache's index.
+	// nodes to the node's name: a node's own address is never a VIP. When the
+	// vetter read no Nodes, nodeByAddr asks the cache's index instead.
 	nodeAddrs  map[netip.Addr]string
 	nodeByAddr func(netip.Addr) (string, bool)
 }
 
 // nodeOf names the Node whose own address a is.
 func (f *groupFacts) nodeOf(a netip.Addr) (string, bool) {
-	if f.nodeAddrs != nil || f.nodeByAddr == nil {
-		n, ok := f.nodeAddrs[a]
-		return n, ok
+	if f.nodeByAddr != nil {
+		return f.nodeByAddr(a)
 	}
-	return f.nodeByAddr(a)
+	n, ok := f.nodeAddrs[a]
+	return n, ok
 }
 
 // addrProblem says why addr may not be a VIP of this group's Service, or ""
@@ -248,7 +248,7 @@ func (v *vetter) group(ref types.NamespacedName) (*groupFacts, error) {
 		// each rather than reading every Node (500 Nodes read per Service were an
 		// eighth of the operator's CPU at 5,000 Services).
 		v.seed(&g, nil)
-		v.groups[ref].nodeAddrs, v.groups[ref].nodeByAddr = nil, v.nodeByAddr
+		v.groups[ref].nodeByAddr = v.nodeByAddr
 		return v.groups[ref], nil
 	}
 	v.seed(&g, v.nodes)

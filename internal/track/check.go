@@ -103,7 +103,11 @@ func (c Check) get(ctx context.Context) error {
 	if !c.Connect.IsValid() {
 		addr = req.URL.Host
 		if req.URL.Port() == "" {
-			addr = net.JoinHostPort(req.URL.Hostname(), map[string]string{"http": "80", "https": "443"}[req.URL.Scheme])
+			port := "80"
+			if req.URL.Scheme == "https" {
+				port = "443"
+			}
+			addr = net.JoinHostPort(req.URL.Hostname(), port)
 		}
 	}
 	var d net.Dialer
