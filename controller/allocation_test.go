@@ -261,3 +261,94 @@ func TestAutoAssignOff(t *testing.T) {
 		t.Fatalf("plain: %v %v", s.Status.LoadBalancer.Ingress, s.Finalizers)
 	}
 }
+
+// TestAllocationWithoutFinalizer: an allocation is one status write (no
+// finalizer; managedFields records the ingress as ours), so deleting the
+// Service is immediate and frees the address for a waiting Service, and
+// removing the group annotation releases it. A Service allocated by an
+// earlier version (our finalizer, ingress written by another field
+// manager) keeps its address, loses the finalizer, and is still released.
+// Ingress another load balancer wrote on an unannotated Service is never
+// touched.
+func TestAllocationWithoutFinalizer(t *testing.T) {
+	ns := newNamespace(t, "nofin")
+	newGroup(t, ns, "g", withPool("10.99.0.40-10.99.0.41"))
+	ctx := context.Background()
+	setIngress := func(name, ip, manager string) {
+		t.Helper()
+		s := getService(t, ns, name)
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip, IPMode: ptr.To(corev1.LoadBalancerIPModeVIP)}}
+		if err := k8s.Status().Update(ctx, s, client.FieldOwner(manager)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// As an earlier version of the operator left it: our finalizer, the address written
+	// under the binary's default field manager.
+	newService(t, ns, "old", ns+"/g", func(s *corev1.Service) {
+		asLoadBalancer(s)
+		s.Finalizers = []string{serviceFinalizer}
+	})
+	setIngress("old", "10.99.0.41", "operator")
+	// Another load balancer's Service: no group annotation.
+	newService(t, ns, "foreign", "", asLoadBalancer)
+	setIngress("foreign", "10.99.0.200", "metallb-controller")
+
+	startManager(t, ns)
+	newService(t, ns, "a", ns+"/g", asLoadBalancer)
+	newService(t, ns, "b", ns+"/g", asLoadBalancer)
+	// One of a and b gets 10.99.0.40 (whichever is reconciled first), the
+	// other waits.
+	var holder, waiting string
+	eventually(t, 20*time.Second, func() error {
+		got := allocated(t, ns)
+		holder, waiting = "a", "b"
+		if len(got["b"]) > 0 {
+			holder, waiting = "b", "a"
+		}
+		if fmt.Sprint(got["old"]) != "[10.99.0.41]" || fmt.Sprint(got[holder]) != "[10.99.0.40]" || len(got[waiting]) != 0 {
+			return fmt.Errorf("allocated %v", got)
+		}
+		for _, name := range []string{"old", holder} {
+			if s := getService(t, ns, name); len(s.Finalizers) != 0 {
+				return fmt.Errorf("%s has finalizers %v", name, s.Finalizers)
+			}
+		}
+		if !ownsIngress(getService(t, ns, holder).ManagedFields) {
+			return fmt.Errorf("%s: managedFields do not show our ingress: %v", holder, getService(t, ns, holder).ManagedFields)
+		}
+		if len(serviceEvents(t, ns, ReasonAllocationFailed)[waiting]) == 0 {
+			return fmt.Errorf("%s has no AllocationFailed event yet", waiting)
+		}
+		return nil
+	})
+
+	// Deleting the holder is immediate; its address goes to the other.
+	if err := k8s.Delete(ctx, getService(t, ns, holder)); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: holder}, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("%s still there after delete: %v", holder, err)
+	}
+	eventually(t, 20*time.Second, func() error {
+		if got := allocated(t, ns); fmt.Sprint(got[waiting]) != "[10.99.0.40]" {
+			return fmt.Errorf("allocated %v", got)
+		}
+		return nil
+	})
+
+	// Both kinds of allocation are released when the annotation goes.
+	for _, name := range []string{"old", waiting} {
+		s := getService(t, ns, name)
+		delete(s.Annotations, v1alpha1.AnnotationGroup)
+		if err := k8s.Update(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 20*time.Second, func() error {
+		got := allocated(t, ns)
+		if len(got) != 1 || fmt.Sprint(got["foreign"]) != "[10.99.0.200]" {
+			return fmt.Errorf("allocated %v, want only foreign's", got)
+		}
+		return nil
+	})
+}

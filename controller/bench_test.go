@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,7 +20,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,18 +92,24 @@ func benchConvergence(b *testing.B, sc scale) {
 		// The operator gets the client limits cmd/operator gives it.
 		cfg := rest.CopyConfig(testConfig)
 		cfg.QPS, cfg.Burst = DefaultClientQPS, DefaultClientBurst
+		reqs := &requestCounter{n: map[string]int{}}
+		cfg.Wrap(reqs.wrap)
 		var before runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		apiBefore, etcdBefore, selfBefore := childCPU("kube-apiserver"), childCPU("etcd"), selfCPU()
 		if out := os.Getenv("APISERVER_PPROF"); out != "" {
 			go func() {
-				rc, err := rest.RESTClientFor(withCodec(testConfig))
+				hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					return (&net.Dialer{}).DialContext(ctx, "unix", apiServerDebugSocket)
+				}}}
+				resp, err := hc.Get("http://apiserver/debug/pprof/profile?seconds=30")
 				if err != nil {
 					b.Log(err)
 					return
 				}
-				raw, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", "30").DoRaw(context.Background())
+				defer resp.Body.Close()
+				raw, err := io.ReadAll(resp.Body)
 				if err != nil {
 					b.Log(err)
 					return
@@ -110,7 +119,9 @@ func benchConvergence(b *testing.B, sc scale) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		m := startManagerAs(b, cfg, ns)
+		// A cluster-wide cache, as cmd/operator runs it (a cache limited
+		// to namespaces maps every read through the RESTMapper).
+		m := startManagerAs(b, cfg)
 		var maxStatus int
 		for {
 			ok, size, why := converged(b, m.r.Groups.Client, ns, sc.groups, perGroup, sc.nodes)
@@ -133,8 +144,10 @@ func benchConvergence(b *testing.B, sc scale) {
 			total += m.r.Groups.Reconciles(types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("g%d", gi)})
 		}
 		m.stop()
+		deleteBenchObjects(b, ns, sc.groups)
 		b.Logf("converged in %v: %d group reconciles; CPU: operator and test client %.1f s, kube-apiserver %.1f s, etcd %.1f s; largest status %d bytes; heap in use %.0f MiB",
 			elapsed, total, testCPU, apiCPU, etcdCPU, maxStatus, float64(after.HeapInuse)/(1<<20))
+		b.Logf("operator's requests: %s", reqs)
 		b.ReportMetric(elapsed.Seconds(), fmt.Sprintf("operator-converge-%d-vrrpd-s", sc.services))
 		b.ReportMetric(float64(maxStatus)/1024, fmt.Sprintf("operator-status-max-%d-vrrpd-KiB", sc.services))
 		b.ReportMetric(float64(total), "group-reconciles")
@@ -231,8 +244,91 @@ func selfCPU() float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
-func withCodec(c *rest.Config) *rest.Config {
-	c = rest.CopyConfig(c)
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	return c
+// requestCounter counts the operator's requests by verb and resource (the
+// URL path without names), to show where the API server's time goes.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+type countingTransport struct {
+	c    *requestCounter
+	next http.RoundTripper
+}
+
+func (c *requestCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return countingTransport{c: c, next: rt}
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// /api/v1/namespaces/NS/services/NAME/status -> services/status
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	var kind []string
+	for i := 0; i < len(parts); i++ {
+		switch {
+		case parts[i] == "namespaces" && i+1 < len(parts):
+			i++
+		case i == len(parts)-1 && (parts[i] == "status" || parts[i] == "finalizers"):
+			kind = append(kind, parts[i])
+		case len(kind) == 0 && i >= 2 && parts[i] != "v1" && parts[i] != "v1alpha1":
+			kind = append(kind, parts[i])
+		}
+	}
+	key := req.Method + " " + strings.Join(kind, "/")
+	if req.URL.Query().Get("watch") == "true" {
+		key += " (watch)"
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 300 {
+		key += fmt.Sprintf(" (%d)", resp.StatusCode)
+	}
+	t.c.mu.Lock()
+	t.c.n[key]++
+	t.c.mu.Unlock()
+	return resp, err
+}
+
+func (c *requestCounter) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	keys := make([]string, 0, len(c.n))
+	for k := range c.n {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %d; ", k, c.n[k])
+	}
+	return b.String()
+}
+
+// deleteBenchObjects deletes a run's Services and groups (its Nodes go in
+// newNodes' cleanup), so that a later run's cluster-wide operator does not
+// also reconcile them.
+func deleteBenchObjects(b *testing.B, ns string, groups int) {
+	ctx := context.Background()
+	var list corev1.ServiceList
+	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i := range list.Items {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := k8s.Delete(ctx, &list.Items[i]); client.IgnoreNotFound(err) != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	for gi := range groups {
+		g := &v1alpha1.KeepalivedGroup{}
+		g.Namespace, g.Name = ns, fmt.Sprintf("g%d", gi)
+		if err := k8s.Delete(ctx, g); client.IgnoreNotFound(err) != nil {
+			b.Error(err)
+		}
+	}
 }

@@ -61,10 +61,15 @@
 //
 // A LoadBalancer Service of a group that has an addressPool gets one address
 // per family it asks for (spec.ipFamilies and spec.ipFamilyPolicy), written
-// to status.loadBalancer.ingress with ipMode VIP, and a finalizer
-// (redhatcop.redhat.io/loadbalancer-address) that releases it when the
-// Service is deleted, stops being a LoadBalancer, loses the group
-// annotation or moves to another load-balancer class. A specific address is
+// to status.loadBalancer.ingress with ipMode VIP in one status write under
+// the field manager vrrp-operator (managedFields then names the operator as
+// the ingress's owner, so another load balancer's ingress is never
+// touched). It is released when the Service stops being a LoadBalancer,
+// loses the group annotation or moves to another load-balancer class, and
+// is free once the Service is deleted: no finalizer, the allocator reads
+// live Services. The finalizer earlier versions set
+// (redhatcop.redhat.io/loadbalancer-address) is removed, the address kept.
+// A specific address is
 // requested with keepalived-operator.redhat-cop.io/loadbalancerips (a comma
 // list, one per family) or the deprecated spec.loadBalancerIP. With
 // autoAssign false only requests are served.

@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -10,7 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -37,6 +39,9 @@ type ServiceReconciler struct {
 func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var svc corev1.Service
 	if err := r.Client.Get(ctx, req.NamespacedName, &svc); err != nil {
+		// A deleted Service frees its addresses by being gone: the
+		// allocator reads the cache. serviceWatch.Delete forgot what this
+		// process remembered of it and woke its group's waiting Services.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	value, annotated := svc.Annotations[v1alpha1.AnnotationGroup]
@@ -57,11 +62,12 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
-	// Release on delete, on a type change, when the group annotation goes,
-	// when the group stops admitting the Service's namespace, and when the
-	// Service moves to another load-balancer class.
-	if controllerutil.ContainsFinalizer(&svc, serviceFinalizer) &&
-		(svc.DeletionTimestamp != nil || !annotated || !admitted || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc)) {
+	// Release on a type change, when the group annotation goes, when the
+	// group stops admitting the Service's namespace, when the Service moves
+	// to another load-balancer class, and while it is being deleted (held
+	// by someone's finalizer).
+	if (svc.DeletionTimestamp != nil || !annotated || !admitted || svc.Spec.Type != corev1.ServiceTypeLoadBalancer || !classIsOurs(&svc)) &&
+		r.allocatedHere(&svc) {
 		return ctrl.Result{}, r.release(ctx, &svc, value)
 	}
 	if group == nil || !admitted {
@@ -230,10 +236,17 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 		return own || pool.IsEdge(x)
 	}
 
-	// From here on, decide and write under the allocator's lock.
-	if !controllerutil.ContainsFinalizer(svc, serviceFinalizer) {
-		controllerutil.AddFinalizer(svc, serviceFinalizer)
-		if err := r.Client.Update(ctx, svc); err != nil {
+	if controllerutil.ContainsFinalizer(svc, serviceFinalizer) {
+		// Set by earlier versions of the operator (see allocatedHere); a finalizer
+		// nobody removes would hold the Service's deletion once the
+		// operator is uninstalled. First the addresses it marked become
+		// ours in managedFields (an apply of the same values), then, on
+		// the reconcile that write brings, the finalizer goes.
+		if len(svc.Status.LoadBalancer.Ingress) > 0 && !ownsIngress(svc.ManagedFields) {
+			return r.Client.Status().Apply(ctx, ingressApply(svc), client.FieldOwner(fieldOwner), client.ForceOwnership)
+		}
+		controllerutil.RemoveFinalizer(svc, serviceFinalizer)
+		if err := r.Client.Update(ctx, svc, client.FieldOwner(fieldOwner)); err != nil {
 			return err
 		}
 	}
@@ -328,7 +341,9 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 	for _, x := range chosen {
 		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: x.String(), IPMode: &vip})
 	}
-	err = r.Client.Status().Update(ctx, svc)
+	// Under our field manager: managedFields then records the ingress as
+	// ours (allocatedHere), with no write of its own.
+	err = r.Client.Status().Update(ctx, svc, client.FieldOwner(fieldOwner))
 	a.mu.Lock()
 	if err != nil {
 		undo()
@@ -361,8 +376,103 @@ func sameIngress(svc *corev1.Service, addrs []netip.Addr) bool {
 	return true
 }
 
-// release removes the Service's addresses from its status, then the
-// finalizer, and wakes the Services waiting for an address of its group.
+// allocatedHere reports whether the Service's addresses are the operator's
+// to release: the status write that gave them was ours (our field manager
+// owns status.loadBalancer.ingress in managedFields), this process gave it
+// addresses the API server has since cleared (a type change), or the
+// Service carries the finalizer earlier versions of the operator set on every
+// allocation. Ingress that another load balancer wrote is never touched.
+//
+// The record is managedFields and not a finalizer of our own, which was a
+// second write per allocation (2,000 of them at 5,000 Services) and nothing
+// to clean up on delete: a deleted Service's addresses are free because it
+// is gone from the cache the allocator reads.
+func (r *ServiceReconciler) allocatedHere(svc *corev1.Service) bool {
+	if controllerutil.ContainsFinalizer(svc, serviceFinalizer) {
+		return true
+	}
+	if len(svc.Status.LoadBalancer.Ingress) > 0 && ownsIngress(svc.ManagedFields) {
+		return true
+	}
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	r.alloc.mu.Lock()
+	defer r.alloc.mu.Unlock()
+	return len(r.alloc.heldBy(self)) > 0
+}
+
+// ownsIngress reports whether our field manager's status entry in
+// managedFields holds status.loadBalancer.ingress.
+func ownsIngress(entries []metav1.ManagedFieldsEntry) bool {
+	for _, e := range entries {
+		if e.Manager != fieldOwner || e.Subresource != "status" || e.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err != nil {
+			continue
+		}
+		if _, ok := fields["f:status"]["f:loadBalancer"]["f:ingress"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ingressApply is an apply configuration of the Service's current
+// status.loadBalancer.ingress, as it is.
+func ingressApply(svc *corev1.Service) *corev1ac.ServiceApplyConfiguration {
+	lb := corev1ac.LoadBalancerStatus()
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		x := corev1ac.LoadBalancerIngress()
+		if in.IP != "" {
+			x.WithIP(in.IP)
+		}
+		if in.Hostname != "" {
+			x.WithHostname(in.Hostname)
+		}
+		if in.IPMode != nil {
+			x.WithIPMode(*in.IPMode)
+		}
+		for _, p := range in.Ports {
+			ps := corev1ac.PortStatus().WithPort(p.Port).WithProtocol(p.Protocol)
+			if p.Error != nil {
+				ps.WithError(*p.Error)
+			}
+			x.WithPorts(ps)
+		}
+		lb.WithIngress(x)
+	}
+	return corev1ac.Service(svc.Name, svc.Namespace).WithStatus(corev1ac.ServiceStatus().WithLoadBalancer(lb))
+}
+
+// forget drops what this process remembers of a deleted Service and
+// returns the Services waiting for an address of its group, woken when it
+// had any.
+func (r *ServiceReconciler) forget(svc *corev1.Service) []types.NamespacedName {
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	a := r.alloc
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	held := append(ingressAddrs(svc), a.heldBy(self)...)
+	for _, x := range held {
+		if h, ok := a.held[x]; ok && h.svc == self {
+			delete(a.held, x)
+		}
+	}
+	ref, ok := groupOf(svc)
+	if !ok {
+		return nil
+	}
+	a.stopWaiting(ref, self)
+	if len(held) == 0 {
+		return nil
+	}
+	return a.takeWaiting(ref)
+}
+
+// release removes the Service's addresses from its status (and the
+// finalizer earlier versions set), and wakes the Services waiting for an
+// address of its group.
 func (r *ServiceReconciler) release(ctx context.Context, svc *corev1.Service, groupValue string) error {
 	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 	a := r.alloc
@@ -375,7 +485,7 @@ func (r *ServiceReconciler) release(ctx context.Context, svc *corev1.Service, gr
 	}
 	if len(svc.Status.LoadBalancer.Ingress) > 0 {
 		svc.Status.LoadBalancer.Ingress = nil
-		if err := r.Client.Status().Update(ctx, svc); err != nil {
+		if err := r.Client.Status().Update(ctx, svc, client.FieldOwner(fieldOwner)); err != nil {
 			a.mu.Unlock()
 			return err
 		}
@@ -390,9 +500,10 @@ func (r *ServiceReconciler) release(ctx context.Context, svc *corev1.Service, gr
 	}
 	a.mu.Unlock()
 
-	controllerutil.RemoveFinalizer(svc, serviceFinalizer)
-	if err := r.Client.Update(ctx, svc); err != nil && !apierrors.IsNotFound(err) {
-		return err
+	if controllerutil.RemoveFinalizer(svc, serviceFinalizer) {
+		if err := r.Client.Update(ctx, svc, client.FieldOwner(fieldOwner)); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
 	}
 	if len(held) > 0 {
 		strs := make([]string, len(held))

@@ -155,7 +155,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("service").
-		For(&corev1.Service{}).
+		Watches(&corev1.Service{}, serviceWatch{r: services}).
 		Watches(&v1alpha1.KeepalivedGroup{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return servicesOfGroup(ctx, mgr.GetClient(), types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -169,6 +169,37 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		return nil, err
 	}
 	return &Reconcilers{Groups: groups, Services: services}, nil
+}
+
+// serviceWatch enqueues the Service of each event; for a deleted one,
+// also the Services waiting for an address of its group (the deleted
+// Service's addresses are free once it is gone from the cache; no
+// finalizer holds it for a release).
+type serviceWatch struct{ r *ServiceReconciler }
+
+func requestFor(o client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
+}
+
+func (h serviceWatch) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(requestFor(e.Object))
+}
+
+func (h serviceWatch) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(requestFor(e.ObjectNew))
+}
+
+func (h serviceWatch) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(requestFor(e.Object))
+	if svc, ok := e.Object.(*corev1.Service); ok {
+		for _, w := range h.r.forget(svc) {
+			q.Add(reconcile.Request{NamespacedName: w})
+		}
+	}
+}
+
+func (h serviceWatch) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	q.Add(requestFor(e.Object))
 }
 
 // servicesOfGroup lists the Services annotated for a group, so a group

@@ -39,12 +39,20 @@ var (
 	nsCounter  atomic.Int64
 )
 
+// apiServerDebugSocket serves the API server's pprof without authentication.
+const apiServerDebugSocket = "/tmp/vrrp-operator-apiserver-debug.sock"
+
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(env *envtest.Environment) {
 		// Room for the thousands of Services the tests and the benchmark make
 		// (envtest's default range is small). The API server only hands these
 		// out as data; nothing routes them.
 		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+		if os.Getenv("APISERVER_PPROF") != "" {
+			// The benchmark's API-server profile (BenchmarkConvergence*).
+			// (a socket of its own: envtest's admin user gets 404 on the web path).
+			env.ControlPlane.GetAPIServer().Configure().Set("debug-socket-path", apiServerDebugSocket)
+		}
 	}, func(e *testenv.Env) {
 		e.Config.QPS, e.Config.Burst = 500, 1000
 		testEnv, testConfig, testScheme = e, e.Config, e.Scheme

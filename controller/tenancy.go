@@ -366,7 +366,9 @@ func (v *vetter) holdersOf(addr netip.Addr) ([]types.NamespacedName, error) {
 		return h, nil
 	}
 	var list corev1.ServiceList
-	if err := v.r.List(v.ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}); err != nil {
+	// Read-only: the cache's objects, not copies (the allocator asks this
+	// for every address it tries).
+	if err := v.r.List(v.ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var cs []claimant
@@ -439,7 +441,8 @@ func (v *vetter) vips(svc *corev1.Service) ([]netip.Addr, []refusal, error) {
 // pool, so automatic assignment never puts two Services on one address.
 func (v *vetter) blockers(addr netip.Addr, self *corev1.Service, share bool) ([]types.NamespacedName, error) {
 	var list corev1.ServiceList
-	if err := v.r.List(v.ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}); err != nil {
+	// Read-only, as in holdersOf: Pool.Allocate asks for each address it tries.
+	if err := v.r.List(v.ctx, &list, client.MatchingFields{indexServiceAddresses: addr.String()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	key := self.Annotations[v1alpha1.AnnotationSharedIP]
