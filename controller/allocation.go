@@ -61,11 +61,18 @@ func newAllocator() *allocator {
 // not show yet. share: see vetter.blockers. Call with mu held.
 func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service, share bool) (types.NamespacedName, bool, error) {
 	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	now := a.now()
+	if h, ok := a.held[addr]; ok && now.Sub(h.at) < cacheGrace && h.svc != self && !(share && v.sharesWith(svc, h.svc)) {
+		// Our own recent write says another Service has it, whatever the
+		// cache shows: no need to ask the cache. (Pool.Allocate asks about
+		// every address before a free one; when many Services are given
+		// addresses at once, most were handed out by this process.)
+		return h.svc, true, nil
+	}
 	cached, err := v.blockers(addr, svc, share)
 	if err != nil {
 		return types.NamespacedName{}, false, err
 	}
-	now := a.now()
 	h, isHeld := a.held[addr]
 	if isHeld && now.Sub(h.at) >= cacheGrace && !slices.Contains(cached, h.svc) {
 		delete(a.held, addr) // the cache has had time to show our write; it does not

@@ -184,7 +184,8 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 func TestPodMonitorOnlyWhenServed(t *testing.T) {
 	ns := newNamespace(t, "pm")
 	newGroup(t, ns, "g", nil)
-	startManager(t, ns)
+	// Ask for the kind on every reconcile: the CRD comes later in this test.
+	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, PodMonitorRecheck: -1}, ns)
 	eventually(t, 20*time.Second, func() error {
 		g := getGroup(t, ns, "g")
 		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)

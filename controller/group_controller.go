@@ -53,8 +53,15 @@ type GroupReconciler struct {
 	MigrationDwell time.Duration
 	// VrrpdResources is Options.VrrpdResources, defaults filled in.
 	VrrpdResources corev1.ResourceRequirements
+	// PodMonitorRecheck is Options.PodMonitorRecheck, the default filled in.
+	PodMonitorRecheck time.Duration
 
 	podSecurity podSecurityReports
+
+	// pending tells which groups have LoadBalancer Services waiting for
+	// an address (pending.go); their status write waits for those. Nil:
+	// never wait.
+	pending *pendingAllocations
 
 	// segments serialise the reconciles of the groups of one segment
 	// (their router IDs come from one space), while groups on different
@@ -68,6 +75,14 @@ type GroupReconciler struct {
 	// caught up with our own write; other groups on the same segment must
 	// avoid them.
 	published map[types.NamespacedName]map[string]int
+	// podMonitorAbsentUntil: until then, PodMonitor is taken as not
+	// served (podMonitorServed).
+	podMonitorAbsentUntil time.Time
+	// ownedFor: the generation of each group whose owned objects a
+	// reconcile that put off its status has applied.
+	ownedFor map[types.NamespacedName]int64
+	// priorities: each group's last plan's priorities (priorityMemo).
+	priorities map[types.NamespacedName]*priorityMemo
 	// leftOut remembers which Services were told they got no router ID,
 	// so the Event is sent once per episode rather than on every reconcile.
 	leftOut map[types.NamespacedName]map[types.NamespacedName]bool
@@ -100,6 +115,8 @@ func (r *GroupReconciler) init() {
 		r.published = map[types.NamespacedName]map[string]int{}
 		r.leftOut = map[types.NamespacedName]map[types.NamespacedName]bool{}
 		r.applied = map[string][32]byte{}
+		r.priorities = map[types.NamespacedName]*priorityMemo{}
+		r.ownedFor = map[types.NamespacedName]int64{}
 		r.reconciles = map[types.NamespacedName]int{}
 		r.retries = map[types.NamespacedName]int{}
 		r.readySince = map[types.NamespacedName]time.Time{}
@@ -126,9 +143,16 @@ func (r *GroupReconciler) Retries(group types.NamespacedName) int {
 // Reconcile brings one group's status and owned objects up to date.
 func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	r.init()
-	r.mu.Lock()
-	r.reconciles[req.NamespacedName]++
-	r.mu.Unlock()
+	wait, observed := r.deferForAllocations(ctx, req.NamespacedName)
+	if wait > 0 && observed {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if wait == 0 {
+		// Reconciles that compute the status (Reconciles counts these).
+		r.mu.Lock()
+		r.reconciles[req.NamespacedName]++
+		r.mu.Unlock()
+	}
 	defer func() {
 		if err != nil {
 			r.mu.Lock()
@@ -148,6 +172,26 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	if g.DeletionTimestamp != nil {
 		// The garbage collector removes the owned objects.
 		return ctrl.Result{}, nil
+	}
+	if wait > 0 {
+		// A new or changed group while its Services are being given
+		// addresses: its DaemonSet and the rest now, its status (with
+		// those addresses) when they are done.
+		// Once per generation: the wait rechecks every pendingRecheck.
+		r.mu.Lock()
+		done := r.ownedFor[req.NamespacedName] == g.Generation
+		r.mu.Unlock()
+		if !done {
+			image, _ := effectiveImage(g.Spec.Image, r.VrrpdImage)
+			if err := r.applyOwned(ctx, &g, image); err != nil {
+				return ctrl.Result{}, err
+			}
+			r.checkPodSecurity(ctx, &g)
+			r.mu.Lock()
+			r.ownedFor[req.NamespacedName] = g.Generation
+			r.mu.Unlock()
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	unlock := r.segments.lock(segment(&g))
 	defer unlock()
@@ -181,7 +225,13 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		}
 		granted[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = vips
 	}
-	p := planVetted(&g, services.Items, granted, nodes.Items, reserved)
+	r.mu.Lock()
+	memo := r.priorities[req.NamespacedName]
+	r.mu.Unlock()
+	p := planVetted(&g, services.Items, granted, nodes.Items, reserved, memo)
+	r.mu.Lock()
+	r.priorities[req.NamespacedName] = p.memo
+	r.mu.Unlock()
 	r.reportLeftOut(&g, services.Items, p.leftOutServices)
 	r.reportRenumbered(&g, p)
 
@@ -241,6 +291,23 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	return ctrl.Result{RequeueAfter: requeue}, applyErr
 }
 
+// deferForAllocations returns how long to put off the group's status
+// while its LoadBalancer Services are being given addresses
+// (pendingAllocations.wait; 0 for a group being deleted), and whether its
+// status already reflects its spec (observed), in which case the whole
+// reconcile waits.
+func (r *GroupReconciler) deferForAllocations(ctx context.Context, group types.NamespacedName) (wait time.Duration, observed bool) {
+	if r.pending == nil {
+		return 0, false
+	}
+	var g v1alpha1.KeepalivedGroup
+	// Only the generations are read: no copy of the large status.
+	if err := r.Client.Get(ctx, group, &g, client.UnsafeDisableDeepCopy); err != nil || g.DeletionTimestamp != nil {
+		return 0, false
+	}
+	return r.pending.wait(group), g.Status.ObservedGeneration == g.Generation
+}
+
 // catchUp brings g, read from the cache, up to this reconciler's own last
 // status write when the cache has not seen it yet: a reconcile that follows
 // at once (the Role it applied after the status, a second Service) then
@@ -263,6 +330,8 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.written, group)
+	delete(r.priorities, group)
+	delete(r.ownedFor, group)
 	delete(r.published, group)
 	delete(r.leftOut, group)
 	delete(r.readySince, group)
@@ -451,18 +520,40 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 	if err := r.applySCCBinding(ctx, g); err != nil {
 		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", sccBindingName(g), err))
 	}
-	if _, err := r.Mapper.RESTMapping(podMonitorGVK.GroupKind(), podMonitorGVK.Version); err == nil {
+	if served, err := r.podMonitorServed(); served {
 		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g))
 		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
 			errs = append(errs, fmt.Sprintf("PodMonitor %s: %v", name.Name, err))
 		}
-	} else if !meta.IsNoMatchError(err) {
+	} else if err != nil {
 		errs = append(errs, fmt.Sprintf("discovering PodMonitor: %v", err))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("applying owned objects: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// podMonitorServed reports whether the cluster serves PodMonitor
+// (monitoring.coreos.com/v1); an error is one other than "no such kind".
+func (r *GroupReconciler) podMonitorServed() (bool, error) {
+	r.mu.Lock()
+	notBefore := r.podMonitorAbsentUntil
+	r.mu.Unlock()
+	if time.Now().Before(notBefore) {
+		return false, nil
+	}
+	_, err := r.Mapper.RESTMapping(podMonitorGVK.GroupKind(), podMonitorGVK.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		r.mu.Lock()
+		r.podMonitorAbsentUntil = time.Now().Add(r.PodMonitorRecheck)
+		r.mu.Unlock()
+		return false, nil
+	}
+	return false, err
 }
 
 func (r *GroupReconciler) applyIfChanged(ctx context.Context, g *v1alpha1.KeepalivedGroup, kind string, obj runtime.ApplyConfiguration, exists func() bool) error {

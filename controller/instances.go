@@ -30,6 +30,8 @@ type plan struct {
 	leftOutServices []types.NamespacedName
 	// renumbered are the instance keys whose router ID changed, sorted.
 	renumbered []string
+	// memo: the priorities computed, for the next plan of the group.
+	memo *priorityMemo
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.
@@ -46,20 +48,50 @@ type instanceDraft struct {
 // router IDs the group may not hand out (its blacklist and IDs of other
 // groups on the same segment).
 func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes []corev1.Node, reserved func(int) bool) plan {
-	return planVetted(g, services, nil, nodes, reserved)
+	return planVetted(g, services, nil, nodes, reserved, nil)
+}
+
+// priorityMemo keeps one group's instance priorities (placement.Priorities)
+// from one reconcile to the next while its member nodes stay the same: at
+// 250 instances and 500 nodes, ranking every node for every instance was
+// half of a group reconcile's CPU, though a reconcile usually adds or
+// changes a few instances. A nil memo computes everything.
+type priorityMemo struct {
+	names []string
+	byKey map[string][]uint8
+}
+
+// priorities returns key's priorities over names, and keeps them in next
+// (the memo of this reconcile, so keys that went away are dropped).
+func (m *priorityMemo) priorities(key string, names []string, next *priorityMemo) []uint8 {
+	if m != nil && slices.Equal(m.names, names) {
+		if pr, ok := m.byKey[key]; ok {
+			next.byKey[key] = pr
+			return pr
+		}
+	}
+	pr := placement.Priorities(key, names)
+	if next != nil {
+		next.byKey[key] = pr
+	}
+	return pr
 }
 
 // planVetted is computePlan with each Service's VIPs decided by the caller
 // (vetter.vips: namespace admitted, addresses usable, held by this Service).
 // A nil granted takes every Service's addresses as they are; with a non-nil
 // one, a Service missing from it has no VIPs.
-func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, nodes []corev1.Node, reserved func(int) bool) plan {
+//
+// memo holds the priorities of the group's previous plan (nil: none); the
+// plan's own are returned in p.memo.
+func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, nodes []corev1.Node, reserved func(int) bool, memo *priorityMemo) plan {
 	var p plan
 	p.nodes = memberNodes(g, nodes)
 	names := make([]string, len(p.nodes))
 	for i, n := range p.nodes {
 		names[i] = n.Name
 	}
+	p.memo = &priorityMemo{names: names, byKey: map[string][]uint8{}}
 
 	drafts := instanceDrafts(services, granted, groupSettings(g).Version)
 	keys := make([]string, len(drafts))
@@ -85,7 +117,7 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 		if strings.Count(d.key, "/") == 2 {
 			siblings[d.service] = append(siblings[d.service], d.key)
 		} else if len(names) > 0 {
-			prios[d.key] = placement.Priorities(d.key, names)
+			prios[d.key] = memo.priorities(d.key, names, p.memo)
 		}
 	}
 	if len(names) > 0 {

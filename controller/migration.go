@@ -117,7 +117,7 @@ func (r *GroupReconciler) oldCompanions(ctx context.Context, g *v1alpha1.Keepali
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: prom}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: prom}},
 	}
-	if _, err := r.Mapper.RESTMapping(podMonitorGVK.GroupKind(), podMonitorGVK.Version); err == nil {
+	if served, _ := r.podMonitorServed(); served {
 		pm := &unstructured.Unstructured{}
 		pm.SetGroupVersionKind(podMonitorGVK)
 		pm.SetName(g.Name)

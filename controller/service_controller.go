@@ -31,12 +31,18 @@ type ServiceReconciler struct {
 	Recorder recorder.EventRecorder
 
 	alloc *allocator
+	// pending: the LoadBalancer Services queued for an address, which
+	// their groups' status writes wait for (pending.go). Nil: not tracked.
+	pending *pendingAllocations
 	// wake carries Services to retry when an address of their group frees.
 	wake chan event.GenericEvent
 }
 
 // Reconcile handles one Service.
 func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if r.pending != nil {
+		defer r.pending.done(req.NamespacedName)
+	}
 	var svc corev1.Service
 	if err := r.Client.Get(ctx, req.NamespacedName, &svc); err != nil {
 		// A deleted Service frees its addresses by being gone: the
@@ -293,14 +299,13 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 		if !pick.IsValid() {
 			var lookupErr error
 			next, ok := pool.Allocate(f, func(x netip.Addr) bool {
-				if unusable(x) {
-					return true
-				}
+				// In use first: inUseBy answers from memory for the
+				// addresses this process handed out.
 				_, used, err := a.inUseBy(v, x, svc, false)
 				if err != nil && lookupErr == nil {
 					lookupErr = err
 				}
-				return used || err != nil
+				return used || err != nil || unusable(x)
 			})
 			if lookupErr != nil {
 				return lookupErr

@@ -30,14 +30,15 @@ type Options struct {
 	// VrrpdImage is the image the DaemonSets run unless a group names its own.
 	VrrpdImage string
 	// ServiceWorkers is how many Services are reconciled at once (address
-	// decisions are serialised anyway). Default 4.
+	// decisions are serialised anyway; the status writes that follow them
+	// overlap). Default DefaultServiceWorkers.
 	ServiceWorkers int
 	// GroupWorkers is how many groups are reconciled at once; groups on
-	// one segment still take turns. Default 1: at 5,000 Services over 20
-	// groups, 4 workers wrote six times as many group statuses (each up
-	// to 230 KiB) and converged in 127 s against 63 s with one
-	// (BenchmarkConvergence5000Services), the API server being the
-	// bottleneck.
+	// one segment still take turns. Default DefaultGroupWorkers: a group's
+	// status is large (230 KiB at 250 Services and 500 Nodes), more workers
+	// write it more often, and with the status put off while Services are
+	// given addresses (pending.go) two workers converged no faster than one
+	// at 5,000 Services (BenchmarkConvergence5000Services).
 	GroupWorkers int
 	// SCCClusterRole, when set, is a ClusterRole granting `use` of an
 	// OpenShift SecurityContextConstraints (deploy/components/openshift):
@@ -54,6 +55,13 @@ type Options struct {
 	// list left empty takes DefaultVrrpdResources' (the operator's
 	// --vrrpd-* resource flags).
 	VrrpdResources corev1.ResourceRequirements
+	// PodMonitorRecheck is how long the answer that the cluster does not
+	// serve PodMonitor (monitoring.coreos.com/v1) stands before it is
+	// asked again. The RESTMapper asks the API server on every lookup of a
+	// kind it does not know, a round trip in every group reconcile, and
+	// the Prometheus operator is rarely installed after this one. Default
+	// one minute; negative: ask every time.
+	PodMonitorRecheck time.Duration
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -69,10 +77,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		return nil, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
 	}
 	if opts.ServiceWorkers <= 0 {
-		opts.ServiceWorkers = 4
+		opts.ServiceWorkers = 16
+	}
+	if opts.PodMonitorRecheck == 0 {
+		opts.PodMonitorRecheck = time.Minute
 	}
 	if opts.GroupWorkers <= 0 {
-		opts.GroupWorkers = 1
+		opts.GroupWorkers = 2
 	}
 	def := DefaultVrrpdResources()
 	if len(opts.VrrpdResources.Requests) == 0 {
@@ -118,16 +129,18 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 
 	rec := mgr.GetEventRecorder(reportingController)
 	groups := &GroupReconciler{
-		Client:         mgr.GetClient(),
-		Mapper:         mgr.GetRESTMapper(),
-		Recorder:       rec,
-		VrrpdImage:     opts.VrrpdImage,
-		SCCClusterRole: opts.SCCClusterRole,
-		Reader:         mgr.GetAPIReader(),
-		MigrationDwell: opts.MigrationDwell,
-		VrrpdResources: opts.VrrpdResources,
+		Client:            mgr.GetClient(),
+		Mapper:            mgr.GetRESTMapper(),
+		Recorder:          rec,
+		VrrpdImage:        opts.VrrpdImage,
+		SCCClusterRole:    opts.SCCClusterRole,
+		Reader:            mgr.GetAPIReader(),
+		MigrationDwell:    opts.MigrationDwell,
+		VrrpdResources:    opts.VrrpdResources,
+		PodMonitorRecheck: opts.PodMonitorRecheck,
 	}
 	groups.init()
+	groups.pending = newPendingAllocations()
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("keepalivedgroup").
 		For(&v1alpha1.KeepalivedGroup{}, builder.WithPredicates(predicate.Or(
@@ -151,6 +164,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Client:   mgr.GetClient(),
 		Recorder: rec,
 		alloc:    newAllocator(),
+		pending:  groups.pending,
 		wake:     make(chan event.GenericEvent, 4096),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
@@ -182,11 +196,21 @@ func requestFor(o client.Object) reconcile.Request {
 }
 
 func (h serviceWatch) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.queued(e.Object)
 	q.Add(requestFor(e.Object))
 }
 
 func (h serviceWatch) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.queued(e.ObjectNew)
 	q.Add(requestFor(e.ObjectNew))
+}
+
+// queued tells pendingAllocations of a Service about to be queued (before
+// it is, so its reconcile cannot end first).
+func (h serviceWatch) queued(o client.Object) {
+	if svc, ok := o.(*corev1.Service); ok && h.r.pending != nil {
+		h.r.pending.queued(svc)
+	}
 }
 
 func (h serviceWatch) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -335,4 +359,13 @@ func instanceInputsChanged(o, n *corev1.Service) bool {
 const (
 	DefaultClientQPS   = 200
 	DefaultClientBurst = 400
+)
+
+// The default worker counts (cmd/operator's --service-workers and
+// --group-workers). Sixteen Service workers keep the API server busy with
+// allocations' status writes, each a round trip: at 5,000 Services four
+// converged in 18 s, sixteen in 11 s (BenchmarkConvergence5000Services).
+const (
+	DefaultServiceWorkers = 16
+	DefaultGroupWorkers   = 1
 )

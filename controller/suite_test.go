@@ -86,8 +86,9 @@ func newNamespace(t testing.TB, prefix string) string {
 // cache sees only the given namespaces (and cluster-scoped Nodes), so tests
 // do not reconcile each other's objects.
 type testManager struct {
-	r    *Reconcilers
-	stop func()
+	r     *Reconcilers
+	cache cache.Cache // the manager's informers
+	stop  func()
 }
 
 const testImage = "example.com/vrrpd:test"
@@ -132,7 +133,7 @@ func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces .
 		cancel()
 		t.Fatal("cache did not sync")
 	}
-	m := &testManager{r: r}
+	m := &testManager{r: r, cache: mgr.GetCache()}
 	var once sync.Once
 	m.stop = func() {
 		once.Do(func() {

@@ -4,7 +4,7 @@
 // controller).
 //
 //	operator --vrrpd-image IMAGE [--leader-elect] [--metrics-bind-address :8080]
-//	         [--health-probe-bind-address :8081] [--service-workers 4] [--log-format json|text] [-v N]
+//	         [--health-probe-bind-address :8081] [--service-workers 16] [--log-format json|text] [-v N]
 //	operator --version
 //
 // Logs are structured (log/slog through logr). /healthz and /readyz answer on
@@ -67,8 +67,8 @@ func run(ctx context.Context, args []string) error {
 		leaderElect   = fs.Bool("leader-elect", false, "elect a leader, so only one replica reconciles")
 		leaderNS      = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
 		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
-		serviceWorker = fs.Int("service-workers", 4, "Services reconciled concurrently")
-		groupWorkers  = fs.Int("group-workers", 1, "KeepalivedGroups reconciled concurrently (groups of one segment take turns; more workers write group statuses more often)")
+		serviceWorker = fs.Int("service-workers", controller.DefaultServiceWorkers, "Services reconciled concurrently")
+		groupWorkers  = fs.Int("group-workers", controller.DefaultGroupWorkers, "KeepalivedGroups reconciled concurrently (groups of one segment take turns; more workers write group statuses more often)")
 		apiQPS        = fs.Float64("kube-api-qps", controller.DefaultClientQPS, "requests per second the operator's API client may make (sustained)")
 		apiBurst      = fs.Int("kube-api-burst", controller.DefaultClientBurst, "requests the operator's API client may make in a burst")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
