@@ -23,8 +23,13 @@ type allocator struct {
 	now func() time.Time
 
 	mu sync.Mutex
-	// held: addresses this process wrote to a Service's status.
+	// held: addresses this process wrote to a Service's status; change
+	// it only through hold and unhold, which keep heldCount.
 	held map[netip.Addr]memo
+	// heldCount: how many entries of held each Service has, so that
+	// heldBy answers "none" (every reconcile of a Service that is not a
+	// LoadBalancer asks, allocatedHere) without a walk through held.
+	heldCount map[types.NamespacedName]int
 	// released: addresses this process removed from a Service's status;
 	// the cache may still show that Service holding them.
 	released map[netip.Addr]memo
@@ -48,10 +53,11 @@ const cacheGrace = 30 * time.Second
 
 func newAllocator() *allocator {
 	return &allocator{
-		now:      time.Now,
-		held:     map[netip.Addr]memo{},
-		released: map[netip.Addr]memo{},
-		waiting:  map[types.NamespacedName]map[types.NamespacedName]bool{},
+		now:       time.Now,
+		held:      map[netip.Addr]memo{},
+		heldCount: map[types.NamespacedName]int{},
+		released:  map[netip.Addr]memo{},
+		waiting:   map[types.NamespacedName]map[types.NamespacedName]bool{},
 	}
 }
 
@@ -75,7 +81,7 @@ func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service, sha
 	}
 	h, isHeld := a.held[addr]
 	if isHeld && now.Sub(h.at) >= cacheGrace && !slices.Contains(cached, h.svc) {
-		delete(a.held, addr) // the cache has had time to show our write; it does not
+		a.unhold(addr) // the cache has had time to show our write; it does not
 		isHeld = false
 	}
 	if isHeld && h.svc != self && !(share && v.sharesWith(svc, h.svc)) {
@@ -114,14 +120,14 @@ func (a *allocator) reserve(svc types.NamespacedName, addrs []netip.Addr) (undo 
 		h, hok := a.held[x]
 		r, rok := a.released[x]
 		saved[x] = prev{held: h, released: r, wasHeld: hok, wasReleased: rok}
-		a.held[x] = memo{svc: svc, at: now}
+		a.hold(x, memo{svc: svc, at: now})
 	}
 	return func() {
 		for x, p := range saved {
 			if p.wasHeld {
-				a.held[x] = p.held
+				a.hold(x, p.held)
 			} else {
-				delete(a.held, x)
+				a.unhold(x)
 			}
 			if p.wasReleased {
 				a.released[x] = p.released
@@ -138,19 +144,41 @@ func (a *allocator) record(svc types.NamespacedName, before, addrs []netip.Addr)
 	now := a.now()
 	for _, b := range before {
 		if h, ok := a.held[b]; !ok || h.svc == svc {
-			delete(a.held, b)
+			a.unhold(b)
 		}
 		a.released[b] = memo{svc: svc, at: now}
 	}
 	for _, x := range addrs {
-		a.held[x] = memo{svc: svc, at: now}
+		a.hold(x, memo{svc: svc, at: now})
 		delete(a.released, x)
+	}
+}
+
+// hold records that this process gave addr to m.svc. Call with mu held.
+func (a *allocator) hold(addr netip.Addr, m memo) {
+	a.unhold(addr)
+	a.held[addr] = m
+	a.heldCount[m.svc]++
+}
+
+// unhold forgets addr's entry in held, if any. Call with mu held.
+func (a *allocator) unhold(addr netip.Addr) {
+	h, ok := a.held[addr]
+	if !ok {
+		return
+	}
+	delete(a.held, addr)
+	if a.heldCount[h.svc]--; a.heldCount[h.svc] <= 0 {
+		delete(a.heldCount, h.svc)
 	}
 }
 
 // heldBy lists, sorted, the addresses this process gave svc. Call with mu
 // held.
 func (a *allocator) heldBy(svc types.NamespacedName) []netip.Addr {
+	if a.heldCount[svc] == 0 {
+		return nil
+	}
 	var out []netip.Addr
 	for addr, h := range a.held {
 		if h.svc == svc {

@@ -125,7 +125,7 @@ func TestConcurrentAllocation(t *testing.T) {
 		}
 		eventually(t, 20*time.Second, func() error {
 			if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: victim}, &corev1.Service{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("%s not gone yet (finalizer): %v", victim, err)
+				return fmt.Errorf("%s not gone yet: %v", victim, err)
 			}
 			now := allocated(t, ns)
 			if len(now) != 8 {

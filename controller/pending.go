@@ -24,8 +24,13 @@ import (
 //
 // The wait is bounded both ways: it ends when the Service queue stops
 // making progress (stall: a reconcile failing and backing off holds no
-// group) and after maxDefer in any case, so a group under a steady stream
-// of new Services is still written at least that often.
+// group) and after pendingMaxDefer in any case, so a group under a steady
+// stream of new Services is still written at least that often. That is
+// also all a tenant can do to a group it shares: by keeping LoadBalancer
+// Services of its own queued without pause (writes the API server's
+// priority and fairness meters), it can hold the group's status back by at
+// most pendingMaxDefer at a time; a Service is counted only from the event
+// that queued it to the end of its reconcile, a few milliseconds.
 type pendingAllocations struct {
 	now func() time.Time
 

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -100,5 +102,39 @@ func TestPendingAllocations(t *testing.T) {
 	}
 	if d := p.wait(g1); d != pendingRecheck {
 		t.Fatalf("the next window: wait %v", d)
+	}
+}
+
+// TestAllocatorHeldCount: heldBy stays right through reserve, undo, record
+// and an address changing hands, and a Service that holds nothing leaves no
+// count behind (allocatedHere relies on it for every Service it asks about).
+func TestAllocatorHeldCount(t *testing.T) {
+	a := newAllocator()
+	s1 := types.NamespacedName{Namespace: "ns", Name: "s1"}
+	s2 := types.NamespacedName{Namespace: "ns", Name: "s2"}
+	x, y := netip.MustParseAddr("10.99.0.1"), netip.MustParseAddr("fd00:99::1")
+	check := func(what string, svc types.NamespacedName, want ...netip.Addr) {
+		t.Helper()
+		if got := a.heldBy(svc); !slices.Equal(got, want) {
+			t.Errorf("%s: heldBy(%s) = %v, want %v", what, svc.Name, got, want)
+		}
+		if _, ok := a.heldCount[svc]; ok != (len(want) > 0) {
+			t.Errorf("%s: count entry for %s: %v, want %v", what, svc.Name, a.heldCount[svc], len(want))
+		}
+	}
+	undo := a.reserve(s1, []netip.Addr{x, y})
+	check("reserved", s1, x, y)
+	undo()
+	check("undone", s1)
+	a.reserve(s1, []netip.Addr{x, y})
+	a.record(s1, nil, []netip.Addr{x, y})
+	check("recorded", s1, x, y)
+	a.record(s2, nil, []netip.Addr{y}) // y changes hands
+	check("after s2 took y", s1, x)
+	check("s2 took y", s2, y)
+	a.record(s1, []netip.Addr{x}, nil) // s1 releases x
+	check("released", s1)
+	if len(a.held) != 1 || len(a.heldCount) != 1 {
+		t.Errorf("held %v, counts %v: want only s2's y", a.held, a.heldCount)
 	}
 }

@@ -459,10 +459,8 @@ func (r *ServiceReconciler) forget(svc *corev1.Service) []types.NamespacedName {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	held := append(ingressAddrs(svc), a.heldBy(self)...)
-	for _, x := range held {
-		if h, ok := a.held[x]; ok && h.svc == self {
-			delete(a.held, x)
-		}
+	for _, x := range a.heldBy(self) {
+		a.unhold(x)
 	}
 	ref, ok := groupOf(svc)
 	if !ok {
