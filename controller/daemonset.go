@@ -167,13 +167,18 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.Reso
 			WithTemplate(tmpl))
 }
 
+// resources copies res: the apply configuration keeps the maps it is given,
+// and Apply decodes the API server's answer into them, so passing the
+// operator's one ResourceRequirements would let two group workers write
+// and read it at once (and leave the server's spelling of each quantity in
+// the operator's options).
 func resources(res corev1.ResourceRequirements) *corev1ac.ResourceRequirementsApplyConfiguration {
 	rr := corev1ac.ResourceRequirements()
 	if len(res.Requests) > 0 {
-		rr.WithRequests(res.Requests)
+		rr.WithRequests(res.Requests.DeepCopy())
 	}
 	if len(res.Limits) > 0 {
-		rr.WithLimits(res.Limits)
+		rr.WithLimits(res.Limits.DeepCopy())
 	}
 	return rr
 }
