@@ -34,11 +34,11 @@ type Options struct {
 	// overlap). Default DefaultServiceWorkers.
 	ServiceWorkers int
 	// GroupWorkers is how many groups are reconciled at once; groups on
-	// one segment still take turns. Default DefaultGroupWorkers: a group's
-	// status is large (230 KiB at 250 Services and 500 Nodes), more workers
-	// write it more often, and with the status put off while Services are
-	// given addresses (pending.go) two workers converged no faster than one
-	// at 5,000 Services (BenchmarkConvergence5000Services).
+	// one segment still take turns. Default DefaultGroupWorkers. A group's
+	// status is large (230 KiB at 250 Services and 500 Nodes); while
+	// Services are given addresses it is put off (pending.go); at 5,000
+	// Services two workers reconciled the 20 groups 28-41 times, one 25-28
+	// times, and four twice as often.
 	GroupWorkers int
 	// SCCClusterRole, when set, is a ClusterRole granting `use` of an
 	// OpenShift SecurityContextConstraints (deploy/components/openshift):
@@ -77,13 +77,13 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		return nil, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
 	}
 	if opts.ServiceWorkers <= 0 {
-		opts.ServiceWorkers = 16
+		opts.ServiceWorkers = DefaultServiceWorkers
 	}
 	if opts.PodMonitorRecheck == 0 {
 		opts.PodMonitorRecheck = time.Minute
 	}
 	if opts.GroupWorkers <= 0 {
-		opts.GroupWorkers = 2
+		opts.GroupWorkers = DefaultGroupWorkers
 	}
 	def := DefaultVrrpdResources()
 	if len(opts.VrrpdResources.Requests) == 0 {
@@ -352,20 +352,27 @@ func instanceInputsChanged(o, n *corev1.Service) bool {
 // The operator's client rate limits (cmd/operator's --kube-api-qps and
 // --kube-api-burst). client-go's own defaults (5 and 10, or
 // controller-runtime's 20 and 30) make a large cluster's first
-// convergence wait on the client, not the API server: 5,000 Services need
-// a status write and a finalizer each. The API server protects itself
-// with priority and fairness; these only keep one operator from
-// saturating it.
+// convergence wait on the client, not the API server: 5,000 Services with
+// 2,000 LoadBalancers need 2,000 status writes and 2,000 Events (each
+// through its own client, each with these limits). At 200 a second the
+// allocations ran at exactly that rate for five seconds
+// (BenchmarkConvergence5000Services, BENCH_TRACE): 10.9-11.1 s; at 500
+// the API server's CPU sets the pace: 8.4-10.4 s. The API server
+// protects itself with priority and fairness; these only keep one
+// operator from taking all of it.
 const (
-	DefaultClientQPS   = 200
-	DefaultClientBurst = 400
+	DefaultClientQPS   = 500
+	DefaultClientBurst = 1000
 )
 
 // The default worker counts (cmd/operator's --service-workers and
 // --group-workers). Sixteen Service workers keep the API server busy with
 // allocations' status writes, each a round trip: at 5,000 Services four
 // converged in 18 s, sixteen in 11 s (BenchmarkConvergence5000Services).
+// Two group workers write the last group statuses, once every address is
+// out, two at a time: the tail after the last address was 2.5-2.6 s with
+// two, 2.8-3.3 s with one.
 const (
 	DefaultServiceWorkers = 16
-	DefaultGroupWorkers   = 1
+	DefaultGroupWorkers   = 2
 )
