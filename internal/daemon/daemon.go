@@ -88,12 +88,13 @@ type Daemon struct {
 	graceFrom time.Time    // when deferTakeover first held back the due takeovers, zero if not
 	dirty     bool         // counters changed since the last publication
 
-	acts []vrrp.Action      // reused action slice
-	adv  vrrp.Advertisement // reused decode target
-	out  vrrp.Advertisement // reused encode source
-	buf  []byte             // reused encode buffer
-	ann  []netip.Addr       // reused announce address list
-	due  []*instance        // reused list of masters sending in one wake-up
+	acts  []vrrp.Action      // reused action slice
+	adv   vrrp.Advertisement // reused decode target
+	out   vrrp.Advertisement // reused encode source
+	buf   []byte             // reused encode buffer
+	ann   []netip.Addr       // reused announce address list
+	due   []*instance        // reused list of masters sending in one wake-up
+	sends sendBatch          // advertisements held for one sendmmsg (sendbatch.go)
 	// firedKeys and fired are the timers of one wake-up (fireTimers), reused.
 	firedKeys []int
 	fired     []firedTimer
@@ -534,6 +535,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 			break
 		}
 		n := 0
+		d.sends.hold() // every due instance's advertisements in one batch
 		for _, key := range d.firedKeys {
 			o := d.owners[key]
 			if o.kind != timerVRRP || o.in.sm == nil {
@@ -555,7 +557,11 @@ func (d *Daemon) fireTimers(now time.Time) {
 				d.send(o.in, f.acts[f.next].Priority)
 				f.next++
 			}
-			f.sent = time.Since(now)
+		}
+		d.flushSends()
+		sent := time.Since(now)
+		for i := range d.fired[:n] {
+			d.fired[i].sent = sent
 		}
 		if n > 1 {
 			d.transitionsFirst(d.fired[:n], now)
@@ -669,10 +675,12 @@ func (d *Daemon) collectAdverts(now time.Time) {
 	if latest.Before(now) {
 		latest = now
 	}
+	d.sends.hold()
 	for _, in := range d.due {
 		d.acts = in.sm.HandleTimer(latest, d.acts[:0])
 		d.execute(in, latest)
 	}
+	d.flushSends()
 }
 
 // advertsBetween sends the advertisements that fell due while the loop or the timer

@@ -903,3 +903,46 @@ func TestVMACRetry(t *testing.T) {
 		t.Errorf("with its macvlan: %v, want BACKUP", s.State)
 	}
 }
+
+// TestAdvertsSentInOneBatch: on a socket that sends batches, the advertisements of the
+// masters due in one wake-up go out in one SendBatch, each as a single Send would carry
+// it; one that fails is left out and the batch goes on after it.
+func TestAdvertsSentInOneBatch(t *testing.T) {
+	h := newFakeHost()
+	h.batchSockets = true
+	d := newTestDaemon(t, h)
+	startDaemon(t, d, testInstance("VI_1", 1, 100, "10.99.0.100/24"),
+		testInstance("VI_2", 2, 100, "10.99.0.101/24"), testInstance("VI_3", 3, 100, "10.99.0.102/24"))
+	advance(d, takeover(100))
+	if !slices.Equal(h.batches, []int{3}) {
+		t.Errorf("takeover adverts went out in batches %v, want one of 3", h.batches)
+	}
+	vrids := func(from int) []uint8 {
+		var out []uint8
+		for _, a := range h.sent[from:] {
+			out = append(out, a.adv.VRID)
+		}
+		slices.Sort(out) // the order among equal deadlines is the timer heap's
+		return out
+	}
+	next := func() time.Time {
+		at, ok := d.timers.Armed(d.byName["VI_1"].timerKey)
+		if !ok {
+			t.Fatal("VI_1 has no timer")
+		}
+		return at
+	}
+	h.batches = nil
+	n := len(h.sent)
+	advance(d, next())
+	if !slices.Equal(h.batches, []int{3}) || !slices.Equal(vrids(n), []uint8{1, 2, 3}) {
+		t.Errorf("one interval later: batches %v, adverts of VRIDs %v; want one batch of 3, VRIDs 1 2 3", h.batches, vrids(n))
+	}
+	h.failVRID, h.batches = 2, nil
+	n = len(h.sent)
+	advance(d, next())
+	// The failed one's place in the batch decides what is left after it: 2, 1 or none.
+	if len(h.batches) == 0 || h.batches[0] != 3 || len(h.batches) > 2 || !slices.Equal(vrids(n), []uint8{1, 3}) {
+		t.Errorf("with VRID 2's send failing: batches %v, adverts of VRIDs %v; want a batch of 3, then the rest after the failure, VRIDs 1 3", h.batches, vrids(n))
+	}
+}

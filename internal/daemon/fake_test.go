@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,6 +54,12 @@ type fakeHost struct {
 	onSend   func()
 	onHold   func()
 	addDelay time.Duration
+	// batchSockets makes open return sockets that send batches (as *transport.Conn
+	// does); batches is the size of each SendBatch, and failVRID the VRID whose
+	// advertisement a batch fails on (0: none).
+	batchSockets bool
+	batches      []int
+	failVRID     uint8
 
 	routes map[string]bool // "holder dst" of the routes fakeRoutes holds
 
@@ -223,7 +230,27 @@ func (h *fakeHost) open(ifname string, fam config.Family, opt transport.Options)
 		}
 	}
 	h.socks = append(h.socks, s)
+	if h.batchSockets {
+		return fakeBatchSocket{s}, nil
+	}
 	return s, nil
+}
+
+// fakeBatchSocket is a fakeSocket with SendBatch: each message as Send takes it, until one
+// fails (failVRID).
+type fakeBatchSocket struct{ *fakeSocket }
+
+func (s fakeBatchSocket) SendBatch(msgs []transport.Message) (int, error) {
+	s.h.batches = append(s.h.batches, len(msgs))
+	for i, m := range msgs {
+		if s.h.failVRID != 0 && len(m.Payload) > 1 && m.Payload[1] == s.h.failVRID {
+			return i, errors.New("fake socket: send failed")
+		}
+		if err := s.Send(m.Payload, m.Dst); err != nil {
+			return i, err
+		}
+	}
+	return len(msgs), nil
 }
 
 type fakeSocket struct {

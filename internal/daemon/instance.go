@@ -285,14 +285,22 @@ func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 	} else {
 		d.buf, err = d.out.AppendMarshalForm(d.buf[:0], src, dst, in.sm.Config().SendChecksumForm())
 	}
+	if err == nil && d.sends.take(in, d.buf, dst) {
+		return
+	}
 	if err == nil {
 		err = in.conn.tc.Send(d.buf, dst)
 	}
 	if err != nil {
-		// The interface check turns a dead link into FAULT; here it is only logged, at
-		// debug level, since a master on a cut link would log every interval.
-		d.log.Debug(fmt.Sprintf("(%s) send failed", in.cfg.Name), "dst", dst.String(), "err", err)
+		d.sendFailed(in, dst, err)
 	}
+}
+
+// sendFailed logs an advertisement that did not go out. The interface check turns a dead
+// link into FAULT; here it is only logged, at debug level, since a master on a cut link
+// would log every interval.
+func (d *Daemon) sendFailed(in *instance, dst netip.Addr, err error) {
+	d.log.Debug(fmt.Sprintf("(%s) send failed", in.cfg.Name), "dst", dst.String(), "err", err)
 }
 
 // vipSet is an instance's addresses as package vip adds them (prefix, device, label),

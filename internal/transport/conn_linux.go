@@ -40,6 +40,7 @@ type Conn struct {
 	source  netip.Addr
 	srcErr  error // why source is invalid, when it is
 	send    sender
+	batch   sendBatch // SendBatch's scratch
 
 	received atomic.Uint64
 	dropped  atomic.Uint64

@@ -483,3 +483,60 @@ func TestPending(t *testing.T) {
 		})
 	}
 }
+
+// SendBatch sends every message, in order, each with its own payload and destination and
+// the same source, TTL 255 and untouched checksum as Send: multicast and unicast, both
+// families; a message of the wrong family stops the batch there.
+func TestSendBatch(t *testing.T) {
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a", "b")
+	a, b := lab.Host("a"), lab.Host("b")
+	for _, tc := range []struct {
+		name     string
+		fam      transport.Family
+		opt      transport.Options
+		src, dst netip.Addr
+	}{
+		{"IPv4 multicast", transport.IPv4, transport.Options{}, a.Addr4, group4},
+		{"IPv6 multicast", transport.IPv6, transport.Options{}, a.LinkLocal, group6},
+		{"IPv4 unicast", transport.IPv4, transport.Options{NoJoin: true}, a.Addr4, b.Addr4},
+		{"IPv6 unicast", transport.IPv6, transport.Options{NoJoin: true}, a.LinkLocal, b.LinkLocal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ca := open(t, a, tc.fam, tc.opt)
+			cb := open(t, b, tc.fam, tc.opt)
+			warmUp(t, ca, cb, tc.dst)
+			const total = 100 // more than one receive batch, fewer than the socket buffer holds
+			msgs := make([]transport.Message, total)
+			for i := range msgs {
+				msgs[i] = transport.Message{Payload: []byte{0x31, byte(i + 1), 100, 1, 0, 100, byte(i), 0xaa, 10, 99, 0, byte(i)}, Dst: tc.dst}
+			}
+			if n, err := ca.SendBatch(msgs); n != total || err != nil {
+				t.Fatalf("SendBatch = %d, %v; want %d, nil", n, err, total)
+			}
+			pkts := make([]transport.Packet, 64)
+			for got := 0; got < total; {
+				n, err := readTimeout(cb, pkts, 5*time.Second)
+				if err != nil {
+					t.Fatalf("after %d packets: %v", got, err)
+				}
+				for i := range n {
+					p, want := pkts[i], msgs[got+i]
+					if string(p.Payload) != string(want.Payload) || p.Src != tc.src || p.Dst != tc.dst || p.TTL != 255 {
+						t.Fatalf("packet %d: % x from %v to %v ttl %d; want % x %v -> %v ttl 255",
+							got+i, p.Payload, p.Src, p.Dst, p.TTL, want.Payload, tc.src, tc.dst)
+					}
+				}
+				got += n
+			}
+			other := b.Addr6
+			if tc.fam == transport.IPv6 {
+				other = b.Addr4
+			}
+			bad := []transport.Message{msgs[0], {Payload: msgs[1].Payload, Dst: other}, msgs[2]}
+			if n, err := ca.SendBatch(bad); n != 1 || err == nil {
+				t.Errorf("SendBatch with a %v destination at index 1 = %d, %v; want 1 and an error", other, n, err)
+			}
+		})
+	}
+}
