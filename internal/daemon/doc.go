@@ -38,7 +38,8 @@
 //     get their own and send to each peer (TestSharedSockets);
 //  5. advertisements in step: masters whose advertisements fall due within a tenth of an
 //     interval send in one wake-up and line their deadlines up, so N masters cost one
-//     wake-up per interval (TestAdvertsFallIntoStep);
+//     wake-up per interval (TestAdvertsFallIntoStep), and their advertisements leave in
+//     one sendmmsg per socket (sendbatch.go, TestAdvertsSentInOneBatch);
 //  6. announcements: a new master announces all its addresses, each from its own device,
 //     on keepalived's garp_* schedule (package garp), and a reload that adds VIPs to a
 //     master restarts them (TestAnnouncements, TestReloadAddsVIPsToMaster);
