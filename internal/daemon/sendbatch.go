@@ -75,6 +75,10 @@ func (d *Daemon) flushSends() {
 			if err == nil {
 				break
 			}
+			if next+n >= len(b.msgs) { // a socket that failed after sending them all
+				d.sendFailed(b.from[len(b.from)-1], b.msgs[len(b.msgs)-1].Dst, err)
+				break
+			}
 			d.sendFailed(b.from[next+n], b.msgs[next+n].Dst, err)
 			next += n + 1
 		}
