@@ -533,9 +533,16 @@ func TestSendBatch(t *testing.T) {
 			if tc.fam == transport.IPv6 {
 				other = b.Addr4
 			}
+			// The messages before a refused one still go out; the ones after it do not.
 			bad := []transport.Message{msgs[0], {Payload: msgs[1].Payload, Dst: other}, msgs[2]}
 			if n, err := ca.SendBatch(bad); n != 1 || err == nil {
 				t.Errorf("SendBatch with a %v destination at index 1 = %d, %v; want 1 and an error", other, n, err)
+			}
+			if p := readOne(t, cb); string(p.Payload) != string(msgs[0].Payload) {
+				t.Errorf("after the refused batch: got % x, want message 0 (% x)", p.Payload, msgs[0].Payload)
+			}
+			if n, err := readTimeout(cb, pkts, 300*time.Millisecond); err == nil {
+				t.Errorf("%d more packets arrived after the refused message", n)
 			}
 		})
 	}

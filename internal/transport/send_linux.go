@@ -89,24 +89,33 @@ type Message struct {
 // that is less than len(msgs), err is msgs[sent]'s error, and the ones after it are not
 // sent (the caller goes on from sent+1).
 func (c *Conn) SendBatch(msgs []Message) (sent int, err error) {
+	// Up to the first message Send would refuse; that one's error once those went.
+	valid, invalid := len(msgs), error(nil)
 	for i, m := range msgs {
 		dst := m.Dst.Unmap()
 		if !dst.IsValid() || vrrp.FamilyOf(dst) != c.fam {
-			return i, fmt.Errorf("transport: send on %s %v to %v: %w", c.ifname, c.fam, dst, errFamily)
+			valid, invalid = i, fmt.Errorf("transport: send on %s %v to %v: %w", c.ifname, c.fam, dst, errFamily)
+			break
 		}
 		if len(m.Payload) == 0 || len(m.Payload) > 65535-60 {
-			return i, fmt.Errorf("transport: send on %s: payload of %d bytes", c.ifname, len(m.Payload))
+			valid, invalid = i, fmt.Errorf("transport: send on %s: payload of %d bytes", c.ifname, len(m.Payload))
+			break
 		}
 		msgs[i].Dst = dst
 	}
 	if c.closed.Load() {
 		return 0, ErrClosed
 	}
-	sent, err = c.sendBatchLocked(msgs)
-	if err != nil && !errors.Is(err, ErrNoAddress) && !errors.Is(err, ErrClosed) {
-		if rerr := c.refresh(); rerr != nil {
-			return sent, fmt.Errorf("%w; %w", err, rerr)
+	if valid > 0 {
+		sent, err = c.sendBatchLocked(msgs[:valid])
+		if err != nil && !errors.Is(err, ErrNoAddress) && !errors.Is(err, ErrClosed) {
+			if rerr := c.refresh(); rerr != nil {
+				err = fmt.Errorf("%w; %w", err, rerr)
+			}
 		}
+	}
+	if err == nil && invalid != nil {
+		return valid, invalid
 	}
 	return sent, err
 }
