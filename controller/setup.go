@@ -357,7 +357,7 @@ func instanceInputsChanged(o, n *corev1.Service) bool {
 // through its own client, each with these limits). At 200 a second the
 // allocations ran at exactly that rate for five seconds
 // (BenchmarkConvergence5000Services, BENCH_TRACE): 10.9-11.1 s; at 500
-// the API server's CPU sets the pace: 8.4-10.4 s. The API server
+// the API server's CPU sets the pace: 8.4-11.5 s, 9.3 s the median. The API server
 // protects itself with priority and fairness; these only keep one
 // operator from taking all of it.
 const (
