@@ -37,9 +37,11 @@ import (
 // The due time is the client's advertisement arriving at h1 (kernel stamp) plus
 // Master_Down_Interval, for both daemons: that is when the takeover is due by the protocol,
 // so "failover lands within X of Master_Down_Interval" reads straight off the vip figure.
-// For vrrpd the benchmark also reads its own deadline from its debug line and reports
-// issue 8's figure, from the deadline to the advertisement on the wire (deadline-wire),
-// which is the timer thread's part alone; it fails when that p99 reaches 200 µs.
+// For vrrpd the benchmark also reads its own deadline and its timer's lateness from its
+// debug line and reports issue 8's figure, from the timer firing (the deadline plus that
+// lateness) to the advertisement on the wire (wakeup-wire), and from the deadline to the
+// wire (deadline-wire), which adds the lateness: the timer thread's part alone, beside the
+// machine's. BenchmarkTakeoverAdvert holds issue 8's bound; this one counts its misses.
 //
 // The machine's floor is measured in the same run, while each daemon runs: a thread
 // locked to its OS thread sleeps to absolute deadlines every millisecond (clock_nanosleep,
@@ -47,6 +49,9 @@ import (
 // time is read before and after. A takeover whose advertisement is 200 µs or more late is
 // counted as in-stall when the floor thread woke 150 µs or more late within 1 ms of it:
 // the virtual machine stood still then, whatever vrrpd did.
+//
+// VRRPD_BENCH_LOG=FILE writes vrrpd's debug log to FILE: each takeover's line breaks its
+// time down (publish, VIPs, announcements).
 func BenchmarkTakeoverOverhead(b *testing.B) {
 	n := 1000
 	if s := os.Getenv("VRRPD_BENCH_TAKEOVERS"); s != "" {
@@ -69,7 +74,7 @@ type takeoverRun struct {
 	advert, vip, garp []time.Duration // from the due time (heard + Master_Down_Interval)
 	// vrrpd only: from its own deadline to the advertisement on the wire, its timer's
 	// lateness, and the deadlines themselves (for the floor's stalls).
-	wire, late []time.Duration
+	wire, late, woke []time.Duration
 	deadlines  []time.Time
 	floor      *floorLoop
 	steal      time.Duration // CPU time stolen by the hypervisor during the run, all CPUs
@@ -145,12 +150,18 @@ func runTakeovers(b *testing.B, keepalived bool, takeovers int) *takeoverRun {
 			logFrom += dl[1]
 			r.wire = append(r.wire, left.Sub(deadline))
 			r.late = append(r.late, late)
+			r.woke = append(r.woke, left.Sub(deadline)-late)
 			r.deadlines = append(r.deadlines, deadline)
 		}
 		stamps.forget(sentAt)
 		addrs.forget(sentAt)
 	}
 	r.elapsed = time.Since(began)
+	if f := os.Getenv("VRRPD_BENCH_LOG"); f != "" && d != nil {
+		if err := os.WriteFile(f, []byte(d.Output()), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
 	r.floor.stop()
 	r.steal = stealTime(b) - steal0
 	return r
@@ -197,28 +208,37 @@ func (r *takeoverRun) report(b *testing.B, who string) {
 		return
 	}
 	p("deadline-wire", r.wire)
+	p("wakeup-wire", r.woke)
 	_, l99 := percentiles(r.late)
 	b.ReportMetric(us(l99), "timer-late-p99-"+who+"-us")
-	misses, inStall := 0, 0
-	for i, w := range r.wire {
-		if w < 200*time.Microsecond {
-			continue
+	// Misses of 200 µs, and how many of them fell within 1 ms of a stall of the floor.
+	misses := func(from []time.Duration) (n, inStall int) {
+		for i, w := range from {
+			if w < 200*time.Microsecond {
+				continue
+			}
+			n++
+			if r.floor.stalledNear(r.deadlines[i].Add(-time.Millisecond), r.deadlines[i].Add(r.wire[i]+time.Millisecond)) {
+				inStall++
+			}
 		}
-		misses++
-		if r.floor.stalledNear(r.deadlines[i].Add(-time.Millisecond), r.deadlines[i].Add(w+time.Millisecond)) {
-			inStall++
-		}
+		return n, inStall
 	}
-	b.ReportMetric(float64(misses), "deadline-wire-over-200us-"+who+"-count")
-	b.ReportMetric(float64(inStall), "deadline-wire-over-200us-in-stall-"+who+"-count")
-	_, w99 := percentiles(r.wire)
-	b.Logf("%s: deadline to wire p50 %v p99 %v max %v (timer lateness p99 %v); %d of %d at 200 µs or more, %d of them within 1 ms of a floor stall",
-		who, pct(r.wire, 50), w99, slices.Max(r.wire), l99, misses, len(r.wire), inStall)
+	dMiss, dStall := misses(r.wire)
+	wMiss, wStall := misses(r.woke)
+	b.ReportMetric(float64(dMiss), "deadline-wire-over-200us-"+who+"-count")
+	b.ReportMetric(float64(dStall), "deadline-wire-over-200us-in-stall-"+who+"-count")
+	b.ReportMetric(float64(wMiss), "wakeup-wire-over-200us-"+who+"-count")
+	b.ReportMetric(float64(wStall), "wakeup-wire-over-200us-in-stall-"+who+"-count")
+	_, w99 := percentiles(r.woke)
+	b.Logf("%s: timer firing to wire p50 %v p99 %v max %v, %d of %d at 200 µs or more (%d within 1 ms of a floor stall); deadline to wire p50 %v p99 %v max %v (timer lateness p99 %v), %d at 200 µs or more (%d in a stall)",
+		who, pct(r.woke, 50), w99, slices.Max(r.woke), wMiss, len(r.woke), wStall,
+		pct(r.wire, 50), pct(r.wire, 99), slices.Max(r.wire), l99, dMiss, dStall)
 	// Issue 8's 200 µs is held by BenchmarkTakeoverAdvert, which fails over it; this one
 	// reports issue 12's figures, which a failed benchmark would not print (the report
 	// judges them against their goals).
 	if w99 >= 200*time.Microsecond {
-		b.Logf("p99 from Master_Down_Timer's deadline to the advert on the wire: %v, over issue 8's 200µs (%d of %d misses within 1 ms of a floor stall)", w99, inStall, misses)
+		b.Logf("p99 from Master_Down_Timer firing to the advert on the wire: %v, over issue 8's 200µs (%d of %d misses within 1 ms of a floor stall)", w99, wStall, wMiss)
 	}
 }
 
