@@ -13,7 +13,9 @@ import (
 )
 
 // startTracking starts one instance at 150 tracking script chk with weight, on the fake
-// host. The script's runs are replaced by results the test hands to the loop.
+// host. The script's runs are replaced by results the test hands to the loop: its one
+// real run sleeps through the test, since scriptResults drains the runner's results
+// with the test's and a real one would race them.
 func startTracking(t *testing.T, weight int) (*fakeHost, *Daemon) {
 	t.Helper()
 	h := newFakeHost()
@@ -22,7 +24,7 @@ func startTracking(t *testing.T, weight int) (*fakeHost, *Daemon) {
 	ic := testInstance("VI_1", 1, 150, "10.99.0.100/24")
 	ic.TrackScripts = []config.TrackScript{{Script: "chk", Weight: weight}}
 	cfg := &config.Config{Instances: []config.Instance{ic},
-		Scripts:        []config.Script{{Name: "chk", Command: []string{"/bin/true"}, Interval: time.Hour, Rise: 1, Fall: 1}},
+		Scripts:        []config.Script{{Name: "chk", Command: []string{"/bin/sleep", "3600"}, Interval: time.Hour, Rise: 1, Fall: 1}},
 		ScriptSettings: config.ScriptSettings{NotifyFIFO: filepath.Join(t.TempDir(), "fifo")}}
 	d.recoverVIPs()
 	d.start(cfg, t0)
