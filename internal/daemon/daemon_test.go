@@ -632,6 +632,44 @@ func TestBatchFromReader(t *testing.T) {
 	}
 }
 
+// TestMasterDownFromArrival: a backup times its Master_Down_Timer from when the kernel
+// received its master's advertisement (Packet.Arrived), not from when the loop read it;
+// an age beyond maxArrivalAge (a loop that lagged, a stepped clock) counts as
+// maxArrivalAge, a stamp in the future or none as the reading's time.
+func TestMasterDownFromArrival(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	startDaemon(t, d, testInstance("VI_1", 1, 100, "10.99.0.100/24"))
+	in := d.byName["VI_1"]
+	conn := in.conn
+	read := t0.Add(time.Second)
+	for _, tc := range []struct {
+		name     string
+		stamped  bool
+		age      time.Duration // of the stamp at the reading
+		timeFrom time.Duration // before the reading
+	}{
+		{"no stamp", false, 0, 0},
+		{"300µs before the reading", true, 300 * time.Microsecond, 300 * time.Microsecond},
+		{"a second before", true, time.Second, maxArrivalAge},
+		{"after the reading", true, -time.Millisecond, 0},
+	} {
+		p := peerAdvert(t, 1, 150, "10.99.0.100/24")
+		if tc.stamped {
+			p.Arrived = read.Add(-tc.age)
+		}
+		d.handleBatch(&batch{conn: conn, tc: conn.tc, pkts: []transport.Packet{p}, n: 1}, read)
+		if in.sm.State() != vrrp.StateBackup || in.sm.Timer() != vrrp.TimerMasterDown {
+			t.Fatalf("%s: state %v timer %v", tc.name, in.sm.State(), in.sm.Timer())
+		}
+		mdi := vrrp.MasterDownInterval(100, time.Second) // the peer's 1 s, as peerAdvert says
+		if got, want := in.sm.Deadline(), read.Add(-tc.timeFrom).Add(mdi); !got.Equal(want) {
+			t.Errorf("%s: Master_Down_Timer at %v after the reading, want %v", tc.name, got.Sub(read), want.Sub(read))
+		}
+		read = read.Add(time.Second)
+	}
+}
+
 func recvBatch(t *testing.T, d *Daemon) *batch {
 	t.Helper()
 	select {

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"net/netip"
+	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -74,6 +75,10 @@ type Packet struct {
 	TTL int
 	// IfIndex is the index of the interface the packet arrived on.
 	IfIndex int
+	// Arrived is when the kernel received the packet (SO_TIMESTAMPNS, the wall clock), zero
+	// when it did not say. A receiver that times from an advertisement's arrival
+	// (Master_Down_Timer) uses it rather than the moment it got around to reading it.
+	Arrived time.Time
 }
 
 // Stats are a Conn's own counters: packets that never reached a caller because they could

@@ -190,6 +190,9 @@ func (c *Conn) configure() error {
 			{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL", false},
 		}
 	}
+	// The arrival time of every packet (Packet.Arrived); a kernel without it leaves the
+	// reader to time packets when it reads them.
+	sockopts = append(sockopts, sockopt{unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1, "SO_TIMESTAMPNS", false})
 	for _, o := range sockopts {
 		if err := c.setsockopt(o.level, o.name, o.value); err != nil && o.required {
 			return c.wrap(o.desc, err)

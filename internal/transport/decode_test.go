@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -102,6 +103,19 @@ func TestParseControl(t *testing.T) {
 	p = Packet{}
 	if err := parseControl(cmsg(unix.IPPROTO_IP, unix.IP_PKTINFO, pi4), &p); err != nil || p.IfIndex != 3 {
 		t.Errorf("IPv4 control: ifindex %d, err %v", p.IfIndex, err)
+	}
+
+	// The kernel's arrival stamp, as SO_TIMESTAMPNS delivers it, beside the IPv4 one.
+	ts := binary.NativeEndian.AppendUint64(binary.NativeEndian.AppendUint64(nil, 1764000000), 123456789)
+	p = Packet{}
+	if err := parseControl(append(cmsg(unix.IPPROTO_IP, unix.IP_PKTINFO, pi4), cmsg(unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS, ts)...), &p); err != nil ||
+		!p.Arrived.Equal(time.Unix(1764000000, 123456789)) || p.IfIndex != 3 {
+		t.Errorf("timestamp control: arrived %v ifindex %d, err %v", p.Arrived, p.IfIndex, err)
+	}
+	// A short one is not read.
+	p = Packet{}
+	if err := parseControl(cmsg(unix.SOL_SOCKET, unix.SCM_TIMESTAMPNS, ts[:8]), &p); err != nil || !p.Arrived.IsZero() {
+		t.Errorf("short timestamp: arrived %v, err %v", p.Arrived, err)
 	}
 
 	// A length field pointing past the buffer is an error, not a panic.

@@ -134,12 +134,17 @@ func TestMulticast(t *testing.T) {
 			}
 			warmUp(t, ca, cb, tc.group)
 			msg := []byte{0x31, 42, 100, 1, 0, 100, 0x12, 0x34, 10, 99, 0, 100}
+			before := time.Now()
 			if err := ca.Send(msg, tc.group); err != nil {
 				t.Fatalf("Send: %v", err)
 			}
 			p := readOne(t, cb)
 			if string(p.Payload) != string(msg) {
 				t.Errorf("payload = % x, want % x (checksum must be untouched)", p.Payload, msg)
+			}
+			// Stamped by the kernel on arrival: after the send began, before the read returned.
+			if p.Arrived.Before(before.Round(0)) || p.Arrived.After(time.Now().Round(0)) {
+				t.Errorf("arrived %v, want between %v and now", p.Arrived, before)
 			}
 			if p.Src != tc.src(a) || p.Dst != tc.group || p.TTL != 255 || p.IfIndex != ifIndex(t, b) {
 				t.Errorf("got src %v dst %v ttl %d ifindex %d; want %v %v 255 %d",

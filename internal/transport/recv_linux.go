@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -12,8 +13,8 @@ import (
 // Buffer geometry of one batch slot.
 const (
 	slotSize = MaxPacketSize
-	// oobSize holds IP_PKTINFO (IPv4), or IPV6_PKTINFO plus IPV6_HOPLIMIT (IPv6), with room
-	// to spare for a control message we did not ask for.
+	// oobSize holds IP_PKTINFO (IPv4), or IPV6_PKTINFO plus IPV6_HOPLIMIT (IPv6), and
+	// SCM_TIMESTAMPNS, with room to spare for a control message we did not ask for.
 	oobSize = 128
 )
 
@@ -208,6 +209,12 @@ func parseControl(oob []byte, p *Packet) error {
 			p.IfIndex = int(binary.NativeEndian.Uint32(data[16:20]))
 		case h.Level == unix.IPPROTO_IPV6 && h.Type == unix.IPV6_HOPLIMIT && len(data) >= 4:
 			p.TTL = int(int32(binary.NativeEndian.Uint32(data[0:4])))
+		case h.Level == unix.SOL_SOCKET && h.Type == unix.SCM_TIMESTAMPNS && len(data) >= 16:
+			// struct timespec of two 64-bit fields: every platform vrrpd builds for is
+			// 64-bit (the Makefile's PLATFORMS).
+			sec := int64(binary.NativeEndian.Uint64(data[0:8]))
+			nsec := int64(binary.NativeEndian.Uint64(data[8:16]))
+			p.Arrived = time.Unix(sec, nsec)
 		}
 		next := cmsgAlign(l)
 		if next >= len(oob) {
