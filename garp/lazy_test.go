@@ -1,6 +1,7 @@
 package garp
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/netip"
@@ -35,8 +36,9 @@ func TestAnnounceHugeBurstIsLazy(t *testing.T) {
 	a.mu.Lock()
 	jobs, pending := len(a.lane4.jobs)+len(a.lane6.jobs), a.pending
 	a.mu.Unlock()
-	if jobs != 2 || pending != 2*(1<<31-1) {
-		t.Errorf("%d jobs, %d pending; want 2 jobs for %d messages", jobs, pending, 2*(1<<31-1))
+	// The first of each family went out from Announce (TestAnnounceFirstFromCaller).
+	if jobs != 2 || pending != 2*(1<<31-1)-2 {
+		t.Errorf("%d jobs, %d pending; want 2 jobs for %d messages", jobs, pending, 2*(1<<31-1)-2)
 	}
 	time.Sleep(35 * time.Millisecond)
 	a.Cancel(vips)
@@ -48,6 +50,37 @@ func TestAnnounceHugeBurstIsLazy(t *testing.T) {
 	// Paced at 10 ms per family: about four of each in 35 ms, never hundreds.
 	if c := a.counts(); c.GARPs < 1 || c.GARPs > 10 || c.NAs < 1 || c.NAs > 10 {
 		t.Errorf("sent %+v in 35 ms at 10 ms pacing", c)
+	}
+}
+
+// TestAnnounceFirstFromCaller: on an idle Announcer the first GARP and the first NA of a
+// burst are written before Announce returns, by the caller (the lanes hand a message to
+// one sender only, so the goroutine cannot have sent these), and the rest follow from the
+// sender goroutine. A message whose pacing slot has not come is left to the goroutine.
+func TestAnnounceFirstFromCaller(t *testing.T) {
+	a, arp, na := lazyAnnouncer(t, 50*time.Millisecond)
+	x, y := netip.MustParseAddr("10.99.0.150"), netip.MustParseAddr("10.99.0.151")
+	a.Announce([]netip.Addr{x, capturedV6, y}, 1)
+	if g, n := len(arp.take()), len(na.take()); g != 1 || n != 1 {
+		t.Fatalf("written when Announce returned: %d GARPs, %d NAs; want the first of each", g, n)
+	}
+	// y's GARP waits for its slot, 50 ms after x's, in the goroutine.
+	if err := a.flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if g := arp.take(); len(g) != 1 || !bytes.Contains(g[0], y.AsSlice()) {
+		t.Fatalf("after the flush: %d GARPs, want y's", len(g))
+	}
+	// The ARP slot is 50 ms away again: a new burst's GARP is not the caller's.
+	a.Announce([]netip.Addr{x}, 1)
+	if g := arp.take(); len(g) != 0 {
+		t.Errorf("a GARP inside the pacing interval was written by Announce: %d", len(g))
+	}
+	if err := a.flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if g := arp.take(); len(g) != 1 {
+		t.Errorf("the paced GARP: %d sent, want 1", len(g))
 	}
 }
 
