@@ -18,5 +18,8 @@
 //   - I/O: an [Announcer] owns the packet sockets of one interface and sends
 //     rounds of frames for a list of VIPs, paced as [Settings] asks. A burst
 //     is queued as one job per family and its frames made as their slots come,
-//     so any number of rounds costs the caller (the daemon's loop) the same.
+//     so any number of rounds costs the caller (the daemon's loop) the same:
+//     one frame a family at most, the first of a burst on an idle interface,
+//     which the caller writes itself so that a takeover's first GARP does not
+//     wait for the sender goroutine to be woken.
 package garp

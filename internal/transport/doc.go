@@ -9,7 +9,9 @@
 // allocate. Sending is batched too: SendBatch hands a master's advertisements of one wake-up
 // to the kernel with one sendmmsg, half the CPU of a sendmsg each. Demultiplexing by VRID and validating the advertisement (TTL 255, checksum,
 // authentication) is the caller's job; this package only reports what arrived, with the
-// TTL or hop limit, the source, the destination and the interface index that came with it.
+// TTL or hop limit, the source, the destination, the interface index and the kernel's
+// arrival time that came with it (the last so that a backup times its master from the
+// advertisement's arrival, not from when it got around to reading it).
 //
 // Checksums are never touched by the kernel: vrrpd computes the VRRP checksum itself over
 // the pseudo-header of the source address that Conn.Source reports, and checks received
