@@ -73,12 +73,13 @@ func BenchmarkTakeoverOverhead(b *testing.B) {
 type takeoverRun struct {
 	advert, vip, garp []time.Duration // from the due time (heard + Master_Down_Interval)
 	// vrrpd only: from its own deadline to the advertisement on the wire, its timer's
-	// lateness, and the deadlines themselves (for the floor's stalls).
+	// lateness, from its timer firing to the wire, and the deadlines themselves (for the
+	// floor's stalls).
 	wire, late, woke []time.Duration
-	deadlines  []time.Time
-	floor      *floorLoop
-	steal      time.Duration // CPU time stolen by the hypervisor during the run, all CPUs
-	elapsed    time.Duration
+	deadlines        []time.Time
+	floor            *floorLoop
+	steal            time.Duration // CPU time stolen by the hypervisor during the run, all CPUs
+	elapsed          time.Duration
 }
 
 func runTakeovers(b *testing.B, keepalived bool, takeovers int) *takeoverRun {
