@@ -11,7 +11,7 @@
 // proxy is how the test takes the API server away.
 //
 // Each vrrpd's log goes to the test log when the test fails (E2E_LOGS=1: always), with
-// the group's status.
+// the group's status; E2E_LOG_DIR=DIR also keeps each whole in a file there.
 //
 // The test needs root (namespaces) and the envtest binaries; it skips without them unless
 // CI=true, where it fails.

@@ -50,8 +50,8 @@ import (
 // counted as in-stall when the floor thread woke 150 µs or more late within 1 ms of it:
 // the virtual machine stood still then, whatever vrrpd did.
 //
-// VRRPD_BENCH_LOG=FILE writes vrrpd's debug log to FILE: each takeover's line breaks its
-// time down (publish, VIPs, announcements).
+// E2E_LOG_DIR=DIR keeps vrrpd's debug log there (vrrpdtest.Start): each takeover's line
+// breaks its time down (publish, VIPs, announcements).
 func BenchmarkTakeoverOverhead(b *testing.B) {
 	n := 1000
 	if s := os.Getenv("VRRPD_BENCH_TAKEOVERS"); s != "" {
@@ -158,11 +158,6 @@ func runTakeovers(b *testing.B, keepalived bool, takeovers int) *takeoverRun {
 		addrs.forget(sentAt)
 	}
 	r.elapsed = time.Since(began)
-	if f := os.Getenv("VRRPD_BENCH_LOG"); f != "" && d != nil {
-		if err := os.WriteFile(f, []byte(d.Output()), 0o644); err != nil {
-			b.Error(err)
-		}
-	}
 	r.floor.stop()
 	r.steal = stealTime(b) - steal0
 	return r

@@ -6,10 +6,12 @@ package vrrpdtest
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +29,8 @@ type Proc struct{ *netlab.Proc }
 
 // Start runs bin with args in h (env, when not nil, adds to the environment). The process
 // is killed when the test ends, and its output goes to the test log if the test failed, or
-// always when E2E_LOGS is set.
+// always when E2E_LOGS is set; with E2E_LOG_DIR set, also to a file of its own there
+// (NAME.PID.log), whole, since a benchmark's log is cut short.
 func Start(t testing.TB, h *netlab.Host, name string, env []string, bin string, args ...string) *Proc {
 	t.Helper()
 	p, err := h.Start(name, env, bin, args...)
@@ -38,6 +41,12 @@ func Start(t testing.TB, h *netlab.Host, name string, env []string, bin string, 
 		p.Kill()
 		if t.Failed() || os.Getenv("E2E_LOGS") != "" {
 			t.Logf("---- %s (pid %d) output ----\n%s", p.Name, p.Pid(), p.Output())
+		}
+		if dir := os.Getenv("E2E_LOG_DIR"); dir != "" {
+			f := filepath.Join(dir, fmt.Sprintf("%s.%d.log", strings.ReplaceAll(p.Name, "/", "_"), p.Pid()))
+			if err := os.WriteFile(f, []byte(p.Output()), 0o644); err != nil {
+				t.Errorf("E2E_LOG_DIR: %v", err)
+			}
 		}
 	})
 	return &Proc{p}
