@@ -156,6 +156,7 @@ func (d *Daemon) handleBatch(b *batch, now time.Time) {
 		return // read from a socket closed since
 	}
 	woke := time.Now()
+	d.lastBatch = now
 	for i := 0; i < b.n; i++ {
 		p := &b.pkts[i]
 		if d.handlePacket(c, p, arrivedAt(p, now)) {

@@ -90,6 +90,7 @@ type Daemon struct {
 	owners    []timerOwner // by timer key
 	publishK  int          // timer key of the deferred snapshot publication
 	graceFrom time.Time    // when deferTakeover first held back the due takeovers, zero if not
+	lastBatch time.Time    // when the last batch of packets was handled
 	dirty     bool         // counters changed since the last publication
 
 	acts  []vrrp.Action      // reused action slice
@@ -443,7 +444,16 @@ func (d *Daemon) deferTakeover(now time.Time) bool {
 	if d.graceFrom.IsZero() {
 		d.graceFrom = now
 	}
-	if now.Sub(d.graceFrom) >= takeoverGrace || !d.inputPending() {
+	if !d.inputPending() {
+		d.graceFrom = time.Time{}
+		return false
+	}
+	if waited := now.Sub(d.graceFrom); waited >= takeoverGrace {
+		// The reader did not get to the socket in time: the process, or its reader, was
+		// not scheduled. Worth a line: a takeover now may be a false one, and the line
+		// says why.
+		d.log.Warn("Master_Down_Timer due with packets still unread: taking over",
+			"waited", waited.String(), "unhandled_batches", d.unhandled.Load(), "last_batch_handled", now.Sub(d.lastBatch).String())
 		d.graceFrom = time.Time{}
 		return false
 	}
