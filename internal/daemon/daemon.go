@@ -586,6 +586,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 		for i := range d.fired[:n] {
 			d.fired[i].sent = sent
 		}
+		d.warnLateAdverts(d.fired[:n])
 		if n > 1 {
 			d.transitionsFirst(d.fired[:n], now)
 		}
@@ -663,6 +664,29 @@ type firedTimer struct {
 	sent     time.Duration // from the wake-up to its advertisements handed to the socket
 	acts     []vrrp.Action
 	next     int // acts[:next] are done (the advertisements)
+}
+
+// warnLateAdverts logs, once a wake-up, masters' Adver_Timers that ran more than an
+// advertisement interval late: their backups' patience (three intervals and Skew_Time) is
+// being spent, and the line says the process was not scheduled (or its lock was held)
+// before a backup takes over because of it.
+func (d *Daemon) warnLateAdverts(fired []firedTimer) {
+	var worst *firedTimer
+	late := 0
+	for i := range fired {
+		f := &fired[i]
+		if f.takeover || f.late <= f.in.cfg.AdvertInterval {
+			continue
+		}
+		late++
+		if worst == nil || f.late > worst.late {
+			worst = f
+		}
+	}
+	if worst != nil {
+		d.log.Warn(fmt.Sprintf("(%s) Adver_Timer ran late", worst.in.cfg.Name), "late", worst.late.String(),
+			"interval", worst.in.cfg.AdvertInterval.String(), "instances_late", late)
+	}
 }
 
 // advertSlack is how much earlier than its Adver_Timer a master may send when the loop is

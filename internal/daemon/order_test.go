@@ -166,3 +166,37 @@ func BenchmarkTakeoverAdvert(b *testing.B) {
 		})
 	}
 }
+
+// TestLateAdvertWarned: a master whose Adver_Timer runs more than an interval late says so,
+// once for all the instances late in that wake-up; on time (or late by less) it says
+// nothing.
+func TestLateAdvertWarned(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	startDaemon(t, d, testInstance("VI_1", 1, 100, "10.99.0.100/24"), testInstance("VI_2", 2, 100, "10.99.0.101/24"))
+	advance(d, takeover(100))
+	count := func() int {
+		n := 0
+		for _, e := range h.events {
+			if strings.HasPrefix(e, "log (VI_") && strings.HasSuffix(e, ") Adver_Timer ran late") {
+				n++
+			}
+		}
+		return n
+	}
+	due, ok := d.timers.Peek()
+	if !ok || d.instances[0].sm.State() != vrrp.StateMaster {
+		t.Fatal("not master")
+	}
+	h.events = nil
+	d.fireTimers(due.at.Add(900 * time.Millisecond)) // within the 1 s interval
+	if n := count(); n != 0 {
+		t.Fatalf("%d warnings for adverts 0.9 intervals late: %q", n, h.events)
+	}
+	due, _ = d.timers.Peek()
+	h.events = nil
+	d.fireTimers(due.at.Add(2500 * time.Millisecond))
+	if n := count(); n != 1 {
+		t.Errorf("%d warnings for two adverts 2.5 intervals late, want one: %q", n, h.events)
+	}
+}
