@@ -91,7 +91,9 @@ type Daemon struct {
 	publishK  int          // timer key of the deferred snapshot publication
 	graceFrom time.Time    // when deferTakeover first held back the due takeovers, zero if not
 	lastBatch time.Time    // when the last batch of packets was handled
-	dirty     bool         // counters changed since the last publication
+	// The warnings of a starved process, spaced.
+	lateWarn, unreadWarn warnLimit
+	dirty                bool // counters changed since the last publication
 
 	acts  []vrrp.Action      // reused action slice
 	adv   vrrp.Advertisement // reused decode target
@@ -452,8 +454,11 @@ func (d *Daemon) deferTakeover(now time.Time) bool {
 		// The reader did not get to the socket in time: the process, or its reader, was
 		// not scheduled. Worth a line: a takeover now may be a false one, and the line
 		// says why.
-		d.log.Warn("Master_Down_Timer due with packets still unread: taking over",
-			"waited", waited.String(), "unhandled_batches", d.unhandled.Load(), "last_batch_handled", now.Sub(d.lastBatch).String())
+		if ok, quiet := d.unreadWarn.allow(now); ok {
+			d.log.Warn("Master_Down_Timer due with packets still unread: taking over",
+				"waited", waited.String(), "unhandled_batches", d.unhandled.Load(),
+				"last_batch_handled", now.Sub(d.lastBatch).String(), "unlogged", quiet)
+		}
 		d.graceFrom = time.Time{}
 		return false
 	}
@@ -586,7 +591,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 		for i := range d.fired[:n] {
 			d.fired[i].sent = sent
 		}
-		d.warnLateAdverts(d.fired[:n])
+		d.warnLateAdverts(d.fired[:n], now)
 		if n > 1 {
 			d.transitionsFirst(d.fired[:n], now)
 		}
@@ -670,7 +675,7 @@ type firedTimer struct {
 // advertisement interval late: their backups' patience (three intervals and Skew_Time) is
 // being spent, and the line says the process was not scheduled (or its lock was held)
 // before a backup takes over because of it.
-func (d *Daemon) warnLateAdverts(fired []firedTimer) {
+func (d *Daemon) warnLateAdverts(fired []firedTimer, now time.Time) {
 	var worst *firedTimer
 	late := 0
 	for i := range fired {
@@ -683,10 +688,34 @@ func (d *Daemon) warnLateAdverts(fired []firedTimer) {
 			worst = f
 		}
 	}
-	if worst != nil {
-		d.log.Warn(fmt.Sprintf("(%s) Adver_Timer ran late", worst.in.cfg.Name), "late", worst.late.String(),
-			"interval", worst.in.cfg.AdvertInterval.String(), "instances_late", late)
+	if worst == nil {
+		return
 	}
+	if ok, quiet := d.lateWarn.allow(now); ok {
+		d.log.Warn(fmt.Sprintf("(%s) Adver_Timer ran late", worst.in.cfg.Name), "late", worst.late.String(),
+			"interval", worst.in.cfg.AdvertInterval.String(), "instances_late", late, "wakeups_late_unlogged", quiet)
+	}
+}
+
+// warnEvery spaces the lines of a warning that a loaded host could repeat at every
+// wake-up: a log that grows with the load feeds it.
+const warnEvery = 10 * time.Second
+
+// warnLimit lets a warning through at most once every warnEvery and counts the rest.
+type warnLimit struct {
+	last  time.Time
+	quiet int
+}
+
+// allow reports whether to log now, and how many were kept quiet since the last line.
+func (w *warnLimit) allow(now time.Time) (bool, int) {
+	if !w.last.IsZero() && now.Sub(w.last) < warnEvery {
+		w.quiet++
+		return false, 0
+	}
+	q := w.quiet
+	w.last, w.quiet = now, 0
+	return true, q
 }
 
 // advertSlack is how much earlier than its Adver_Timer a master may send when the loop is

@@ -200,3 +200,16 @@ func TestLateAdvertWarned(t *testing.T) {
 		t.Errorf("%d warnings for two adverts 2.5 intervals late, want one: %q", n, h.events)
 	}
 }
+
+func TestWarnLimit(t *testing.T) {
+	var w warnLimit
+	for i, c := range []struct {
+		at    time.Duration
+		ok    bool
+		quiet int
+	}{{0, true, 0}, {time.Second, false, 0}, {9 * time.Second, false, 0}, {10 * time.Second, true, 2}, {11 * time.Second, false, 0}, {30 * time.Second, true, 1}} {
+		if ok, q := w.allow(t0.Add(c.at)); ok != c.ok || q != c.quiet {
+			t.Errorf("%d at %v: %v, %d quiet; want %v, %d", i, c.at, ok, q, c.ok, c.quiet)
+		}
+	}
+}
