@@ -455,9 +455,13 @@ func (d *Daemon) deferTakeover(now time.Time) bool {
 		// not scheduled. Worth a line: a takeover now may be a false one, and the line
 		// says why.
 		if ok, quiet := d.unreadWarn.allow(now); ok {
+			last := "never"
+			if !d.lastBatch.IsZero() {
+				last = now.Sub(d.lastBatch).String() + " ago"
+			}
 			d.log.Warn("Master_Down_Timer due with packets still unread: taking over",
 				"waited", waited.String(), "unhandled_batches", d.unhandled.Load(),
-				"last_batch_handled", now.Sub(d.lastBatch).String(), "unlogged", quiet)
+				"last_batch_handled", last, "unlogged", quiet)
 		}
 		d.graceFrom = time.Time{}
 		return false
