@@ -34,6 +34,17 @@ type Manager struct {
 	// holders are the virtual routers holding each recorded VIP: it leaves the interface
 	// when the last lets go. Only in memory: after a crash every recorded VIP goes.
 	holders map[key]map[string]bool
+
+	// A turn (BeginTurn .. EndTurn) is one wake-up of the daemon, which may move hundreds
+	// of VIPs at once, and each write of the record serialises all of it. Within a turn
+	// a removal only drops the VIP from record, and stale says the file still lists
+	// it; EndTurn writes once. A file listing a VIP that is already gone is safe
+	// (recovery and Release take an absent address in their stride); one missing a VIP
+	// that is on the wire is not, so an add still writes first: Reserve writes every VIP
+	// of a turn's takeovers at once, and Hold then adds them without writing.
+	turn     int
+	stale    bool
+	reserved map[key]bool // recorded by Reserve this turn, not yet added by Hold
 }
 
 // New opens (creating it if needed) the state directory and locks it, so
@@ -166,6 +177,12 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 	kind := make([]int, len(vs))
 	for i, v := range vs {
 		k := v.key()
+		if m.reserved[k] {
+			// Recorded by Reserve a moment ago, as absent: new, without a write.
+			delete(m.reserved, k)
+			kind[i] = isNew
+			continue
+		}
 		if j := slices.IndexFunc(next, func(r VIP) bool { return r.key() == k }); j >= 0 {
 			kind[i] = isOurs
 			if next[j].Label != v.Label {
@@ -188,10 +205,9 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 		changed = true
 	}
 	if changed {
-		if err := writeRecord(m.dir, next); err != nil {
-			return nil, fmt.Errorf("vip: %w", err)
+		if err := m.write(next); err != nil {
+			return nil, err
 		}
-		m.record = next
 	}
 	var raced []VIP
 	for i, v := range vs {
@@ -215,10 +231,9 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 		next := slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool {
 			return slices.ContainsFunc(raced, func(v VIP) bool { return v.key() == r.key() })
 		})
-		if err := writeRecord(m.dir, next); err != nil {
-			return foreign, fmt.Errorf("vip: %w", err)
+		if err := m.write(next); err != nil {
+			return foreign, err
 		}
-		m.record = next
 	}
 	return foreign, nil
 }
@@ -332,12 +347,103 @@ func (m *Manager) remove(vs []VIP) ([]VIP, error) {
 		return slices.ContainsFunc(removed, func(v VIP) bool { return v.key() == r.key() })
 	})
 	if len(next) != len(m.record) {
-		if err := writeRecord(m.dir, next); err != nil {
-			return nil, errors.Join(append(errs, fmt.Errorf("vip: %w", err))...)
+		if m.turn > 0 {
+			m.record, m.stale = next, true // EndTurn writes it
+			return removed, errors.Join(errs...)
 		}
-		m.record = next
+		if err := m.write(next); err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// write puts rec on disk and makes it the record.
+func (m *Manager) write(rec []VIP) error {
+	if err := writeRecord(m.dir, rec); err != nil {
+		return fmt.Errorf("vip: %w", err)
+	}
+	m.record, m.stale = rec, false
+	return nil
+}
+
+// BeginTurn starts a turn (see Manager.turn); turns nest, and the outermost EndTurn
+// ends it.
+func (m *Manager) BeginTurn() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.turn++
+}
+
+// EndTurn ends a turn: what Reserve recorded and no Hold added leaves the record, and
+// the record is written if it changed since the last write.
+func (m *Manager) EndTurn() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.turn == 0 {
+		return errors.New("vip: EndTurn without BeginTurn")
+	}
+	if m.turn--; m.turn > 0 {
+		return nil
+	}
+	if len(m.reserved) > 0 {
+		m.record = slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool { return m.reserved[r.key()] })
+		m.stale = true
+		clear(m.reserved)
+	}
+	if !m.stale || m.lock == nil {
+		return nil
+	}
+	return m.write(m.record)
+}
+
+// Reserve records, in one write, every VIP of vs that is neither recorded nor on its
+// interface, so that the Holds of the same turn that add them need not write each (a
+// mass takeover adds hundreds). It changes nothing on the interfaces. A VIP on its
+// interface already is left for Hold to find foreign; one whose interface cannot be
+// read is left for Hold to report. Outside a turn it does nothing.
+func (m *Manager) Reserve(vs ...VIP) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lock == nil || m.turn == 0 {
+		return nil
+	}
+	on := addrCache{nl: m.nl}
+	next := m.record
+	for _, v := range vs {
+		if v.validate() != nil {
+			continue // Hold refuses it
+		}
+		k := v.key()
+		if m.reserved[k] || slices.ContainsFunc(next, func(r VIP) bool { return r.key() == k }) {
+			continue
+		}
+		link, err := m.links.get(v.Dev, false)
+		if err != nil {
+			continue
+		}
+		if there, err := on.has(link, v); err != nil || there {
+			continue
+		}
+		if len(next) == len(m.record) {
+			next = slices.Clone(m.record)
+		}
+		next = append(next, v)
+		if m.reserved == nil {
+			m.reserved = make(map[key]bool)
+		}
+		m.reserved[k] = true
+	}
+	if len(next) == len(m.record) {
+		return nil
+	}
+	if err := m.write(next); err != nil {
+		for _, v := range next[len(m.record):] {
+			delete(m.reserved, v.key())
+		}
+		return err
+	}
+	return nil
 }
 
 func (m *Manager) delAddr(v VIP) error {
