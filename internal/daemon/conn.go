@@ -157,6 +157,8 @@ func (d *Daemon) handleBatch(b *batch, now time.Time) {
 	}
 	woke := time.Now()
 	d.lastBatch = now
+	d.vips.BeginTurn() // a batch may step hundreds of masters down: one record write
+	defer d.endTurn()
 	for i := 0; i < b.n; i++ {
 		p := &b.pkts[i]
 		if d.handlePacket(c, p, arrivedAt(p, now)) {

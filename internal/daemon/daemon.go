@@ -547,6 +547,8 @@ func (d *Daemon) rearm() {
 // Master_Down_Timers, a few milliseconds of Skew_Time behind, run out.
 func (d *Daemon) fireTimers(now time.Time) {
 	woke := time.Now()
+	d.vips.BeginTurn()
+	defer d.endTurn()
 	// The takeover's debug line measures from the timer thread's wake-up; the package's
 	// tests run fireTimers on a virtual clock, without one.
 	wake := now
@@ -598,6 +600,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 		d.warnLateAdverts(d.fired[:n], now)
 		if n > 1 {
 			d.transitionsFirst(d.fired[:n], now)
+			d.reserveVIPs(d.fired[:n])
 		}
 		// Then everything else, in the order the timers fell due.
 		n = 0
@@ -673,6 +676,39 @@ type firedTimer struct {
 	sent     time.Duration // from the wake-up to its advertisements handed to the socket
 	acts     []vrrp.Action
 	next     int // acts[:next] are done (the advertisements)
+}
+
+// reserveVIPs records, in one write, the VIPs that the instances of one wake-up are
+// about to add (vipStore.Reserve), when more than one of them adds any: a mass takeover
+// would otherwise write the crash record once per instance, each time all of it.
+func (d *Daemon) reserveVIPs(fired []firedTimer) {
+	d.vipl = d.vipl[:0]
+	adding := 0
+	for i := range fired {
+		f := &fired[i]
+		for _, a := range f.acts[f.next:] {
+			if a.Kind != vrrp.ActionAddVIPs {
+				continue
+			}
+			adding++
+			for _, p := range a.VIPs {
+				d.vipl = append(d.vipl, f.in.vipFor(p))
+			}
+		}
+	}
+	if adding < 2 {
+		return
+	}
+	if err := d.vips.Reserve(d.vipl...); err != nil {
+		d.log.Error("cannot record the VIPs of a takeover ahead", "err", err) // each Hold records its own
+	}
+}
+
+// endTurn ends the vipStore's turn that a wake-up began.
+func (d *Daemon) endTurn() {
+	if err := d.vips.EndTurn(); err != nil {
+		d.log.Error("cannot write the VIP record", "err", err)
+	}
 }
 
 // warnLateAdverts logs, once a wake-up, masters' Adver_Timers that ran more than an

@@ -35,10 +35,13 @@ type fakeHost struct {
 	// preexisting are addresses on the host that someone else put there: Hold reports
 	// them as foreign and never takes them.
 	preexisting map[vip.VIP]bool
-	stale       []vip.VIP             // what Recover finds, left by "a previous run"
-	linkErr     map[string]error      // Running's answer per interface (nil: up)
-	openErr     map[string]error      // Open's answer per interface (nil: opens)
-	source      map[string]netip.Addr // the address transport would pick per interface
+	stale       []vip.VIP // what Recover finds, left by "a previous run"
+	// turns is the depth of BeginTurn; reserved what Reserve was given, call by call.
+	turns    int
+	reserved []string
+	linkErr  map[string]error      // Running's answer per interface (nil: up)
+	openErr  map[string]error      // Open's answer per interface (nil: opens)
+	source   map[string]netip.Addr // the address transport would pick per interface
 
 	socks     []*fakeSocket // every socket opened, in order
 	sent      []sentAdvert
@@ -136,6 +139,24 @@ func (h *fakeHost) Release(holder string, vs ...vip.VIP) error {
 			delete(h.held, v)
 		}
 	}
+	return nil
+}
+
+func (h *fakeHost) BeginTurn() { h.turns++ }
+
+func (h *fakeHost) EndTurn() error {
+	if h.turns == 0 {
+		return errors.New("EndTurn without BeginTurn")
+	}
+	h.turns--
+	return nil
+}
+
+func (h *fakeHost) Reserve(vs ...vip.VIP) error {
+	if h.turns == 0 {
+		return errors.New("Reserve outside a turn")
+	}
+	h.reserved = append(h.reserved, vipList(vs))
 	return nil
 }
 

@@ -36,6 +36,13 @@ type vipStore interface {
 	Missing(vs ...vip.VIP) ([]vip.VIP, error)
 	// Recover removes whatever a previous run recorded and returns it.
 	Recover() ([]vip.VIP, error)
+	// BeginTurn and EndTurn bracket one wake-up of the daemon: removals inside write the
+	// record once, at EndTurn, and Reserve records the VIPs the wake-up's takeovers are
+	// about to add in one write, so that a mass takeover or step-down of hundreds of
+	// instances costs a few writes, not one each of a record that grows with them.
+	BeginTurn()
+	EndTurn() error
+	Reserve(vs ...vip.VIP) error
 	Close() error
 }
 

@@ -213,3 +213,31 @@ func TestWarnLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestMassTakeoverReservesOnce: instances taking over in one wake-up have their VIPs
+// recorded in one Reserve, inside a turn the wake-up ends; one instance alone is left to
+// its own Hold, as before.
+func TestMassTakeoverReservesOnce(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	startDaemon(t, d, testInstance("VI_1", 1, 100, "10.99.0.100/24"), testInstance("VI_2", 2, 100, "10.99.0.101/24", "10.99.0.102/24"))
+	h.reserved = nil
+	advance(d, takeover(100))
+	if want := []string{"10.99.0.100/24 dev eth0, 10.99.0.101/24 dev eth0, 10.99.0.102/24 dev eth0"}; !slices.Equal(h.reserved, want) {
+		t.Errorf("reserved %q, want %q", h.reserved, want)
+	}
+	if h.turns != 0 {
+		t.Errorf("%d turns left open", h.turns)
+	}
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Errorf("after the takeover: %s", s)
+	}
+
+	h2 := newFakeHost()
+	d2 := newRecordingDaemon(t, h2)
+	startDaemon(t, d2, testInstance("VI_1", 1, 100, "10.99.0.100/24"))
+	advance(d2, takeover(100))
+	if len(h2.reserved) != 0 || h2.turns != 0 {
+		t.Errorf("one instance: reserved %q, %d turns open; want nothing, 0", h2.reserved, h2.turns)
+	}
+}
