@@ -21,6 +21,13 @@
 // last holder lets go. [Manager.Missing] says which VIPs someone else took off,
 // so that a master can put them back.
 //
+// The record is one file, written whole: a daemon moving hundreds of VIPs in
+// one wake-up (a mass takeover, or the step-down after it) brackets it in a
+// turn ([Manager.BeginTurn], [Manager.EndTurn]). Inside a turn removals write
+// the record once, at the end (a record listing a VIP already gone is safe),
+// and [Manager.Reserve] records the VIPs about to be added in one write before
+// their Holds, which then add without writing.
+//
 // [VMACs] makes and removes the private-mode macvlan interfaces that carry a
 // virtual router's MAC (RFC 5798 §7.3, keepalived's use_vmac), with the
 // sysctls keepalived sets on them and on their parent.
