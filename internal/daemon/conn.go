@@ -231,8 +231,11 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) (chan
 	master, transitions := in.sm.Master(), in.transitions
 	d.acts = in.sm.HandleAdvert(now, &d.adv, p.Src, d.acts[:0])
 	d.execute(in, now)
-	if in.sm.Master() != master {
-		d.publish(now) // a new master is news for `vrrpd status` at once, like a transition
+	// A new master is news for `vrrpd status` at once, like a transition; a transition
+	// in this call published already, after the state machine learnt the master (a mass
+	// step-down heard in one batch published every instance twice).
+	if in.sm.Master() != master && in.transitions == transitions {
+		d.publish(now)
 	}
 	return in.transitions != transitions
 }

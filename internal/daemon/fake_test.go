@@ -54,9 +54,10 @@ type fakeHost struct {
 	// onSend, if set, runs as an advert is handed to the socket (to look at the daemon
 	// then); onHold likewise as VIPs are added; addDelay is how long Add takes (a slow
 	// netlink or fsync).
-	onSend   func()
-	onHold   func()
-	addDelay time.Duration
+	onSend    func()
+	onHold    func()
+	onRelease func() // as VIPs are removed
+	addDelay  time.Duration
 	// batchSockets makes open return sockets that send batches (as *transport.Conn
 	// does); batches is the size of each SendBatch, and failVRID the VRID whose
 	// advertisement a batch fails on (0: none).
@@ -130,6 +131,9 @@ func (h *fakeHost) Hold(holder string, vs ...vip.VIP) ([]vip.VIP, error) {
 func (h *fakeHost) Release(holder string, vs ...vip.VIP) error {
 	h.vipCalls = append(h.vipCalls, "remove "+vipList(vs))
 	h.events = append(h.events, "remove "+vipList(vs))
+	if h.onRelease != nil {
+		h.onRelease()
+	}
 	h.vipMu.Lock()
 	defer h.vipMu.Unlock()
 	for _, v := range vs {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -239,5 +240,32 @@ func TestMassTakeoverReservesOnce(t *testing.T) {
 	advance(d2, takeover(100))
 	if len(h2.reserved) != 0 || h2.turns != 0 {
 		t.Errorf("one instance: reserved %q, %d turns open; want nothing, 0", h2.reserved, h2.turns)
+	}
+}
+
+// TestStepDownPublishedOnce: a master stepping down on hearing a better one publishes
+// once, before its VIPs go (with the new master in it), not again for the news of the
+// new master.
+func TestStepDownPublishedOnce(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	startDaemon(t, d, testInstance("VI_1", 1, 100, "10.99.0.100/24"))
+	advance(d, takeover(100))
+	in := d.byName["VI_1"]
+	if in.sm.State() != vrrp.StateMaster {
+		t.Fatal("not master")
+	}
+	var atRelease *metrics.Snapshot
+	h.onRelease = func() { atRelease = d.snap.Load() }
+	conn := in.conn
+	d.handleBatch(&batch{conn: conn, tc: conn.tc, pkts: []transport.Packet{peerAdvert(t, 1, 150, "10.99.0.100/24")}, n: 1}, takeover(100).Add(time.Second))
+	if atRelease == nil {
+		t.Fatal("no VIP released")
+	}
+	if got := d.snap.Load(); got != atRelease {
+		t.Error("published again after the VIPs were released")
+	}
+	if s := atRelease.Instances[0]; s.State != vrrp.StateBackup || s.Master != peer {
+		t.Errorf("published before the release: %v, master %v; want BACKUP under %v", s.State, s.Master, peer)
 	}
 }
