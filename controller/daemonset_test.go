@@ -284,11 +284,13 @@ func TestPodSecurityEvent(t *testing.T) {
 	for _, ns := range []string{baseline, privileged} {
 		key := types.NamespacedName{Namespace: ns, Name: "g"}
 		before := m.r.Groups.Reconciles(key)
-		g := getGroup(t, ns, "g")
-		g.Labels = map[string]string{"touched": "yes"}
-		if err := k8s.Update(ctx, g); err != nil {
-			t.Fatal(err)
-		}
+		// The operator may write the group's status between our read and our update
+		// (two group workers): read again on a conflict.
+		eventually(t, 10*time.Second, func() error {
+			g := getGroup(t, ns, "g")
+			g.Labels = map[string]string{"touched": "yes"}
+			return k8s.Update(ctx, g)
+		})
 		eventually(t, 20*time.Second, func() error {
 			if m.r.Groups.Reconciles(key) <= before {
 				return fmt.Errorf("no reconcile after the change")
