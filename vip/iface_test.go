@@ -24,9 +24,7 @@ func TestInterfaceFor(t *testing.T) {
 		{"link", "set", "side1", "up"},
 		{"link", "set", "side0", "up"},
 	} {
-		if out, err := a.Command(t.Context(), "ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
+		ip(t, a, args...)
 	}
 	cases := map[string]string{
 		"10.99.0.11":  "eth0",  // a neighbour on the lab segment

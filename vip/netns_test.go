@@ -30,6 +30,14 @@ func ipAddr(t *testing.T, h *netlab.Host) string {
 	return string(out)
 }
 
+// ip runs `ip ARGS` inside the host, failing the test on an error.
+func ip(t *testing.T, h *netlab.Host, args ...string) {
+	t.Helper()
+	if out, err := h.Command(t.Context(), "ip", args...).CombinedOutput(); err != nil {
+		t.Fatalf("ip %v: %v: %s", args, err, out)
+	}
+}
+
 func lineWith(out, needle string) string {
 	for l := range strings.SplitSeq(out, "\n") {
 		if strings.Contains(l, needle) {
@@ -483,10 +491,7 @@ func TestVMACNetns(t *testing.T) {
 func TestVMACNetnsIPv6AndStale(t *testing.T) {
 	lab := netlabtest.New(t, "a")
 	a := lab.Host("a")
-	ctx := context.Background()
-	if out, err := a.Command(ctx, "ip", "link", "add", "link", "eth0", "name", "vrrp.62", "address", "02:00:00:00:00:01", "type", "macvlan", "mode", "bridge").CombinedOutput(); err != nil {
-		t.Fatalf("stale macvlan: %v %s", err, out)
-	}
+	ip(t, a, "link", "add", "link", "eth0", "name", "vrrp.62", "address", "02:00:00:00:00:01", "type", "macvlan", "mode", "bridge") // a stale one
 	ll := netip.MustParseAddr("fe80::99:1")
 	m := VMAC{Name: "vrrp.62", Parent: "eth0", MAC: VirtualMAC(true, 62), IPv6: true, LinkLocal: ll}
 	v := NewVMACs(nil)
@@ -513,9 +518,7 @@ func TestVMACNetnsIPv6AndStale(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if out, err := a.Command(ctx, "ip", "link", "add", "vrrp.63", "type", "veth", "peer", "name", "peer63").CombinedOutput(); err != nil {
-		t.Fatalf("veth: %v %s", err, out)
-	}
+	ip(t, a, "link", "add", "vrrp.63", "type", "veth", "peer", "name", "peer63")
 	other := VMAC{Name: "vrrp.63", Parent: "eth0", MAC: VirtualMAC(false, 63)}
 	err = a.Do(func() error { _, err := v.Up(other); return err })
 	if err == nil || !strings.Contains(err.Error(), "conflicts") {

@@ -1,7 +1,6 @@
 package vip
 
 import (
-	"context"
 	"net/netip"
 	"slices"
 	"testing"
@@ -20,9 +19,7 @@ func TestPreexistingAddressNeverTaken(t *testing.T) {
 		{"addr", "add", "10.99.0.200/32", "dev", "eth0"},
 		{"addr", "add", "fd00:99::200/128", "dev", "eth0"},
 	} {
-		if out, err := a.Command(context.Background(), "ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
+		ip(t, a, args...)
 	}
 	dir := t.TempDir()
 	m := newManager(t, a, dir)
@@ -107,9 +104,7 @@ func TestMissingAfterFlush(t *testing.T) {
 	if miss, err := m.Missing(v4h, v6h); err != nil || len(miss) != 0 {
 		t.Fatalf("Missing before the flush: %v, %v", miss, err)
 	}
-	if out, err := a.Command(context.Background(), "ip", "addr", "del", v4h.Prefix.String(), "dev", "eth0").CombinedOutput(); err != nil {
-		t.Fatalf("ip addr del: %v: %s", err, out)
-	}
+	ip(t, a, "addr", "del", v4h.Prefix.String(), "dev", "eth0")
 	miss, err := m.Missing(v4h, v6h, VIP{Prefix: v4h.Prefix, Dev: "nosuch0"})
 	if err != nil || !slices.Equal(miss, []VIP{v4h}) {
 		t.Fatalf("Missing after the flush: %v, %v; want %v", miss, err, v4h)

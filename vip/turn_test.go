@@ -6,16 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
-
-func ip(t *testing.T, h *netlab.Host, args ...string) {
-	t.Helper()
-	if out, err := h.Command(t.Context(), "ip", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ip %v: %v: %s", args, err, out)
-	}
-}
 
 // onDisk is the record file's VIPs, sorted as written.
 func onDisk(t testing.TB, m *Manager) []VIP {
