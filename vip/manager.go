@@ -409,13 +409,13 @@ func (m *Manager) Reserve(vs ...VIP) error {
 		return nil
 	}
 	on := addrCache{nl: m.nl}
-	next := m.record
+	var add []VIP
 	for _, v := range vs {
 		if v.validate() != nil {
 			continue // Hold refuses it
 		}
 		k := v.key()
-		if m.reserved[k] || slices.ContainsFunc(next, func(r VIP) bool { return r.key() == k }) {
+		if m.reserved[k] || slices.ContainsFunc(m.record, func(r VIP) bool { return r.key() == k }) {
 			continue
 		}
 		link, err := m.links.get(v.Dev, false)
@@ -425,20 +425,17 @@ func (m *Manager) Reserve(vs ...VIP) error {
 		if there, err := on.has(link, v); err != nil || there {
 			continue
 		}
-		if len(next) == len(m.record) {
-			next = slices.Clone(m.record)
-		}
-		next = append(next, v)
 		if m.reserved == nil {
 			m.reserved = make(map[key]bool)
 		}
-		m.reserved[k] = true
+		m.reserved[k] = true // also keeps a VIP named twice in vs from being added twice
+		add = append(add, v)
 	}
-	if len(next) == len(m.record) {
+	if len(add) == 0 {
 		return nil
 	}
-	if err := m.write(next); err != nil {
-		for _, v := range next[len(m.record):] {
+	if err := m.write(append(slices.Clone(m.record), add...)); err != nil {
+		for _, v := range add {
 			delete(m.reserved, v.key())
 		}
 		return err
