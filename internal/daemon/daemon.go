@@ -78,10 +78,11 @@ type Daemon struct {
 	// before it for a Master_Down_Timer (see spinLead); zero when disarmed.
 	timer *timerThread
 	armed time.Time
-	// woke is when the timer thread woke for the timers fireTimers is running (after its
-	// spin, before it waited for mu), zero when something else runs them: the takeover's
-	// debug line measures from it, so that a wait for the lock counts as the daemon's.
-	woke time.Time
+	// timerWoke is when the timer thread woke for the timers fireTimers is running (after
+	// its spin, before it waited for mu), zero when something else runs them: the
+	// takeover's debug line measures from it, so that a wait for the lock counts as the
+	// daemon's.
+	timerWoke time.Time
 
 	instances []*instance
 	byName    map[string]*instance
@@ -401,9 +402,9 @@ func (d *Daemon) fire() {
 		// A deferral armed the timer itself: rearm would set it back to the due
 		// deadline, at once.
 		if now := time.Now(); !d.deferTakeover(now) {
-			d.woke = woke
+			d.timerWoke = woke
 			d.fireTimers(now)
-			d.woke = time.Time{}
+			d.timerWoke = time.Time{}
 			d.rearm()
 		}
 	}
@@ -551,9 +552,9 @@ func (d *Daemon) fireTimers(now time.Time) {
 	defer d.endTurn()
 	// The takeover's debug line measures from the timer thread's wake-up; the package's
 	// tests run fireTimers on a virtual clock, without one.
-	wake := now
-	if !d.woke.IsZero() {
-		wake = d.woke
+	timerWoke := now
+	if !d.timerWoke.IsZero() {
+		timerWoke = d.timerWoke
 	}
 	d.collectAdverts(now)
 	for {
@@ -584,7 +585,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 			f.key, f.in = key, o.in
 			f.takeover = sm.Timer() == vrrp.TimerMasterDown
 			f.deadline = sm.Deadline()
-			f.late = wake.Sub(f.deadline)
+			f.late = timerWoke.Sub(f.deadline)
 			f.acts = sm.HandleTimer(now, f.acts[:0])
 			f.next = 0
 			for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionSendAdvert {
@@ -593,7 +594,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 			}
 		}
 		d.flushSends()
-		sent := time.Since(wake)
+		sent := time.Since(timerWoke)
 		for i := range d.fired[:n] {
 			d.fired[i].sent = sent
 		}
