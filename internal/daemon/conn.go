@@ -251,8 +251,9 @@ func (d *Daemon) checkInterfaces(now time.Time) {
 }
 
 // checkLinks is checkInterfaces without the VIPs: the loop runs checkVIPs' netlink
-// queries without the lock (Daemon.checkInterfacesUnlocked).
+// queries without the lock (Daemon.checkInterfacesUnlocking).
 func (d *Daemon) checkLinks(now time.Time) {
+	d.linksChecked, d.linkTrouble = now, false
 	d.garp.Refresh()
 	for _, c := range d.conns {
 		if c.tc == nil {
@@ -280,6 +281,9 @@ func (d *Daemon) checkLinks(now time.Time) {
 					d.sourceChanged(in, now)
 				}
 			}
+		}
+		if c.tc == nil || err != nil {
+			d.linkTrouble = true // poll it every second until it recovers
 		}
 		for _, in := range c.insts {
 			d.setFault(in, d.trackSource(in, err), now)

@@ -33,9 +33,12 @@ type Options struct {
 	//
 	// batchSize is how many packets one read hands to the loop: transport.DefaultBatchSize.
 	batchSize int
-	// pollInterval is how often interfaces are re-read even without a netlink event, as a
-	// safety net: one second.
+	// pollInterval is how often the loop turns without any event: the heartbeat, track
+	// files, and the interfaces while one of them is in trouble: one second.
 	pollInterval time.Duration
+	// linkPollInterval is how often the interfaces and the masters' VIPs are re-read from
+	// the kernel although netlink events say nothing changed, as a safety net: ten seconds.
+	linkPollInterval time.Duration
 	// publishInterval bounds how stale the published counters may be; state changes are
 	// published at once: 500 ms.
 	publishInterval time.Duration
@@ -92,6 +95,10 @@ type Daemon struct {
 	publishK  int          // timer key of the deferred snapshot publication
 	graceFrom time.Time    // when deferTakeover first held back the due takeovers, zero if not
 	lastBatch time.Time    // when the last batch of packets was handled
+	// linksChecked is when checkInterfaces last read the interfaces and VIPs from the
+	// kernel; linkTrouble, that it found a socket not open or an interface not running.
+	linksChecked time.Time
+	linkTrouble  bool
 	// The warnings of a starved process, spaced.
 	lateWarn, unreadWarn warnLimit
 	dirty                bool // counters changed since the last publication
@@ -171,6 +178,9 @@ func New(opts Options) (*Daemon, error) {
 	}
 	if opts.pollInterval <= 0 {
 		opts.pollInterval = time.Second
+	}
+	if opts.linkPollInterval <= 0 {
+		opts.linkPollInterval = 10 * time.Second
 	}
 	if opts.publishInterval <= 0 {
 		opts.publishInterval = 500 * time.Millisecond
@@ -356,7 +366,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Unlock()
 		case <-d.ifEvents:
 			d.mu.Lock()
-			d.checkInterfacesUnlocking()
+			d.checkInterfacesUnlocking(time.Now())
 			d.rearm()
 			d.mu.Unlock()
 		case ev := <-d.trk.events:
@@ -368,7 +378,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Unlock()
 		case <-poll.C:
 			d.mu.Lock()
-			d.checkInterfacesUnlocking()
+			d.poll(time.Now())
 			d.rearm()
 			d.mu.Unlock()
 		}

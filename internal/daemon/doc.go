@@ -49,8 +49,9 @@
 //     address puts its instances in FAULT (a master sends priority 0 and drops its
 //     addresses), and they start again when it is back; a changed source address is
 //     taken up at once (TestFaultInterfaceDown, TestFaultInterfaceMissing,
-//     TestSourceAddressChange). Netlink link and address events wake the check, and a
-//     poll every second is the safety net;
+//     TestSourceAddressChange). Netlink link and address events wake the check (a
+//     subscription that ends wakes it too, for what it may have missed); a poll every ten
+//     seconds is the safety net, every second while an interface is in trouble;
 //  9. reload: unchanged instances keep their state, counters and VIPs; changed ones are
 //     reconfigured in place when the state machine allows, else restarted; removed ones
 //     resign; VIPs that change device or label are moved; an invalid configuration is

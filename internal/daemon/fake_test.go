@@ -40,6 +40,10 @@ type fakeHost struct {
 	turns    int
 	reserved []string
 	linkErr  map[string]error      // Running's answer per interface (nil: up)
+	holdErr  error                 // Hold's error, after holding what it was given
+	// running and missing count the kernel reads of the interface check: Running's
+	// calls and Missing's.
+	running, missing int
 	openErr  map[string]error      // Open's answer per interface (nil: opens)
 	source   map[string]netip.Addr // the address transport would pick per interface
 
@@ -125,7 +129,7 @@ func (h *fakeHost) Hold(holder string, vs ...vip.VIP) ([]vip.VIP, error) {
 		}
 		h.holders[v][holder] = true
 	}
-	return foreign, nil
+	return foreign, h.holdErr
 }
 
 func (h *fakeHost) Release(holder string, vs ...vip.VIP) error {
@@ -167,6 +171,7 @@ func (h *fakeHost) Reserve(vs ...vip.VIP) error {
 func (h *fakeHost) Missing(vs ...vip.VIP) ([]vip.VIP, error) {
 	h.vipMu.Lock()
 	defer h.vipMu.Unlock()
+	h.missing++
 	var missing []vip.VIP
 	for _, v := range vs {
 		if !h.held[v] && !h.preexisting[v] {
@@ -231,7 +236,10 @@ func (a fakeAnnouncers) Close() { a.h.garpClosed = true }
 
 type fakeLinks struct{ h *fakeHost }
 
-func (l fakeLinks) Running(ifname string) error { return l.h.linkErr[ifname] }
+func (l fakeLinks) Running(ifname string) error {
+	l.h.running++
+	return l.h.linkErr[ifname]
+}
 
 func (l fakeLinks) Watch(func()) func() {
 	l.h.watching++

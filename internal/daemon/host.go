@@ -212,8 +212,10 @@ func (l *netlinkLinks) Running(ifname string) error {
 }
 
 // Watch subscribes to link and address changes. A subscription ends on its first receive
-// error (ENOBUFS after a burst, for one), so it is renewed at once, and the loop's poll
-// covers whatever was missed in between.
+// error (ENOBUFS after a burst, for one): it is renewed at once and wake called, so that
+// the loop re-reads what it may have missed. While a subscription cannot be made, wake is
+// called every second instead: the loop then re-reads the interfaces as often as it did
+// before it had events.
 func (l *netlinkLinks) Watch(wake func()) (stop func()) {
 	done := make(chan struct{})
 	onErr := func(err error) { l.log.Debug("netlink subscription ended; renewing", "err", err) }
@@ -251,6 +253,7 @@ func (l *netlinkLinks) Watch(wake func()) (stop func()) {
 				}
 				wake()
 			case <-retry:
+				wake()
 			case <-done:
 				return
 			}

@@ -382,6 +382,7 @@ func (d *Daemon) hold(in *instance, holder string, vs []vip.VIP) {
 		d.log.Warn(fmt.Sprintf("(%s) VIP is on the interface already and was not added by vrrpd: serving it without adding or ever removing it", in.cfg.Name), "vip", v.String())
 	}
 	if err != nil {
+		d.linkTrouble = true // checkVIPs tries again at the next poll, a second from now
 		d.log.Error(fmt.Sprintf("(%s) cannot add VIPs", in.cfg.Name), "err", err)
 	}
 }

@@ -19,8 +19,8 @@ type vipHolder struct {
 // checkVIPs puts back the VIPs someone else took off a master's interface (ip addr
 // flush, NetworkManager re-applying its profile, or an add that failed). It runs with
 // every interface check, so a netlink address event brings a VIP back within
-// milliseconds and the one-second poll bounds it otherwise: within an advertisement
-// interval at keepalived's default of one second. Re-adding rather than going FAULT keeps
+// milliseconds; an add that failed is tried again at the next poll, a second later
+// (linkTrouble), and the ten-second link poll is the safety net beyond events. Re-adding rather than going FAULT keeps
 // the master the master: backups hear nothing change, and the address is back before
 // their Master_Down_Timer (three intervals) could matter. A round of gratuitous ARP / NA
 // follows, for neighbours whose entries failed while the address was gone.
@@ -42,8 +42,8 @@ func (d *Daemon) checkVIPs(now time.Time) {
 // under the rtnl lock every namespace of the host shares), so that a Master_Down_Timer
 // falling due meanwhile is not kept waiting by it. What the instances did meanwhile is
 // looked at again before anything is put back (restoreVIPs).
-func (d *Daemon) checkInterfacesUnlocking() {
-	d.checkLinks(time.Now())
+func (d *Daemon) checkInterfacesUnlocking(now time.Time) {
+	d.checkLinks(now)
 	if w := d.mastersVIPs(); len(w.all) > 0 {
 		d.rearm()
 		d.mu.Unlock()
@@ -53,6 +53,22 @@ func (d *Daemon) checkInterfacesUnlocking() {
 	}
 	d.checkRoutes(time.Now())
 	d.checkTrackers(time.Now())
+}
+
+// poll is the loop's turn when nothing else happened for pollInterval. Netlink events
+// (ifEvents) report every link and address change, and a subscription that ends wakes the
+// check too, so the interfaces and VIPs are read from the kernel only every
+// linkPollInterval, as a safety net, or while checkLinks or an add found trouble; the
+// other turns read only what has no event: track files, and the routes on their own
+// interval. Reading them every second cost a master at 50 instances a tenth of its CPU
+// (netlink dumps and their parsing; issue 12).
+func (d *Daemon) poll(now time.Time) {
+	if d.linkTrouble || now.Sub(d.linksChecked) >= d.opts.linkPollInterval {
+		d.checkInterfacesUnlocking(now)
+		return
+	}
+	d.checkRoutes(now)
+	d.checkTrackers(now)
 }
 
 // wantedVIPs are the VIPs of every master, with who holds each.
@@ -90,6 +106,7 @@ func (d *Daemon) mastersVIPs() wantedVIPs {
 func (d *Daemon) restoreVIPs(w wantedVIPs, missing []vip.VIP, err error, now time.Time) {
 	by := w.by
 	if err != nil {
+		d.linkTrouble = true // look again at the next poll
 		d.log.Debug("cannot check the masters' VIPs", "err", err)
 	}
 	if len(missing) > 0 {
