@@ -32,12 +32,26 @@ var (
 var errFamily = errors.New("address family mismatch")
 
 // Default batch geometry. 64 slots drain a burst of 255 masters' adverts in four calls;
-// each slot holds the largest valid VRRP message (v3 over IPv6 with 255 addresses:
-// 8 + 255*16 bytes) plus a maximal IPv4 header, so no valid advertisement is ever truncated.
+// each slot holds the largest valid VRRP packet of the socket's family, so no valid
+// advertisement is ever truncated: MaxPacketSize4 is a maximal IPv4 header (a raw IPv4
+// socket reads it) and VRRPv2 with 255 addresses and its 8 bytes of authentication data;
+// MaxPacketSize, v3 over IPv6 with 255 addresses (a raw IPv6 socket reads no header), and
+// an upper bound for both. An IPv4 slot of the IPv6 size would spread a burst of small
+// adverts over a page each, up to 256 KiB resident per socket, where the whole buffer of
+// 1 KiB slots is 68 KiB (issue 12's memory).
 const (
 	DefaultBatchSize = 64
 	MaxPacketSize    = 60 + 8 + 255*16
+	MaxPacketSize4   = 60 + 8 + 255*4 + 8
 )
+
+// maxPacket is the largest VRRP packet a socket of the family reads.
+func maxPacket(f Family) int {
+	if f == IPv4 {
+		return MaxPacketSize4
+	}
+	return MaxPacketSize
+}
 
 // readBuffer is the socket receive buffer in bytes (SO_RCVBUF, forced when running as
 // root): 4 MiB, enough to ride out a scheduling stall with 255 instances.
@@ -86,7 +100,7 @@ type Packet struct {
 type Stats struct {
 	// Received counts packets handed to the caller.
 	Received uint64
-	// Dropped counts packets the Conn discarded: larger than MaxPacketSize, with an IPv4
+	// Dropped counts packets the Conn discarded: larger than maxPacket, with an IPv4
 	// header that does not parse, or from another interface (a race at socket creation).
 	Dropped uint64
 }

@@ -12,7 +12,6 @@ import (
 
 // Buffer geometry of one batch slot.
 const (
-	slotSize = MaxPacketSize
 	// oobSize holds IP_PKTINFO (IPv4), or IPV6_PKTINFO plus IPV6_HOPLIMIT (IPv6), and
 	// SCM_TIMESTAMPNS, with room to spare for a control message we did not ask for.
 	oobSize = 128
@@ -32,6 +31,7 @@ type receiver struct {
 	bufs  []byte
 	oob   []byte
 	names []unix.RawSockaddrInet6 // IPv6 sources; IPv4 reads them from the IP header
+	slot  int                     // bytes per packet in bufs: maxPacket of the family
 
 	// Per-call state, shared with the bound callback so RawConn.Read does not allocate.
 	vlen  int
@@ -42,16 +42,17 @@ type receiver struct {
 
 func (r *receiver) init(c *Conn, batch int) {
 	r.c = c
+	r.slot = maxPacket(c.fam)
 	r.hs = make([]unix.Mmsghdr, batch)
 	r.iovs = make([]unix.Iovec, batch)
-	r.bufs = make([]byte, batch*slotSize)
+	r.bufs = make([]byte, batch*r.slot)
 	r.oob = make([]byte, batch*oobSize)
 	if c.fam == IPv6 {
 		r.names = make([]unix.RawSockaddrInet6, batch)
 	}
 	for i := range r.hs {
-		r.iovs[i].Base = &r.bufs[i*slotSize]
-		r.iovs[i].SetLen(slotSize)
+		r.iovs[i].Base = &r.bufs[i*r.slot]
+		r.iovs[i].SetLen(r.slot)
 		h := &r.hs[i].Hdr
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
@@ -88,7 +89,8 @@ func (r *receiver) recvmmsg(fd uintptr) bool {
 // are queued (at most len(pkts) and Options.BatchSize) and returns how many it filled.
 // Payloads point into the Conn's buffers and are overwritten by the next ReadBatch.
 //
-// After Close it returns ErrClosed. Packets larger than MaxPacketSize, with a broken IPv4
+// After Close it returns ErrClosed. Packets larger than the family's largest VRRP packet
+// (MaxPacketSize for IPv6, MaxPacketSize4 for IPv4), with a broken IPv4
 // header, or from another interface are dropped and counted in Stats.Dropped; ReadBatch
 // then keeps waiting rather than return zero packets.
 func (c *Conn) ReadBatch(pkts []Packet) (int, error) {
@@ -145,7 +147,7 @@ func (c *Conn) decode(i int, p *Packet, ifindex int) bool {
 		return false
 	}
 	n := int(h.Len)
-	b := r.bufs[i*slotSize : i*slotSize+n]
+	b := r.bufs[i*r.slot : i*r.slot+n]
 	oob := r.oob[i*oobSize : i*oobSize+int(h.Hdr.Controllen)]
 	*p = Packet{}
 	if c.fam == IPv4 {
