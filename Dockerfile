@@ -6,7 +6,8 @@
 # The build stage runs on the builder's own platform ($BUILDPLATFORM) and cross-compiles
 # for $TARGETARCH, so no stage runs under emulation. Both binaries are static
 # (CGO_ENABLED=0), so the runtime stage is distroless/static, which exists for all four.
-# A plain `docker build` (no BuildKit platform arguments) builds for the host.
+# A plain `docker build` (no BuildKit platform arguments) builds for the host. vrrpd's tags
+# are the Makefile's VRRPD_TAGS.
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -17,7 +18,7 @@ ARG TARGETARCH
 # --build-arg VERSION=$(git describe --tags --always) sets what --version prints.
 ARG VERSION=dev
 RUN LDFLAGS="-X github.com/vrrp-operator/vrrp-operator/internal/version.Version=$VERSION" \
- && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "$LDFLAGS" -o /out/vrrpd ./cmd/vrrpd \
+ && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -tags nethttpomithttp2 -ldflags "$LDFLAGS" -o /out/vrrpd ./cmd/vrrpd \
  && CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags "$LDFLAGS" -o /out/operator ./cmd/operator
 
 # vrrpd runs as uid 0 but without privilege: the DaemonSet drops every capability except

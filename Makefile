@@ -19,6 +19,11 @@ PLATFORMS ?= linux/amd64 linux/arm64 linux/ppc64le linux/s390x
 # VERSION is what --version, the first log line and the *_build_info metrics show.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/vrrp-operator/vrrp-operator/internal/version.Version=$(VERSION)
+# vrrpd's build tags, the same in the Dockerfile and internal/testing/testbin (the test in
+# cmd/ holds them together): net/http without its bundled HTTP/2, which vrrpd never speaks
+# (/metrics and the HTTP checks are HTTP/1.1; Kubernetes mode's client-go brings its own),
+# keeps 0.5 MiB of code out of the binary and its resident set.
+VRRPD_TAGS := nethttpomithttp2
 # Helm, pinned; exported so that the install tests (test/install) render the chart with it.
 HELM_VERSION ?= v3.22.0
 HELM ?= $(GO) run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
@@ -33,7 +38,7 @@ all: build
 
 ## build: compile vrrpd and the operator into bin/
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd ./cmd/vrrpd
+	$(GO) build -tags '$(VRRPD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd ./cmd/vrrpd
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/operator ./cmd/operator
 
 ## test: everything CI runs: lint, stale-CRD check, the four architectures' builds, and every
@@ -99,9 +104,8 @@ bench-report:
 cross:
 	@set -e; for p in $(PLATFORMS); do \
 	  os=$${p%/*}; arch=$${p#*/}; \
-	  for c in vrrpd operator; do \
-	    CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$$c-$$os-$$arch ./cmd/$$c; \
-	  done; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags '$(VRRPD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd-$$os-$$arch ./cmd/vrrpd; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/operator-$$os-$$arch ./cmd/operator; \
 	done
 
 ## helm: lint the chart and package it into bin/
@@ -139,7 +143,7 @@ check-manifests: manifests
 ## is cut and the VIP moves, then a graceful stop (needs root; DEMO_FLAGS=--keep leaves the lab up)
 demo:
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root for its network namespaces: sudo make demo"; exit 1; fi
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd ./cmd/vrrpd
+	$(GO) build -tags '$(VRRPD_TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN)/vrrpd ./cmd/vrrpd
 	$(GO) run ./cmd/demo --vrrpd $(BIN)/vrrpd $(DEMO_FLAGS)
 
 ## envtest: kube-apiserver, kubectl and etcd for envtest into bin/envtest

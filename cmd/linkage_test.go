@@ -5,9 +5,12 @@ package cmd_test
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/testbin"
 )
 
 // The programs built for users: the daemon, the operator, and the demo people run as root.
@@ -39,6 +42,38 @@ func TestProgramsLinkNoTestCode(t *testing.T) {
 				strings.HasPrefix(d, "github.com/vrrp-operator/vrrp-operator/internal/testing/") {
 				t.Errorf("%s links %s", prog, d)
 			}
+		}
+	}
+}
+
+// TestVrrpdShipTags: every build of vrrpd for users (the Makefile's, the Dockerfile's)
+// and the tests' (testbin) uses the same build tags, so that what the tests and the
+// benchmarks run is what ships.
+func TestVrrpdShipTags(t *testing.T) {
+	mk, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "\nVRRPD_TAGS := "+testbin.VrrpdTags+"\n") {
+		t.Errorf("the Makefile's VRRPD_TAGS is not testbin.VrrpdTags (%q)", testbin.VrrpdTags)
+	}
+	df, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"Makefile": string(mk), "Dockerfile": string(df)} {
+		builds := 0
+		for _, line := range strings.Split(text, "\n") {
+			if !strings.Contains(line, "go build") && !strings.Contains(line, "$(GO) build") || !strings.Contains(line, "./cmd/vrrpd") {
+				continue
+			}
+			builds++
+			if !strings.Contains(line, "-tags '$(VRRPD_TAGS)'") && !strings.Contains(line, "-tags "+testbin.VrrpdTags+" ") {
+				t.Errorf("%s builds vrrpd without its tags: %s", name, strings.TrimSpace(line))
+			}
+		}
+		if builds == 0 {
+			t.Errorf("%s has no build of ./cmd/vrrpd", name)
 		}
 	}
 }

@@ -25,6 +25,13 @@ var (
 	dir    string
 )
 
+// VrrpdTags are the build tags vrrpd ships with: the Makefile's VRRPD_TAGS and the
+// Dockerfile's (cmd's TestVrrpdShipTags holds the three together). Path adds them to
+// every build of cmd/vrrpd, so that the tests run the binary users run.
+const VrrpdTags = "nethttpomithttp2"
+
+const vrrpdPkg = "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd"
+
 // Path builds the command pkg (an import path such as
 // "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd") the first time it is asked for and
 // returns the binary's path; a build failure fails t.
@@ -37,6 +44,10 @@ func Path(t testing.TB, pkg string) string {
 // kept apart from the build without them.
 func PathTags(t testing.TB, pkg, tags string) string {
 	t.Helper()
+	name := strings.ReplaceAll(tags, ",", "-")
+	if pkg == vrrpdPkg {
+		tags = strings.Trim(tags+","+VrrpdTags, ",")
+	}
 	key := pkg + " " + tags
 	mu.Lock()
 	b := builds[key]
@@ -56,8 +67,8 @@ func PathTags(t testing.TB, pkg, tags string) string {
 			return
 		}
 		b.path = filepath.Join(d, path.Base(pkg))
-		if tags != "" {
-			b.path += "-" + strings.ReplaceAll(tags, ",", "-")
+		if name != "" {
+			b.path += "-" + name
 		}
 		// Static, as the Dockerfile and `make cross` build the binaries that ship: a cgo
 		// build maps libc and its neighbours, which adds 2.5 MiB to vrrpd's resident set
@@ -77,7 +88,7 @@ func PathTags(t testing.TB, pkg, tags string) string {
 // Vrrpd is Path of cmd/vrrpd.
 func Vrrpd(t testing.TB) string {
 	t.Helper()
-	return Path(t, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd")
+	return Path(t, vrrpdPkg)
 }
 
 // Cleanup removes the built binaries; call it from TestMain after m.Run.
