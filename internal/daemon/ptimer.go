@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,14 +67,20 @@ func (t *timerThread) Reset(d time.Duration) {
 	if d <= 0 {
 		d = 1 // zero would disarm
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	_ = unix.TimerfdSettime(t.fd, 0, &spec, nil)
+	t.settime(unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))})
+}
+
+// settime is timerfd_settime(2) as a raw system call: it never blocks, and the runtime's
+// bookkeeping of a blocking one (handing the P over, waking sysmon) would cost more than
+// the call itself, on every re-arm of the timer.
+func (t *timerThread) settime(spec unix.ItimerSpec) {
+	_, _, _ = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(t.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 }
 
 // Stop disarms the timer. An expiry already read may still call fire; the daemon treats it
 // as spurious.
 func (t *timerThread) Stop() {
-	_ = unix.TimerfdSettime(t.fd, 0, &unix.ItimerSpec{}, nil)
+	t.settime(unix.ItimerSpec{})
 }
 
 // Close ends the goroutine, waiting for a fire in progress, and releases the timerfd.

@@ -34,7 +34,7 @@ func (s *sender) init(c *Conn) {
 func (s *sender) sendmsg(fd uintptr) bool {
 	var errno unix.Errno
 	for {
-		_, _, errno = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
+		_, _, errno = unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&s.msg)), 0)
 		if errno != unix.EINTR {
 			break
 		}
@@ -139,12 +139,16 @@ type sendBatch struct {
 	fn   func(fd uintptr) bool // sendmmsg, bound once: a method value per call allocates
 }
 
+// sendmmsg, like sendmsg, is a raw system call (no entersyscall): the socket is
+// non-blocking (a full buffer is EAGAIN, and RawConn.Write waits in the poller), so the
+// call never blocks, and the runtime's handing over of the P around a blocking one costs a
+// thread wake-up per send (see recvmmsg).
 func (b *sendBatch) sendmmsg(fd uintptr) bool {
 	hdrs := b.hdrs[b.from:]
 	var r uintptr
 	var errno unix.Errno
 	for {
-		r, _, errno = unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), 0, 0, 0)
+		r, _, errno = unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hdrs[0])), uintptr(len(hdrs)), 0, 0, 0)
 		if errno != unix.EINTR {
 			break
 		}
