@@ -39,13 +39,13 @@ type fakeHost struct {
 	// turns is the depth of BeginTurn; reserved what Reserve was given, call by call.
 	turns    int
 	reserved []string
-	linkErr  map[string]error      // Running's answer per interface (nil: up)
-	holdErr  error                 // Hold's error, after holding what it was given
+	linkErr  map[string]error // Running's answer per interface (nil: up)
+	holdErr  error            // Hold's error, after holding what it was given
 	// running and missing count the kernel reads of the interface check: Running's
 	// calls and Missing's.
 	running, missing int
-	openErr  map[string]error      // Open's answer per interface (nil: opens)
-	source   map[string]netip.Addr // the address transport would pick per interface
+	openErr          map[string]error      // Open's answer per interface (nil: opens)
+	source           map[string]netip.Addr // the address transport would pick per interface
 
 	socks     []*fakeSocket // every socket opened, in order
 	sent      []sentAdvert
