@@ -118,13 +118,13 @@ func nokubeBinary(t testing.TB) string {
 	return testbin.PathTags(t, "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd", "vrrpd_nokube")
 }
 
-// TestGCPercentDefault: vrrpd collects at GOGC=50 unless the environment sets GOGC (part of
+// TestGCPercentDefault: vrrpd collects at GOGC=25 unless the environment sets GOGC (part of
 // its memory budget, see cmd/vrrpd), and its metrics show which applies.
 func TestGCPercentDefault(t *testing.T) {
 	_, _, h1, _ := newLab(t)
 	v := startVrrpd(t, h1, writeConf(t, "h1.conf", oneInstanceConf(false, 150)), "")
-	if got := v.scrape(t)["go_gc_gogc_percent"]; got != 50 {
-		t.Errorf("go_gc_gogc_percent = %v, want 50", got)
+	if got := v.scrape(t)["go_gc_gogc_percent"]; got != 25 {
+		t.Errorf("go_gc_gogc_percent = %v, want 25", got)
 	}
 	v.MustStop(t)
 	p := vrrpdtest.Start(t, h1, "vrrpd-gogc@"+h1.Name, []string{"GOGC=200"}, vrrpdBinary(t),
