@@ -20,9 +20,9 @@ type vipHolder struct {
 // flush, NetworkManager re-applying its profile, or an add that failed). It runs with
 // every interface check, so a netlink address event brings a VIP back within
 // milliseconds; an add that failed is tried again at the next poll, a second later
-// (linkTrouble), and the ten-second link poll is the safety net beyond events. Re-adding rather than going FAULT keeps
-// the master the master: backups hear nothing change, and the address is back before
-// their Master_Down_Timer (three intervals) could matter. A round of gratuitous ARP / NA
+// (linkTrouble), and the ten-second link poll is the safety net beyond events. Re-adding
+// rather than going FAULT keeps the master the master: backups hear nothing change, and
+// the address is back before their Master_Down_Timer (three intervals) could matter. A round of gratuitous ARP / NA
 // follows, for neighbours whose entries failed while the address was gone.
 //
 // A foreign VIP (one that was on the interface before this master, see addVIPs) that
