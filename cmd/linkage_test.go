@@ -64,7 +64,8 @@ func TestVrrpdShipTags(t *testing.T) {
 	for name, text := range map[string]string{"Makefile": string(mk), "Dockerfile": string(df)} {
 		builds := 0
 		for _, line := range strings.Split(text, "\n") {
-			if !strings.Contains(line, "go build") && !strings.Contains(line, "$(GO) build") || !strings.Contains(line, "./cmd/vrrpd") {
+			build := strings.Contains(line, "go build") || strings.Contains(line, "$(GO) build")
+			if !build || !strings.Contains(line, "./cmd/vrrpd") {
 				continue
 			}
 			builds++

@@ -22,8 +22,9 @@ type vipHolder struct {
 // milliseconds; an add that failed is tried again at the next poll, a second later
 // (linkTrouble), and the ten-second link poll is the safety net beyond events. Re-adding
 // rather than going FAULT keeps the master the master: backups hear nothing change, and
-// the address is back before their Master_Down_Timer (three intervals) could matter. A round of gratuitous ARP / NA
-// follows, for neighbours whose entries failed while the address was gone.
+// the address is back before their Master_Down_Timer (three intervals) could matter. A
+// round of gratuitous ARP / NA follows, for neighbours whose entries failed while the
+// address was gone.
 //
 // A foreign VIP (one that was on the interface before this master, see addVIPs) that
 // disappears is put back too, and is then this vrrpd's own: the instance is master for
