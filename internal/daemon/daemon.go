@@ -340,8 +340,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			// d.timer = nil first, under the lock: a fire in progress then cannot re-arm
-			// the timerfd after Close armed it to wake the thread, which would leave
-			// Close waiting until the next deadline.
+			// the timerfd while Close releases it.
 			d.mu.Lock()
 			d.timer = nil
 			d.mu.Unlock()

@@ -10,9 +10,10 @@
 //     instance on it, each read by a goroutine that hands whole batches of packets to the loop;
 //     a unicast instance gets its own socket, not joined to the group;
 //   - one timer structure for every instance: a min-heap of deadlines under a single
-//     timerfd (timerheap.go, ptimer.go), read blocking by a timer thread of its own that
-//     runs the due timers itself, so a takeover's advertisement leaves without a poller,
-//     goroutine or channel hop; it wakes a Master_Down_Timer early and spins out the rest;
+//     timerfd (timerheap.go, ptimer.go) in the runtime's poller beside the sockets, read
+//     by a timer goroutine of its own that runs the due timers itself, so a takeover's
+//     advertisement leaves without a channel hop; it wakes a Master_Down_Timer early and
+//     spins out the rest;
 //   - the loop itself (daemon.go; packets in conn.go, actions in instance.go, announcements
 //     in announce.go), which handles packets, reloads and interface events. The loop and
 //     the timer thread are the only goroutines that touch instance state, one at a time

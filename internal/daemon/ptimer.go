@@ -1,29 +1,33 @@
 package daemon
 
 import (
-	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// timerThread is the loop's one timer: a Linux timerfd read, blocking, by a goroutine of
-// its own that runs the due timers itself (Daemon.fire) under the daemon's lock.
+// timerThread is the loop's one timer: a Linux timerfd in the runtime's poller, read by a
+// goroutine of its own that runs the due timers itself (Daemon.fire) under the daemon's
+// lock.
 //
 // Master_Down_Timer decides failover time, and its advertisement must be on the wire
-// within microseconds of the deadline. A time.Timer wakes through the runtime's poller, up
-// to a millisecond late. A timerfd in the poller is better but still takes two hops: the
-// poller's thread wakes the goroutine that reads the timerfd, which wakes the loop through
-// a channel; measured in the namespace benchmark, that was ~140 µs at the median and
-// several milliseconds at the 99th percentile, most of it before the timerfd's reader ran.
-// A blocking read(2) instead parks this goroutine's thread in the kernel on the timerfd
-// itself, so the expiry wakes exactly the thread that then sends, with no poller and no
-// channel in between.
+// within microseconds of the deadline. A time.Timer wakes through the runtime's timer
+// heap, up to a millisecond late; a timerfd expires on time. Its reader calls fire
+// directly, with no channel between the expiry and the send.
+//
+// The timerfd sits in the poller beside the sockets, so when nothing is due the process
+// has one thread waiting in epoll for every source of work, as keepalived's does. A
+// blocking read(2) of the timerfd, which this was before, kept a thread in a system call
+// at all times: with one P, sysmon took the P back from it every time and started another
+// thread to hold it, and those hand-overs cost more CPU at 50 instances than the work.
 type timerThread struct {
 	fd   int
+	file *os.File
 	stop atomic.Bool
 	done chan struct{}
 }
@@ -32,31 +36,46 @@ type timerThread struct {
 // expiry. fire runs on that goroutine, never concurrently with itself. fail is called once
 // if the thread has to give up: no timer fires after it.
 func startTimerThread(fire func(), fail func(error)) (*timerThread, error) {
-	// Blocking (no TFD_NONBLOCK): the read parks the thread in the kernel, see above.
-	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC)
+	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_CLOEXEC|unix.TFD_NONBLOCK)
 	if err != nil {
 		return nil, err
 	}
-	t := &timerThread{fd: fd, done: make(chan struct{})}
-	go t.run(fire, fail)
+	// A non-blocking descriptor: os.NewFile registers it with the poller.
+	f := os.NewFile(uintptr(fd), "timerfd")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	t := &timerThread{fd: fd, file: f, done: make(chan struct{})}
+	go t.run(rc, fire, fail)
 	return t, nil
 }
 
-func (t *timerThread) run(fire func(), fail func(error)) {
+func (t *timerThread) run(rc syscall.RawConn, fire func(), fail func(error)) {
 	defer close(t.done)
 	var buf [8]byte
 	for {
-		_, err := unix.Read(t.fd, buf[:])
+		var rerr syscall.Errno
+		err := rc.Read(func(fd uintptr) bool {
+			// Raw: the read never blocks, and the runtime's bookkeeping of a system call
+			// that might would cost more than the call.
+			_, _, rerr = unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+			return rerr != unix.EAGAIN
+		})
 		if t.stop.Load() {
 			return
 		}
-		if err != nil && !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
+		if err == nil && rerr != 0 && rerr != unix.EINTR {
+			err = rerr
+		}
+		if err != nil {
 			// Cannot happen on a timerfd we own; give up the thread rather than spin,
 			// and say so: without it no advertisement or takeover happens again.
 			fail(fmt.Errorf("timer thread: read timerfd: %w", err))
 			return
 		}
-		if err == nil {
+		if rerr == 0 {
 			fire()
 		}
 	}
@@ -84,11 +103,11 @@ func (t *timerThread) Stop() {
 }
 
 // Close ends the goroutine, waiting for a fire in progress, and releases the timerfd.
-// Closing a file does not wake a thread blocked reading it, so the timer is fired at once
-// with stop set. The caller must not hold what fire locks.
+// Closing the file wakes the reader out of the poller. The caller must not hold what fire
+// locks.
 func (t *timerThread) Close() {
 	t.stop.Store(true)
-	t.Reset(0)
+	_ = t.file.Close()
 	<-t.done
-	_ = unix.Close(t.fd)
 }
+
