@@ -110,4 +110,3 @@ func (t *timerThread) Close() {
 	_ = t.file.Close()
 	<-t.done
 }
-
