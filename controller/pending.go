@@ -132,3 +132,23 @@ func (p *pendingAllocations) wait(group types.NamespacedName) time.Duration {
 	}
 	return pendingRecheck
 }
+
+// othersWaiting reports whether a LoadBalancer Service other than self is
+// queued for an address, and the queue is making progress.
+func (p *pendingAllocations) othersWaiting(self types.NamespacedName) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.bySvc)
+	if _, ok := p.bySvc[self]; ok {
+		n--
+	}
+	return n > 0 && p.now().Sub(p.progress) < pendingStall
+}
+
+// busy reports whether any LoadBalancer Service is queued for an address
+// and the queue is making progress.
+func (p *pendingAllocations) busy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.bySvc) > 0 && p.now().Sub(p.progress) < pendingStall
+}

@@ -36,6 +36,9 @@ type ServiceReconciler struct {
 	pending *pendingAllocations
 	// wake carries Services to retry when an address of their group frees.
 	wake chan event.GenericEvent
+	// held sends the IPAllocated Events of a bulk allocation after it
+	// (heldevents.go). Nil: at once.
+	held *heldEvents
 }
 
 // Reconcile handles one Service.
@@ -361,8 +364,12 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 	for i, x := range chosen {
 		strs[i] = x.String()
 	}
-	r.event(svc, g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate,
-		"allocated %s from the address pool of group %s", strings.Join(strs, ", "), groupRef)
+	const note = "allocated %s from the address pool of group %s"
+	if r.held != nil && r.Recorder != nil {
+		r.held.eventf(svc, g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate, note, strings.Join(strs, ", "), groupRef)
+		return nil
+	}
+	r.event(svc, g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate, note, strings.Join(strs, ", "), groupRef)
 	return nil
 }
 

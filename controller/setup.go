@@ -166,6 +166,10 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		alloc:    newAllocator(),
 		pending:  groups.pending,
 		wake:     make(chan event.GenericEvent, 4096),
+		held:     newHeldEvents(rec, groups.pending),
+	}
+	if err := mgr.Add(services.held); err != nil {
+		return nil, err
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named("service").
