@@ -18,8 +18,8 @@ import (
 // heldEvents puts off the IPAllocated Events of a bulk allocation until the
 // allocations are done, and then paces them.
 //
-// An Event is a write as costly to the API server as the status write it
-// narrates, and more so to etcd (its lease): at 5,000 Services, the 2,000
+// An Event is a write that costs the API server and etcd at least as much
+// as the status write it narrates: at 5,000 Services, the 2,000
 // IPAllocated Events were 40 % of the API server's CPU and half of etcd's
 // while 2,000 addresses were being written, and convergence took 10.8-11.8 s
 // with them against 7.1-7.5 s without (BenchmarkConvergence5000Services).
@@ -44,7 +44,7 @@ type heldEvents struct {
 
 	mu     sync.Mutex
 	held   []heldEvent
-	oldest time.Time // when held[0] was held
+	oldest time.Time // when the first Event of the backlog being held or paced out was held
 }
 
 // heldEvent is one Event as Eventf takes it, its note already formatted.
