@@ -57,24 +57,40 @@ type heldEvent struct {
 // they may: 100 a second, a fraction of what the API server takes.
 const heldEventsPerTick = 10
 
+// heldEventsMax bounds the backlog: past it, an allocation's Event goes at
+// once, as it did before Events were held. Allocations are bounded by the
+// pools, but a tenant creating and deleting Services without pause keeps
+// allocating; this keeps what that can make the operator hold (a few
+// hundred bytes an Event) to a couple of MiB.
+const heldEventsMax = 4096
+
 func newHeldEvents(rec events.EventRecorder, pending *pendingAllocations) *heldEvents {
 	return &heldEvents{rec: rec, pending: pending, now: time.Now}
 }
 
 // eventf sends an Event about svc (related to g) now, or holds it while
-// other Services wait for an address.
+// other Services wait for an address and the backlog is under
+// heldEventsMax.
 func (h *heldEvents) eventf(svc *corev1.Service, g *v1alpha1.KeepalivedGroup, eventtype, reason, action, note string, args ...any) {
 	regarding, related := serviceRef(svc), groupRef(g)
-	if !h.pending.othersWaiting(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}) {
-		h.rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	if h.hold(types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, heldEvent{regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...)}) {
 		return
 	}
+	h.rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// hold adds e to the backlog, unless it is to go at once.
+func (h *heldEvents) hold(self types.NamespacedName, e heldEvent) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.held) >= heldEventsMax || !h.pending.othersWaiting(self) {
+		return false
+	}
 	if len(h.held) == 0 {
 		h.oldest = h.now()
 	}
-	h.held = append(h.held, heldEvent{regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...)})
+	h.held = append(h.held, e)
+	return true
 }
 
 // due returns the held Events that may go now, at most heldEventsPerTick,

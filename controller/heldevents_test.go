@@ -146,6 +146,24 @@ func TestHeldEvents(t *testing.T) {
 	want("stalled", "allocated d")
 	p.done(name(e))
 
+	// A backlog at heldEventsMax holds no more: the next Event goes at once.
+	rec.notes = nil
+	p.queued(e)
+	for i := range heldEventsMax {
+		allocatedEvent(pendingSvc(fmt.Sprintf("f%04d", i), "ns/g1", nil))
+	}
+	if got := rec.sent(); len(got) != 0 {
+		t.Fatalf("filling the backlog: %d Events sent at once", len(got))
+	}
+	allocatedEvent(d)
+	if got := rec.sent(); len(got) != 1 || got[0] != "allocated d" {
+		t.Fatalf("past heldEventsMax: sent %q, want d's Event at once", got)
+	}
+	p.done(name(e))
+	for len(h.due()) > 0 {
+	}
+	rec.notes = []string{"allocated d"}
+
 	// What is held when the manager stops is sent then.
 	p.queued(d)
 	p.queued(e)
