@@ -117,7 +117,7 @@ func (r *router) httpClient() *http.Client { return r.host.HTTPClient(3 * time.S
 const localEndpoint = "http://127.0.0.1:9650"
 
 func (r *router) status(ctx context.Context) (metrics.Status, error) {
-	return metrics.GetStatus(ctx, r.httpClient(), localEndpoint)
+	return metrics.GetStatus(ctx, r.host.DialContext, localEndpoint)
 }
 
 // instanceStates maps instance name to state ("MASTER", ...).

@@ -19,7 +19,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
+	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
@@ -233,6 +233,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, version; see vrrpd --help)\n", fs.Arg(0))
 		return exitConfig
 	}
+	if *pprofAddr != "" && !pprofBuilt {
+		fmt.Fprintln(stderr, "vrrpd: --pprof-address: this vrrpd was built without the profiling endpoint (tag vrrpd_nopprof, the host build); the image's vrrpd serves it")
+		return exitConfig
+	}
 	if *rtPrio != 0 {
 		if err := setRealtime(*rtPrio); err != nil {
 			fmt.Fprintln(stderr, "vrrpd:", err)
@@ -339,7 +343,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http1.ErrServerClosed) {
 				log.Error("metrics server stopped", "err", err)
 			}
 		}()

@@ -1,3 +1,5 @@
+//go:build !vrrpd_nopprof
+
 package main
 
 import (

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -49,20 +49,36 @@ func TestStallLimit(t *testing.T) {
 // scrapeUp is keepalived_up and the /healthz status code of d, through the real handler.
 func scrapeUp(t *testing.T, d *Daemon) (up string, health int) {
 	t.Helper()
-	h, err := metrics.Handler(d, metrics.Options{Health: d.Health(), Live: d.Live()})
+	srv, err := metrics.NewServer("127.0.0.1:0", d, metrics.Options{Health: d.Health(), Live: d.Live()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, metrics.MetricsPath, nil))
-	for _, l := range strings.Split(w.Body.String(), "\n") {
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	_, body := get(metrics.MetricsPath)
+	for _, l := range strings.Split(body, "\n") {
 		if v, ok := strings.CutPrefix(l, "keepalived_up "); ok {
 			up = v
 		}
 	}
-	w = httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, metrics.HealthPath, nil))
-	return up, w.Code
+	health, _ = get(metrics.HealthPath)
+	return up, health
 }
 
 // TestHealthInstanceCannotStart: an instance whose socket is refused for a reason other

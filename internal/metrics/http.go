@@ -3,11 +3,11 @@ package metrics
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"runtime"
 	"sync/atomic"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
 
@@ -35,54 +35,58 @@ type Options struct {
 	Program string
 }
 
-// Handler returns the HTTP handler of vrrpd's endpoints: MetricsPath, HealthPath,
-// LivePath, StatusPath, and an index at "/".
-func Handler(src Source, opt Options) (http.Handler, error) {
+// Handler returns the handler of vrrpd's endpoints: MetricsPath, HealthPath, LivePath,
+// StatusPath, and an index at "/".
+func Handler(src Source, opt Options) (http1.Handler, error) {
 	col := NewCollector(src)
 	col.health = opt.Health
-	mux := http.NewServeMux()
-	// Plain text exposition, never OpenMetrics, whatever the scraper asks for first:
-	// OpenMetrics would add _total to the keepalived_exporter counter names that
-	// dashboards query without it.
-	mux.HandleFunc("GET "+MetricsPath, func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		var e exposition
-		col.collect(&e)
-		collectGo(&e)
-		collectProcess(&e)
-		if opt.Program != "" {
-			e.family(opt.Program+"_build_info", typeGauge, version.BuildInfoHelp(opt.Program), "version", "goversion").
-				add(1, version.Version, runtime.Version())
-		}
-		// A series left out (a label that is not UTF-8) is the only error before the
-		// body is sent; the scrape still serves everything else, as client_golang's
-		// ContinueOnError did.
-		_ = e.write(w)
-	})
-	mux.HandleFunc("GET "+HealthPath, probe(opt.Health))
-	mux.HandleFunc("GET "+LivePath, probe(opt.Live))
-	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(NewStatus(src.Snapshot()))
-	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<html><head><title>vrrpd</title></head><body><h1>vrrpd</h1>
+	health, live := probe(opt.Health), probe(opt.Live)
+	return func(w *http1.Response, r *http1.Request) {
+		switch r.Path {
+		case MetricsPath:
+			// Plain text exposition, never OpenMetrics, whatever the scraper asks for
+			// first: OpenMetrics would add _total to the keepalived_exporter counter
+			// names that dashboards query without it.
+			w.Header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+			var e exposition
+			col.collect(&e)
+			collectGo(&e)
+			collectProcess(&e)
+			if opt.Program != "" {
+				e.family(opt.Program+"_build_info", typeGauge, version.BuildInfoHelp(opt.Program), "version", "goversion").
+					add(1, version.Version, runtime.Version())
+			}
+			// A series left out (a label that is not UTF-8) is the only error before
+			// the body is sent; the scrape still serves everything else, as
+			// client_golang's ContinueOnError did.
+			_ = e.write(w)
+		case HealthPath:
+			health(w)
+		case LivePath:
+			live(w)
+		case StatusPath:
+			w.Header("Content-Type", "application/json")
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(NewStatus(src.Snapshot()))
+		case "/":
+			w.Header("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, `<html><head><title>vrrpd</title></head><body><h1>vrrpd</h1>
 <p><a href="%s">metrics</a> &middot; <a href="%s">health</a> &middot; <a href="%s">liveness</a> &middot; <a href="%s">status</a></p></body></html>
 `, MetricsPath, HealthPath, LivePath, StatusPath)
-	})
-	return mux, nil
+		default:
+			http1.NotFound(w, r)
+		}
+	}, nil
 }
 
 // probe answers 200 "ok" when check (nil: always) passes, else 503 with its error.
-func probe(check func() error) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+func probe(check func() error) func(w *http1.Response) {
+	return func(w *http1.Response) {
+		w.Header("Content-Type", "text/plain; charset=utf-8")
 		if check != nil {
 			if err := check(); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
+				w.WriteHeader(503)
 				fmt.Fprintf(w, "unhealthy: %v\n", err)
 				return
 			}
@@ -91,10 +95,16 @@ func probe(check func() error) http.HandlerFunc {
 	}
 }
 
-// NewServer returns an http.Server for addr (DefaultAddress if empty) serving Handler,
-// with timeouts so a stuck client cannot pin a connection forever. The caller runs
-// ListenAndServe and Shutdown.
-func NewServer(addr string, src Source, opt Options) (*http.Server, error) {
+// Server serves Handler on Addr, with limits so a stuck or hostile client cannot pin
+// connections or memory.
+type Server struct {
+	Addr string
+	http1.Server
+}
+
+// NewServer returns a Server for addr (DefaultAddress if empty) serving Handler. The
+// caller runs Serve on a listener for Addr, and Close.
+func NewServer(addr string, src Source, opt Options) (*Server, error) {
 	if addr == "" {
 		addr = DefaultAddress
 	}
@@ -102,14 +112,11 @@ func NewServer(addr string, src Source, opt Options) (*http.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &http.Server{
-		Addr:              addr,
+	return &Server{Addr: addr, Server: http1.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-	}, nil
+	}}, nil
 }
 
 // Heartbeat tells /healthz whether the daemon's loop still turns: the loop calls Beat on

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -212,15 +213,22 @@ type fixedSource struct {
 
 func (f *fixedSource) Snapshot() metrics.Snapshot { return *f.snap.Load() }
 
-func newServer(t *testing.T, src metrics.Source, opt metrics.Options) *httptest.Server {
+// testServer is a metrics server on a loopback port.
+type testServer struct{ URL string }
+
+func newServer(t testing.TB, src metrics.Source, opt metrics.Options) testServer {
 	t.Helper()
-	h, err := metrics.Handler(src, opt)
+	s, err := metrics.NewServer("127.0.0.1:0", src, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
+	ln, err := net.Listen("tcp", s.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = s.Serve(ln) }()
+	t.Cleanup(func() { s.Close() })
+	return testServer{URL: "http://" + ln.Addr().String()}
 }
 
 func get(t *testing.T, url string, header ...string) (*http.Response, string) {
@@ -496,17 +504,17 @@ func BenchmarkScrape255(b *testing.B) {
 		in.Name, in.VRID = "VI_"+strings.Repeat("x", i%7)+string(rune('a'+i%26)), uint8(i+1)
 		snap.Instances = append(snap.Instances, in)
 	}
-	h, err := metrics.Handler(metrics.SourceFunc(func() metrics.Snapshot { return snap }), metrics.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	req := httptest.NewRequest(http.MethodGet, metrics.MetricsPath, nil)
+	srv := newServer(b, metrics.SourceFunc(func() metrics.Snapshot { return snap }), metrics.Options{})
 	b.ReportAllocs()
 	for b.Loop() {
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		if w.Code != http.StatusOK {
-			b.Fatal(w.Code)
+		resp, err := http.Get(srv.URL + metrics.MetricsPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatal(resp.Status, err)
 		}
 	}
 }

@@ -1,17 +1,20 @@
 package metrics
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
+	"net"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -137,29 +140,46 @@ func countersMap(c *vrrp.Counters) map[string]uint64 {
 	return m
 }
 
+// DialFunc makes a connection, as net.Dialer.DialContext does.
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // GetStatus fetches and decodes the Status of the daemon whose HTTP endpoint is baseURL
-// (e.g. "http://127.0.0.1:9650"). client nil means http.DefaultClient.
-func GetStatus(ctx context.Context, client *http.Client, baseURL string) (Status, error) {
-	if client == nil {
-		client = http.DefaultClient
+// (e.g. "http://127.0.0.1:9650"). dial nil means a net.Dialer.
+func GetStatus(ctx context.Context, dial DialFunc, baseURL string) (Status, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
 	}
-	url := strings.TrimSuffix(baseURL, "/") + StatusPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return Status{}, fmt.Errorf("status: %w", err)
+	rawURL := strings.TrimSuffix(baseURL, "/") + StatusPath
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return Status{}, fmt.Errorf("status: %q is not an http:// URL", baseURL)
 	}
-	resp, err := client.Do(req)
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return Status{}, fmt.Errorf("status: is vrrpd running? %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	defer conn.Close()
+	// The context's end closes the connection, which ends a read or write in progress.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	if err := http1.WriteGet(conn, u, "vrrpd-status"); err != nil {
+		return Status{}, fmt.Errorf("status: %w", err)
+	}
+	resp, err := http1.ReadResponse(bufio.NewReader(conn))
+	if err != nil {
+		return Status{}, fmt.Errorf("status: %s: %w", rawURL, err)
+	}
+	if resp.StatusCode != 200 {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return Status{}, fmt.Errorf("status: %s answered %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		return Status{}, fmt.Errorf("status: %s answered %s: %s", rawURL, resp.Status, strings.TrimSpace(string(body)))
 	}
 	var st Status
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&st); err != nil {
-		return Status{}, fmt.Errorf("status: decode answer of %s: %w", url, err)
+		return Status{}, fmt.Errorf("status: decode answer of %s: %w", rawURL, err)
 	}
 	return st, nil
 }

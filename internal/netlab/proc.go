@@ -178,20 +178,20 @@ func (h *Host) Pids() ([]int, error) { return nsPids(h.Netns) }
 // on the host's own loopback, such as vrrpd's metrics endpoint).
 func (h *Host) HTTPClient(timeout time.Duration) *http.Client {
 	return &http.Client{
-		Timeout: timeout,
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				var c net.Conn
-				err := h.Do(func() error {
-					var err error
-					c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
-					return err
-				})
-				return c, err
-			},
-		},
+		Timeout:   timeout,
+		Transport: &http.Transport{DisableKeepAlives: true, DialContext: h.DialContext},
 	}
+}
+
+// DialContext makes a connection from inside the host's namespace.
+func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := h.Do(func() error {
+		var err error
+		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
 }
 
 // syncBuffer collects a process's output while it runs.

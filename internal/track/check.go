@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
+	"net/url"
 	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 )
 
 // CheckKind says what a native check does; CheckNone means the script is a process.
@@ -84,30 +86,29 @@ func (c Check) dial(ctx context.Context) error {
 	return conn.Close()
 }
 
-// get is one GET of c.URL on a connection of its own (to c.Connect when set), read by
-// hand rather than through an http.Client: a Transport per run (proxies, connection
-// pools, two goroutines per connection) cost more than the probe itself with hundreds
-// of checks a second. No proxy, no redirects followed (the redirect is the answer),
-// Connection: close, at most maxBody of the body read.
+// get is one GET of c.URL on a connection of its own (to c.Connect when set), written
+// and read by hand (package http1) rather than through net/http: a Transport per run
+// (proxies, connection pools, two goroutines per connection) cost more than the probe
+// itself with hundreds of checks a second, and net/http's code costs every vrrpd memory.
+// No proxy, no redirects followed (the redirect is the answer), Connection: close, at
+// most maxBody of the body read.
 func (c Check) get(ctx context.Context) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
+	u, err := url.Parse(c.URL)
 	if err != nil {
 		return err
 	}
-	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-		return fmt.Errorf("scheme %q: want http or https", req.URL.Scheme)
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("scheme %q: want http or https", u.Scheme)
 	}
-	req.Header.Set("User-Agent", "vrrpd-health-check")
-	req.Close = true
 	addr := c.Connect.String()
 	if !c.Connect.IsValid() {
-		addr = req.URL.Host
-		if req.URL.Port() == "" {
+		addr = u.Host
+		if u.Port() == "" {
 			port := "80"
-			if req.URL.Scheme == "https" {
+			if u.Scheme == "https" {
 				port = "443"
 			}
-			addr = net.JoinHostPort(req.URL.Hostname(), port)
+			addr = net.JoinHostPort(u.Hostname(), port)
 		}
 	}
 	var d net.Dialer
@@ -119,22 +120,21 @@ func (c Check) get(ctx context.Context) error {
 	// The context's end closes the connection, which ends a read or write in progress.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	if req.URL.Scheme == "https" {
-		tc := tls.Client(conn, &tls.Config{ServerName: req.URL.Hostname(), InsecureSkipVerify: c.TLSSkipVerify}) //nolint:gosec // the check's own setting
+	if u.Scheme == "https" {
+		tc := tls.Client(conn, &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.TLSSkipVerify}) //nolint:gosec // the check's own setting
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return err
 		}
 		conn = tc
 	}
-	if err := req.Write(conn); err != nil {
+	if err := http1.WriteGet(conn, u, "vrrpd-health-check"); err != nil {
 		return ctxErr(ctx, err)
 	}
-	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 4096), req)
+	resp, err := http1.ReadResponse(bufio.NewReaderSize(conn, 4096))
 	if err != nil {
 		return ctxErr(ctx, err)
 	}
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
-	resp.Body.Close()
 	switch {
 	case c.StatusCode == 0 && (resp.StatusCode < 200 || resp.StatusCode > 299):
 		return fmt.Errorf("status %d, want 2xx", resp.StatusCode)

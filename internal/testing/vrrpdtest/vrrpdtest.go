@@ -73,7 +73,7 @@ func (p *Proc) MustSignal(t testing.TB, s syscall.Signal) {
 func Status(h *netlab.Host) (metrics.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	return metrics.GetStatus(ctx, h.HTTPClient(3*time.Second), "http://"+MetricsAddress)
+	return metrics.GetStatus(ctx, h.DialContext, "http://"+MetricsAddress)
 }
 
 // WaitServing waits until the vrrpd in h answers /status, up to 5 s.
