@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -211,55 +212,66 @@ func (l *netlinkLinks) Running(ifname string) error {
 	return nil
 }
 
-// Watch subscribes to link and address changes. A subscription ends on its first receive
-// error (ENOBUFS after a burst, for one): it is renewed at once and wake called, so that
-// the loop re-reads what it may have missed. While a subscription cannot be made, wake is
-// called every second instead: the loop then re-reads the interfaces as often as it did
-// before it had events.
+// Watch subscribes to link and address changes, on one netlink socket read through the
+// poller (routeEvents). A burst of changes is one wake; events lost to an overflow are a
+// change too, so that the loop re-reads what it may have missed. If the socket fails it
+// is renewed. While a subscription cannot be made, wake is called every second instead:
+// the loop then re-reads the interfaces as often as it did before it had events.
 func (l *netlinkLinks) Watch(wake func()) (stop func()) {
 	done := make(chan struct{})
-	onErr := func(err error) { l.log.Debug("netlink subscription ended; renewing", "err", err) }
+	var mu sync.Mutex
+	var cur *routeEvents // the socket in use, for stop to close
 	go func() {
-		var links chan netlink.LinkUpdate
-		var addrs chan netlink.AddrUpdate
 		for {
-			if links == nil {
-				links = make(chan netlink.LinkUpdate, 64)
-				if err := netlink.LinkSubscribeWithOptions(links, done, netlink.LinkSubscribeOptions{ErrorCallback: onErr}); err != nil {
-					l.log.Warn("no netlink link events; polling interfaces only", "err", err)
-					links = nil
+			ev, err := subscribeRouteEvents()
+			if err != nil {
+				l.log.Warn("no netlink link and address events; polling interfaces only", "err", err)
+				select {
+				case <-time.After(time.Second):
+					wake()
+					continue
+				case <-done:
+					return
 				}
 			}
-			if addrs == nil {
-				addrs = make(chan netlink.AddrUpdate, 64)
-				if err := netlink.AddrSubscribeWithOptions(addrs, done, netlink.AddrSubscribeOptions{ErrorCallback: onErr}); err != nil {
-					l.log.Warn("no netlink address events; polling interfaces only", "err", err)
-					addrs = nil
-				}
-			}
-			var retry <-chan time.Time // only while a subscription could not be made
-			if links == nil || addrs == nil {
-				retry = time.After(time.Second)
-			}
+			mu.Lock()
 			select {
-			case _, ok := <-links:
-				if !ok {
-					links = nil
-				}
-				wake()
-			case _, ok := <-addrs:
-				if !ok {
-					addrs = nil
-				}
-				wake()
-			case <-retry:
-				wake()
 			case <-done:
+				mu.Unlock()
+				ev.Close()
 				return
+			default:
+			}
+			cur = ev
+			mu.Unlock()
+			for {
+				lost, err := ev.wait()
+				if err != nil {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					l.log.Debug("netlink events ended; renewing", "err", err)
+					ev.Close()
+					wake()
+					break
+				}
+				if lost {
+					l.log.Debug("netlink events lost to an overflow; re-reading interfaces")
+				}
+				wake()
 			}
 		}
 	}()
-	return func() { close(done) }
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		close(done)
+		if cur != nil {
+			cur.Close()
+		}
+	}
 }
 
 func (l *netlinkLinks) Close() {
