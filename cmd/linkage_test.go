@@ -57,6 +57,9 @@ func TestVrrpdShipTags(t *testing.T) {
 	if !strings.Contains(string(mk), "\nVRRPD_TAGS := "+testbin.VrrpdTags+"\n") {
 		t.Errorf("the Makefile's VRRPD_TAGS is not testbin.VrrpdTags (%q)", testbin.VrrpdTags)
 	}
+	if !strings.Contains(string(mk), "\nHOST_TAGS := $(VRRPD_TAGS),"+testbin.HostTags+"\n") {
+		t.Errorf("the Makefile's HOST_TAGS is not VRRPD_TAGS and testbin.HostTags (%q)", testbin.HostTags)
+	}
 	df, err := os.ReadFile("../Dockerfile")
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +72,62 @@ func TestVrrpdShipTags(t *testing.T) {
 				continue
 			}
 			builds++
-			if !strings.Contains(line, "-tags '$(VRRPD_TAGS)'") && !strings.Contains(line, "-tags "+testbin.VrrpdTags+" ") {
+			if !strings.Contains(line, "-tags '$(VRRPD_TAGS)'") && !strings.Contains(line, "-tags '$(HOST_TAGS)'") &&
+				!strings.Contains(line, "-tags "+testbin.VrrpdTags+" ") {
 				t.Errorf("%s builds vrrpd without its tags: %s", name, strings.TrimSpace(line))
 			}
 		}
 		if builds == 0 {
 			t.Errorf("%s has no build of ./cmd/vrrpd", name)
+		}
+	}
+}
+
+// TestHostBuildLinks: the host build links none of what it exists to leave out. Each of
+// these is megabytes of code that its package initialisation and the kernel's fault-around
+// map into every vrrpd (issue 12: client-go 4 MiB, net/http 1 MiB, runtime/pprof 0.4 MiB);
+// an import that brings one back fails here rather than in the next make bench.
+func TestHostBuildLinks(t *testing.T) {
+	deps := func(tags string) map[string]bool {
+		out, err := exec.Command("go", "list", "-deps", "-tags", tags, programs[0]).Output()
+		if err != nil {
+			t.Fatalf("go list -deps -tags %s: %v", tags, err)
+		}
+		m := map[string]bool{}
+		for _, d := range strings.Fields(string(out)) {
+			m[d] = true
+		}
+		return m
+	}
+	full, host := deps(testbin.VrrpdTags), deps(testbin.VrrpdTags+","+testbin.HostTags)
+	for _, pkg := range []string{"k8s.io/client-go/rest", "net/http", "runtime/pprof"} {
+		if !full[pkg] {
+			t.Errorf("the full build does not link %s: is this test still looking at the right names?", pkg)
+		}
+	}
+	for d := range host {
+		if strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "sigs.k8s.io/controller-runtime") ||
+			d == "net/http" || d == "runtime/pprof" || d == "html/template" {
+			t.Errorf("the host build links %s", d)
+		}
+	}
+}
+
+// TestHostBuildRefuses: the host build says what it lacks when asked for it, before
+// anything starts, and exits as for a bad command line (2).
+func TestHostBuildRefuses(t *testing.T) {
+	bin := testbin.PathTags(t, programs[0], testbin.HostTags)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--group", "ns/g", "--node", "n1", "--metrics-address", ""}, "without Kubernetes mode"},
+		{[]string{"--config", "/nonexistent.conf", "--pprof-address", "127.0.0.1:0"}, "without the profiling endpoint"},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), tc.want) {
+			t.Errorf("vrrpd-host %v: %v, output %q; want exit 2 saying %q", tc.args, err, out, tc.want)
 		}
 	}
 }

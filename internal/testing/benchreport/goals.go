@@ -45,7 +45,7 @@ var Goals = []Goal{
 	{Measure: "load50-cpu", Unit: "s", Op: AtMost, Bound: 0.5, OfKeepalived: true,
 		Text: "CPU, 50 instances at 100 ms for 20 s, both hosts ≤ 0.5 × keepalived's"},
 	{Measure: "peak-rss", Unit: "MiB", Op: AtMost, Bound: 1.25, OfKeepalived: true,
-		Text: "peak RSS at that load, standalone ≤ 1.25 × keepalived's largest process"},
+		Text: "peak RSS at that load, standalone (the host build, bin/vrrpd-host) ≤ 1.25 × keepalived's largest process"},
 	{Measure: "peak-rss-kubernetes-mode", Unit: "MiB", Op: NoBound,
 		Text: "vrrpd's peak RSS in Kubernetes mode at that load: what it costs on top of peak-rss (reported)"},
 	{Measure: "svc-to-vip-p99", Unit: "ms", Op: AtMost, Bound: 450,

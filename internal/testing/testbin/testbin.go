@@ -30,6 +30,11 @@ var (
 // every build of cmd/vrrpd, so that the tests run the binary users run.
 const VrrpdTags = "nethttpomithttp2"
 
+// HostTags are the tags the host build of vrrpd adds to VrrpdTags (the Makefile's
+// HOST_TAGS): standalone only, without Kubernetes mode and the profiling endpoint, the
+// vrrpd installed on hosts in place of keepalived.
+const HostTags = "vrrpd_nokube,vrrpd_nopprof"
+
 const vrrpdPkg = "github.com/vrrp-operator/vrrp-operator/cmd/vrrpd"
 
 // Path builds the command pkg (an import path such as
