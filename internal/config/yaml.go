@@ -10,8 +10,6 @@ import (
 	"time"
 
 	yamlv3 "go.yaml.in/yaml/v3"
-	kjson "sigs.k8s.io/json"
-	"sigs.k8s.io/yaml"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -148,19 +146,6 @@ func (d yamlDuration) value() (time.Duration, error) {
 	return v, nil
 }
 
-// strictJSON decodes b into v, case-sensitively (encoding/json would take "routerId" for
-// routerID) and rejecting unknown and duplicate keys.
-func strictJSON(b []byte, v any) error {
-	strict, err := kjson.UnmarshalStrict(b, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	if err != nil {
-		return err
-	}
-	if len(strict) > 0 {
-		return strict[0]
-	}
-	return nil
-}
-
 // yamlLine finds "line N" in a YAML library error.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
@@ -169,13 +154,13 @@ var yamlLine = regexp.MustCompile(`line (\d+)`)
 var jsonField = regexp.MustCompile(`(?:unknown field "([^"]+)"|cannot unmarshal (\w+) into Go struct field \S*?\.?([A-Za-z0-9_]+) of type (\S+))`)
 
 func parseYAML(name string, data []byte) (*Config, []Warning, error) {
-	// Parse once with yaml.v3 for the line numbers that the JSON conversion loses.
+	// Parse once, with yaml.v3 for its line numbers, then decode the JSON made from it.
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(data, &root); err != nil {
 		return nil, nil, yamlSyntaxError(name, err)
 	}
 	ix := yamlIndex{file: name, root: &root}
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yamlToJSON(&root)
 	if err != nil {
 		return nil, nil, yamlSyntaxError(name, err)
 	}

@@ -160,7 +160,13 @@ func TestYAMLErrors(t *testing.T) {
 		{"instance garp has no interval", inst + "  garp: {interval: 1s}\n", `y.yaml:6: instance "A": unknown key "garp.interval"`},
 		{"wrong type", "instances:\n- name: A\n  interface: eth0\n  vrid: fifty\n", `y.yaml:4: instance "A": key "vrid": want an integer, not string`},
 		{"syntax", "instances:\n- name: A\n   interface: eth0\n", `y.yaml:3: YAML: yaml: line 3: mapping values are not allowed in this context`},
-		{"duplicate key", "routerID: a\nrouterID: b\n", `y.yaml:2: YAML: yaml: unmarshal errors: line 2: key "routerID" already set in map`},
+		{"duplicate key", "routerID: a\nrouterID: b\n", `y.yaml:2: YAML: line 2: key "routerID" set twice (first at line 1)`},
+		{"key case", inst + "  Priority: 5\n", `y.yaml:6: instance "A": unknown key "Priority"`},
+		{"nested key case", inst + "  unicast: {Peers: [10.0.0.2]}\n", `y.yaml:6: instance "A": unknown key "unicast.Peers"`},
+		{"quoted no is a string", inst + "  preempt: \"no\"\n", `y.yaml:6: instance "A": key "preempt": want true or false, not string`},
+		{"aliases past the limit", "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
+			"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n",
+			`y.yaml:7: YAML: line 7: the document expands to more than 16 MiB (aliases?)`},
 		{"vrid range", "instances:\n- name: A\n  interface: eth0\n  vrid: 300\n", `y.yaml:4: instance "A": vrid must be between 1 and 255, not 300`},
 		{"priority range", inst + "  priority: 0\n", `y.yaml:6: instance "A": priority must be between 1 and 255, not 0`},
 		{"version", inst + "  version: 4\n", `y.yaml:6: instance "A": version must be 2 or 3, not 4`},
@@ -194,6 +200,38 @@ func TestYAMLErrors(t *testing.T) {
 				t.Errorf("%T is not an *Error", err)
 			}
 		})
+	}
+}
+
+// TestYAMLResolvesAsYAML11: configurations were written against sigs.k8s.io/yaml (YAML
+// 1.1): unquoted yes/no/on/off are booleans, a leading 0 is octal, and anchors, aliases
+// and merge keys (<<) work, the mapping's own keys winning over merged ones.
+func TestYAMLResolvesAsYAML11(t *testing.T) {
+	doc := `instances:
+- &base
+  name: A
+  interface: eth0
+  vrid: 1
+  priority: 0144
+  preempt: no
+  vips: [10.0.0.1/24]
+- <<: [*base]
+  name: B
+  vrid: 2
+  priority: 50
+  preempt: on
+  vips: [10.0.0.2/24]
+`
+	cfg, _, err := Parse("y.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := cfg.Instances[0], cfg.Instances[1]
+	if a.Name != "A" || a.Priority != 100 || a.Preempt || a.Interface != "eth0" {
+		t.Errorf("A = %+v; want priority 0144 = 100 and preempt no = false", a)
+	}
+	if b.Name != "B" || b.Priority != 50 || !b.Preempt || b.Interface != "eth0" || b.VRID != 2 {
+		t.Errorf("B = %+v; want its own name, vrid and priority over the merged ones, preempt on, interface merged", b)
 	}
 }
 
