@@ -99,7 +99,6 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		s.wg.Add(1)
 		go s.serve(c)
 	}
 }
@@ -139,7 +138,9 @@ func (s *Server) isClosed() bool {
 	return s.closed
 }
 
-// track records c as open, unless the server is closed or MaxConns are already open.
+// track records c as open and counts its handler for Close to wait on, unless the server
+// is closed or MaxConns are already open. Under the lock, so that Close never waits while
+// a handler is being added.
 func (s *Server) track(c net.Conn) bool {
 	limit := s.MaxConns
 	if limit <= 0 {
@@ -151,6 +152,7 @@ func (s *Server) track(c net.Conn) bool {
 		return false
 	}
 	s.conns[c] = struct{}{}
+	s.wg.Add(1)
 	return true
 }
 
