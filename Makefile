@@ -20,9 +20,9 @@ PLATFORMS ?= linux/amd64 linux/arm64 linux/ppc64le linux/s390x
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/vrrp-operator/vrrp-operator/internal/version.Version=$(VERSION)
 # vrrpd's build tags, the same in the Dockerfile and internal/testing/testbin (the test in
-# cmd/ holds them together): net/http without its bundled HTTP/2, which vrrpd never speaks
-# (/metrics and the HTTP checks are HTTP/1.1; Kubernetes mode's client-go brings its own),
-# keeps 0.5 MiB of code out of the binary and its resident set.
+# cmd/ holds them together): net/http, which only Kubernetes mode's client-go links (vrrpd's
+# own HTTP is internal/http1), without its bundled HTTP/2 (client-go brings its own), keeps
+# 0.5 MiB of code out of the image's binary and its resident set.
 VRRPD_TAGS := nethttpomithttp2
 # The host build of vrrpd (bin/vrrpd-host, vrrpd-host-OS-ARCH): what a bare-metal host runs in
 # place of keepalived. Standalone only: without Kubernetes mode (client-go) and the profiling

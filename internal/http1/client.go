@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -38,6 +39,19 @@ func WriteGet(w io.Writer, u *url.URL, userAgent string) error {
 	b.WriteString("Connection: close\r\n\r\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// Addr is where a GET of u connects: u's host and port, the scheme's port (80, or 443
+// for https) when u names none.
+func Addr(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	port := "80"
+	if u.Scheme == "https" {
+		port = "443"
+	}
+	return net.JoinHostPort(u.Hostname(), port)
 }
 
 // isASCIIPrintable reports whether s is printable ASCII without spaces, so that it can

@@ -129,3 +129,21 @@ func TestWriteGetRejectsUnsendable(t *testing.T) {
 		}
 	}
 }
+
+func TestAddr(t *testing.T) {
+	for raw, want := range map[string]string{
+		"http://example.com/x":     "example.com:80",
+		"https://example.com/x":    "example.com:443",
+		"http://10.99.0.1:9650/":   "10.99.0.1:9650",
+		"https://[fd00:99::1]/":    "[fd00:99::1]:443",
+		"http://[fd00:99::1]:8080": "[fd00:99::1]:8080",
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Addr(u); got != want {
+			t.Errorf("Addr(%s) = %s, want %s", raw, got, want)
+		}
+	}
+}

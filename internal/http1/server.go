@@ -390,17 +390,11 @@ func Error(w *Response, code int, msg string) {
 // NotFound answers 404.
 func NotFound(w *Response, r *Request) { Error(w, 404, "404 page not found") }
 
-// StatusText is the reason phrase of the codes vrrpd's endpoints and checks meet.
+// StatusText is the reason phrase of the codes vrrpd's endpoints answer with.
 func StatusText(code int) string {
 	switch code {
 	case 200:
 		return "OK"
-	case 204:
-		return "No Content"
-	case 301:
-		return "Moved Permanently"
-	case 302:
-		return "Found"
 	case 400:
 		return "Bad Request"
 	case 404:

@@ -154,11 +154,7 @@ func GetStatus(ctx context.Context, dial DialFunc, baseURL string) (Status, erro
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return Status{}, fmt.Errorf("status: %q is not an http:// URL", baseURL)
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
-	conn, err := dial(ctx, "tcp", addr)
+	conn, err := dial(ctx, "tcp", http1.Addr(u))
 	if err != nil {
 		return Status{}, fmt.Errorf("status: is vrrpd running? %w", err)
 	}

@@ -102,14 +102,7 @@ func (c Check) get(ctx context.Context) error {
 	}
 	addr := c.Connect.String()
 	if !c.Connect.IsValid() {
-		addr = u.Host
-		if u.Port() == "" {
-			port := "80"
-			if u.Scheme == "https" {
-				port = "443"
-			}
-			addr = net.JoinHostPort(u.Hostname(), port)
-		}
+		addr = http1.Addr(u)
 	}
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
