@@ -68,8 +68,19 @@ func TestReload(t *testing.T) {
 		return strings.Count(d1.Output(), "configuration reloaded") == 1 &&
 			strings.Count(d2.Output(), "configuration reloaded") == 1
 	})
-	time.Sleep(500 * time.Millisecond)
-	after1, after2 := d1.instance(t, "VI_4"), d2.instance(t, "VI_4")
+	time.Sleep(500 * time.Millisecond) // for a transition the reload would cause
+	// Counters reach /status within the daemon's publish interval (500 ms) of the first
+	// change after a publication, so one read now can still see the publication before
+	// the reload: read until both moved, for 2 s at most.
+	var after1, after2 metrics.InstanceStatus
+	counted := func() bool {
+		after1, after2 = d1.instance(t, "VI_4"), d2.instance(t, "VI_4")
+		return after1.Counters["advert_sent"] > before1.Counters["advert_sent"] &&
+			after2.Counters["advert_rcvd"] > before2.Counters["advert_rcvd"]
+	}
+	for end := time.Now().Add(2 * time.Second); !counted() && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if after1.Transitions != before1.Transitions || after2.Transitions != before2.Transitions ||
 		after1.State != "MASTER" || after2.State != "BACKUP" {
 		t.Fatalf("reload of an unchanged config changed states: h1 %s (%d -> %d transitions), h2 %s (%d -> %d)",
