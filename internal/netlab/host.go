@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Host is one namespace on the lab's bridge.
+// Host is one namespace on the lab's bridge (or one end of a pair lab).
 type Host struct {
 	// Name is the name the lab was created with ("a", "client", ...).
 	Name string
@@ -28,7 +28,8 @@ type Host struct {
 	Addr4, Addr6 netip.Addr
 	// LinkLocal is Link's IPv6 link-local address.
 	LinkLocal netip.Addr
-	// SwitchEnd is the peer veth on the bridge, in the lab's SwitchNetns.
+	// SwitchEnd is the peer veth on the bridge, in the lab's SwitchNetns;
+	// empty in a pair lab.
 	SwitchEnd string
 
 	lab *Lab
@@ -40,7 +41,24 @@ var (
 	Prefix6 = netip.MustParsePrefix("fd00:99::/64")
 )
 
+// build makes the host's namespace, plugs its eth0 into the bridge and
+// configures it.
 func (h *Host) build() error {
+	if err := h.addNetns(); err != nil {
+		return err
+	}
+	sw := h.lab.SwitchNetns
+	if err := ip("-n", sw, "link", "add", h.SwitchEnd, "type", "veth", "peer", "name", h.Link, "netns", h.Netns); err != nil {
+		return err
+	}
+	if err := ip("-n", sw, "link", "set", h.SwitchEnd, "master", h.lab.Bridge, "up"); err != nil {
+		return err
+	}
+	return h.configure()
+}
+
+// addNetns makes the host's namespace.
+func (h *Host) addNetns() error {
 	if err := ip("netns", "add", h.Netns); err != nil {
 		return err
 	}
@@ -53,16 +71,12 @@ func (h *Host) build() error {
 	); err != nil {
 		return err
 	}
-	sw := h.lab.SwitchNetns
-	if err := ip("-n", sw, "link", "add", h.SwitchEnd, "type", "veth", "peer", "name", h.Link, "netns", h.Netns); err != nil {
-		return err
-	}
-	if err := ip("-n", sw, "link", "set", h.SwitchEnd, "master", h.lab.Bridge, "up"); err != nil {
-		return err
-	}
-	if err := ip("-n", h.Netns, "link", "set", "lo", "up"); err != nil {
-		return err
-	}
+	return ip("-n", h.Netns, "link", "set", "lo", "up")
+}
+
+// configure gives the host's eth0 (already in its namespace) its addresses and
+// brings it up.
+func (h *Host) configure() error {
 	if err := ip("-n", h.Netns, "addr", "add", h.Addr4.String()+"/24", "dev", h.Link); err != nil {
 		return err
 	}
@@ -143,14 +157,22 @@ func (h *Host) Do(fn func() error) error {
 	return fnErr
 }
 
+var errNoSwitch = errors.New("netlab: a pair lab has no switch to unplug from")
+
 // Cut takes the host off the bridge, as if its cable were pulled: the
 // switch-side veth goes down, so eth0 loses carrier but keeps its addresses.
 func (h *Host) Cut() error {
+	if h.lab.SwitchNetns == "" {
+		return errNoSwitch
+	}
 	return ip("-n", h.lab.SwitchNetns, "link", "set", h.SwitchEnd, "down")
 }
 
 // Restore plugs the host back in after [Host.Cut].
 func (h *Host) Restore() error {
+	if h.lab.SwitchNetns == "" {
+		return errNoSwitch
+	}
 	return ip("-n", h.lab.SwitchNetns, "link", "set", h.SwitchEnd, "up")
 }
 

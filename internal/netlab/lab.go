@@ -18,14 +18,15 @@ import (
 // MaxHosts is how many hosts fit in one lab (addresses .10 to .249).
 const MaxHosts = 240
 
-// Lab is one bridge and the hosts plugged into it.
+// Lab is one bridge and the hosts plugged into it, or (CreatePair) two hosts
+// joined by one veth pair and no switch.
 type Lab struct {
 	// Suffix is the random part of every name this lab created.
 	Suffix string
 	// SwitchNetns is the namespace holding the bridge and the host-facing
-	// veth ends.
+	// veth ends; empty in a pair lab.
 	SwitchNetns string
-	// Bridge is the bridge's name inside SwitchNetns.
+	// Bridge is the bridge's name inside SwitchNetns; empty in a pair lab.
 	Bridge string
 
 	hosts  []*Host
@@ -48,11 +49,27 @@ func Usable() error {
 // Create builds a lab with one host per name, in that order. On error
 // nothing is left behind.
 func Create(names ...string) (*Lab, error) {
-	if err := Usable(); err != nil {
-		return nil, err
-	}
 	if len(names) == 0 {
 		return nil, errors.New("a lab needs at least one host")
+	}
+	return create(true, names)
+}
+
+// CreatePair builds a lab of two hosts whose eth0s are the two ends of one
+// veth pair: no bridge, no switch namespace. On the bridge every packet a host
+// sends is forwarded, and flooded to the other ports, in the sender's own
+// system call (the veth hands it over in the sender's softirq), so a sender's
+// CPU time includes the switch's work, which on real hardware no host does. A
+// pair charges the sender only with the receiver's share, which is still one
+// of the two hosts' work: measurements of CPU time use it. Host.Cut and
+// Host.Restore need a switch and fail here.
+func CreatePair(a, b string) (*Lab, error) {
+	return create(false, []string{a, b})
+}
+
+func create(bridged bool, names []string) (*Lab, error) {
+	if err := Usable(); err != nil {
+		return nil, err
 	}
 	if len(names) > MaxHosts {
 		return nil, fmt.Errorf("%d hosts asked, at most %d fit", len(names), MaxHosts)
@@ -63,10 +80,11 @@ func Create(names ...string) (*Lab, error) {
 	}
 	sfx := hex.EncodeToString(rnd[:])
 	l := &Lab{
-		Suffix:      sfx,
-		SwitchNetns: "nlab-" + sfx + "-sw",
-		Bridge:      "br0",
-		byName:      make(map[string]*Host),
+		Suffix: sfx,
+		byName: make(map[string]*Host),
+	}
+	if bridged {
+		l.SwitchNetns, l.Bridge = "nlab-"+sfx+"-sw", "br0"
 	}
 	for i, n := range names {
 		if n == "" || strings.ContainsAny(n, "/ \t") {
@@ -76,13 +94,15 @@ func Create(names ...string) (*Lab, error) {
 			return nil, fmt.Errorf("host %q named twice", n)
 		}
 		h := &Host{
-			Name:      n,
-			Netns:     "nlab-" + sfx + "-" + n,
-			Link:      "eth0",
-			Addr4:     netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + i)}),
-			Addr6:     netip.MustParseAddr("fd00:99::" + strconv.FormatInt(int64(10+i), 16)),
-			SwitchEnd: fmt.Sprintf("nl%s%d", sfx, i), // 8 + up to 3 chars, within IFNAMSIZ
-			lab:       l,
+			Name:  n,
+			Netns: "nlab-" + sfx + "-" + n,
+			Link:  "eth0",
+			Addr4: netip.AddrFrom4([4]byte{10, 99, 0, byte(10 + i)}),
+			Addr6: netip.MustParseAddr("fd00:99::" + strconv.FormatInt(int64(10+i), 16)),
+			lab:   l,
+		}
+		if bridged {
+			h.SwitchEnd = fmt.Sprintf("nl%s%d", sfx, i) // 8 + up to 3 chars, within IFNAMSIZ
 		}
 		l.hosts = append(l.hosts, h)
 		l.byName[n] = h
@@ -95,6 +115,9 @@ func Create(names ...string) (*Lab, error) {
 }
 
 func (l *Lab) build() error {
+	if l.SwitchNetns == "" {
+		return l.buildPair()
+	}
 	sw := l.SwitchNetns
 	if err := ip("netns", "add", sw); err != nil {
 		return err
@@ -120,6 +143,25 @@ func (l *Lab) build() error {
 	return nil
 }
 
+// buildPair joins the lab's two hosts with one veth pair.
+func (l *Lab) buildPair() error {
+	a, b := l.hosts[0], l.hosts[1]
+	for _, h := range l.hosts {
+		if err := h.addNetns(); err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	}
+	if err := ip("-n", a.Netns, "link", "add", a.Link, "type", "veth", "peer", "name", b.Link, "netns", b.Netns); err != nil {
+		return err
+	}
+	for _, h := range l.hosts {
+		if err := h.configure(); err != nil {
+			return fmt.Errorf("host %s: %w", h.Name, err)
+		}
+	}
+	return nil
+}
+
 // Hosts returns the hosts in creation order.
 func (l *Lab) Hosts() []*Host { return append([]*Host(nil), l.hosts...) }
 
@@ -135,7 +177,10 @@ func (l *Lab) Close() error {
 	}
 	l.closed = true
 	var errs []error
-	namespaces := []string{l.SwitchNetns}
+	var namespaces []string
+	if l.SwitchNetns != "" {
+		namespaces = append(namespaces, l.SwitchNetns)
+	}
 	for _, h := range l.hosts {
 		namespaces = append(namespaces, h.Netns)
 	}

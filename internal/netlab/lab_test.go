@@ -198,6 +198,54 @@ func TestCloseRemovesEverythingAndKillsProcesses(t *testing.T) {
 	}
 }
 
+// A pair lab is two hosts on one veth pair: they reach each other on both
+// families, there is no switch to cut them from, and Close removes both.
+func TestPairLab(t *testing.T) {
+	netlabtest.Require(t)
+	if lab, err := netlab.CreatePair("a", "a"); err == nil {
+		lab.Close()
+		t.Error("netlab.CreatePair(a, a) succeeded")
+	}
+	lab, err := netlab.CreatePair("a", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lab.Close()
+	a, b := lab.Host("a"), lab.Host("b")
+	if lab.SwitchNetns != "" || lab.Bridge != "" || a.SwitchEnd != "" {
+		t.Fatalf("a pair lab has a switch: %q %q %q", lab.SwitchNetns, lab.Bridge, a.SwitchEnd)
+	}
+	for _, to := range []netip.Addr{b.Addr4, b.Addr6, b.LinkLocal.WithZone(a.Link)} {
+		if err := ping(t, a, to); err != nil {
+			t.Errorf("a cannot ping b at %s: %v", to, err)
+		}
+	}
+	// eth0 is a veth, whose other end (b's eth0, which the pings reached) is the only one.
+	nh, err := a.Netlink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nh.Close()
+	link, err := nh.LinkByName(a.Link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := link.(*netlink.Veth); !ok {
+		t.Fatalf("a's %s is a %s, not a veth", a.Link, link.Type())
+	}
+	if err := a.Cut(); err == nil {
+		t.Error("Cut succeeded in a pair lab")
+	}
+	if err := lab.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{a.Netns, b.Netns} {
+		if _, err := os.Stat("/run/netns/" + ns); !os.IsNotExist(err) {
+			t.Errorf("namespace %s still there after Close (%v)", ns, err)
+		}
+	}
+}
+
 func TestCreateRejectsBadNames(t *testing.T) {
 	netlabtest.Require(t)
 	for _, names := range [][]string{nil, {"a", "a"}, {"a b"}, {""}} {

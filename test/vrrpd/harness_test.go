@@ -32,6 +32,12 @@ func newLab(t testing.TB) (lab *netlab.Lab, client, h1, h2 *netlab.Host) {
 func vrrpdBinary(t testing.TB) string { return testbin.Vrrpd(t) }
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv(floorRoleEnv); role != "" {
+		// Run again as BenchmarkLoad50's floor program (floor_test.go).
+		err := runFloor(role)
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
