@@ -175,7 +175,7 @@ func runFloor(role string) error {
 			return err
 		}
 	}
-	hdrs := make([]mmsghdrFloor, n)
+	hdrs := make([]unix.Mmsghdr, n)
 	iovs := make([]unix.Iovec, n)
 	bufs := make([][]byte, n)
 	switch role {
@@ -194,8 +194,8 @@ func runFloor(role string) error {
 			}
 			iovs[i] = unix.Iovec{Base: &bufs[i][0]}
 			iovs[i].SetLen(len(bufs[i]))
-			hdrs[i].hdr = unix.Msghdr{Name: (*byte)(unsafe.Pointer(sa)), Namelen: unix.SizeofSockaddrInet4, Iov: &iovs[i]}
-			hdrs[i].hdr.SetIovlen(1)
+			hdrs[i].Hdr = unix.Msghdr{Name: (*byte)(unsafe.Pointer(sa)), Namelen: unix.SizeofSockaddrInet4, Iov: &iovs[i]}
+			hdrs[i].Hdr.SetIovlen(1)
 		}
 		next := time.Now()
 		for {
@@ -216,8 +216,8 @@ func runFloor(role string) error {
 			bufs[i] = make([]byte, 1500)
 			iovs[i] = unix.Iovec{Base: &bufs[i][0]}
 			iovs[i].SetLen(len(bufs[i]))
-			hdrs[i].hdr = unix.Msghdr{Iov: &iovs[i]}
-			hdrs[i].hdr.SetIovlen(1)
+			hdrs[i].Hdr = unix.Msghdr{Iov: &iovs[i]}
+			hdrs[i].Hdr.SetIovlen(1)
 		}
 		var errno unix.Errno
 		read := func(fd uintptr) bool {
@@ -234,13 +234,6 @@ func runFloor(role string) error {
 		}
 	}
 	return fmt.Errorf("%s=%q: want send or receive", floorRoleEnv, role)
-}
-
-// mmsghdrFloor is struct mmsghdr.
-type mmsghdrFloor struct {
-	hdr unix.Msghdr
-	n   uint32
-	_   [4]byte
 }
 
 func eth0Addr4(ifi *net.Interface) (netip.Addr, error) {
