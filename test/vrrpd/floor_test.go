@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -38,40 +39,27 @@ const floorInterval = 100 * time.Millisecond
 // h2, lets them settle for a second, and returns their CPU seconds over hold.
 func floorRun(t testing.TB, h1, h2 *netlab.Host, n int, hold time.Duration) float64 {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	start := func(h *netlab.Host, role string) {
-		cmd := h.Command(ctx, os.Args[0])
-		cmd.Env = append(os.Environ(), floorRoleEnv+"="+role, floorInstancesEnv+"="+strconv.Itoa(n))
-		out, err := os.CreateTemp(t.TempDir(), "floor-"+role)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("floor %s: %v", role, err)
-		}
-		t.Cleanup(func() {
-			cancel()
-			_ = cmd.Wait()
-			if b, _ := os.ReadFile(out.Name()); len(b) > 0 {
-				t.Logf("floor %s said: %s", role, b)
+	env := func(role string) []string {
+		return []string{floorRoleEnv + "=" + role, floorInstancesEnv + "=" + strconv.Itoa(n)}
+	}
+	recv := vrrpdtest.Start(t, h2, "floor-receive@"+h2.Name, env("receive"), os.Args[0])
+	send := vrrpdtest.Start(t, h1, "floor-send@"+h1.Name, env("send"), os.Args[0])
+	defer recv.Kill()
+	defer send.Kill()
+	running := func(when string) {
+		for _, p := range []*vrrpdtest.Proc{send, recv} {
+			if !p.Running() {
+				t.Fatalf("the floor's %s exited %s: %v\n%s", p.Name, when, p.Err(), p.Output())
 			}
-		})
+		}
 	}
-	start(h2, "receive")
-	start(h1, "send")
 	time.Sleep(time.Second)
-	if len(nsPIDs(t, h1)) == 0 || len(nsPIDs(t, h2)) == 0 {
-		t.Fatal("the floor's sender or receiver exited")
-	}
+	running("at start")
 	in0 := ipInDelivers(t, h2)
 	cpu0 := nsCPU(t, h1) + nsCPU(t, h2)
 	time.Sleep(hold)
 	cpu := nsCPU(t, h1) + nsCPU(t, h2) - cpu0
-	if len(nsPIDs(t, h1)) == 0 || len(nsPIDs(t, h2)) == 0 {
-		t.Fatal("the floor's sender or receiver died during the run")
-	}
+	running("during the run")
 	// The packets reached the receiver's socket, and it read them: a floor of packets
 	// that were never sent, or that were dropped unread, would be too low.
 	want := float64(n) * hold.Seconds() / floorInterval.Seconds()
