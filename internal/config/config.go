@@ -222,8 +222,10 @@ func (a Instance) AuthData() [8]byte {
 	return d
 }
 
-// Unicast reports whether the instance sends its advertisements to unicast peers.
-func (a Instance) Unicast() bool { return len(a.UnicastPeers) > 0 }
+// Unicast reports whether the instance sends its advertisements to unicast peers. A
+// pointer receiver: the daemon asks for every packet it reads, and a value receiver on an
+// Instance held in a struct copied all of it (nearly a kilobyte) each time.
+func (a *Instance) Unicast() bool { return len(a.UnicastPeers) > 0 }
 
 // Instance returns the instance called name, or false.
 func (c *Config) Instance(name string) (Instance, bool) {

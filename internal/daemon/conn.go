@@ -77,6 +77,7 @@ func (d *Daemon) open(c *conn) {
 		NoJoin:    c.key.unicast,
 		Source:    c.key.source,
 		BatchSize: d.opts.batchSize,
+		IPStack:   d.opts.IPStack,
 		// A macvlan has no address: the parent's is the source (vmac.go).
 		SourceInterface: c.key.srcIf,
 	})
@@ -93,7 +94,11 @@ func (d *Daemon) open(c *conn) {
 	c.stop = make(chan struct{})
 	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.batchSize)}
 	go d.reader(c, tc, c.free, c.stop)
-	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String())
+	sends := "ip-stack"
+	if f, ok := tc.(interface{ SendsFrames() bool }); ok && f.SendsFrames() {
+		sends = "packet-socket"
+	}
+	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String(), "multicast_sends", sends)
 }
 
 // closeConn closes c's socket; its reader exits.

@@ -28,6 +28,9 @@ type Options struct {
 	// daemon's loop: it must return at once (hand the change to another goroutine, and
 	// drop it rather than block).
 	OnStateChange func(StateChange)
+	// IPStack sends multicast advertisements through the kernel's IP stack, as keepalived
+	// does, instead of as frames on a packet socket: transport.Options.IPStack.
+	IPStack bool
 
 	// Tuning that no caller has needed to change (zero means the default):
 	//

@@ -75,6 +75,11 @@ type Options struct {
 	SourceInterface string
 	// BatchSize is the most packets one ReadBatch returns; zero means DefaultBatchSize.
 	BatchSize int
+	// IPStack sends multicast advertisements through the raw IP socket, as keepalived
+	// does, so that netfilter's OUTPUT rules and the kernel's IP counters see them. By
+	// default, on an Ethernet interface, they go out as frames on a packet socket, with
+	// the same headers and a tenth less CPU (linksend_linux.go).
+	IPStack bool
 }
 
 // A Packet is one received VRRP message.

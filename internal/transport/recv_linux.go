@@ -12,8 +12,8 @@ import (
 
 // Buffer geometry of one batch slot.
 const (
-	// oobSize holds IP_PKTINFO (IPv4), or IPV6_PKTINFO plus IPV6_HOPLIMIT (IPv6), and
-	// SCM_TIMESTAMPNS, with room to spare for a control message we did not ask for.
+	// oobSize holds IPV6_PKTINFO plus IPV6_HOPLIMIT (IPv6) and SCM_TIMESTAMPNS, with room
+	// to spare for a control message we did not ask for.
 	oobSize = 128
 )
 
@@ -164,7 +164,8 @@ func (c *Conn) decode(i int, p *Packet, ifindex int) bool {
 	if err := parseControl(oob, p); err != nil {
 		return false
 	}
-	// A packet queued in the instant between socket creation and SO_BINDTODEVICE.
+	// IPv6's IPV6_PKTINFO names the interface; a mismatch cannot happen after openSocket's
+	// drain, but costs nothing to check. IPv4 asks for no control message: the bound device.
 	if p.IfIndex != 0 && p.IfIndex != ifindex {
 		return false
 	}

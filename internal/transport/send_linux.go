@@ -172,6 +172,9 @@ func (c *Conn) sendBatchLocked(msgs []Message) (int, error) {
 		}
 		return 0, fmt.Errorf("transport: %s: %w", c.ifname, ErrNoAddress)
 	}
+	if c.link != nil && allTo(msgs, c.group) {
+		return c.link.sendBatch(c, msgs, c.source)
+	}
 	// Every message has the same control message (source and interface): the one
 	// Send builds, shared.
 	s := &c.send
@@ -227,6 +230,12 @@ func (c *Conn) sendLocked(payload []byte, dst netip.Addr) error {
 			return c.srcErr
 		}
 		return fmt.Errorf("transport: %s: %w", c.ifname, ErrNoAddress)
+	}
+	if c.link != nil && dst == c.group {
+		c.link.one[0] = Message{Payload: payload, Dst: dst}
+		_, err := c.link.sendBatch(c, c.link.one[:], c.source)
+		c.link.one[0] = Message{}
+		return err
 	}
 	s := &c.send
 	s.iov.Base = &payload[0]
@@ -285,4 +294,14 @@ func sockaddr6(dst netip.Addr, ifindex int) unix.RawSockaddrInet6 {
 		sa.Scope_id = uint32(ifindex)
 	}
 	return sa
+}
+
+// allTo reports whether every message goes to dst.
+func allTo(msgs []Message, dst netip.Addr) bool {
+	for _, m := range msgs {
+		if m.Dst != dst {
+			return false
+		}
+	}
+	return true
 }

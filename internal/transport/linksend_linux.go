@@ -1,0 +1,206 @@
+package transport
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"os"
+	"slices"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// linkSender writes a Conn's multicast advertisements as frames on a packet socket
+// (AF_PACKET, SOCK_DGRAM: the kernel adds the Ethernet header for the group's multicast
+// MAC, from the interface's own address) with the IP header built here, instead of through
+// the raw IP socket.
+//
+// Why: a host that joined the VRRP group (every VRRP speaker does, to hear its peers) gets
+// no cached route for sending to it: Linux allocates and frees a route entry for every
+// multicast packet to a group the output interface is a member of, and runs the IP output
+// path (corking, fragmentation checks, the netfilter hooks) around it. That was about a
+// tenth of a master's CPU at 50 instances, and the packet socket skips all of it (issue 12).
+// Nothing else changes on the wire: the same IPv4 header as the kernel's for a raw socket
+// (DF, TTL 255; the identification aside) or IPv6 header (hop limit 255; flow label 0),
+// the same source MAC, and the qdisc and packet taps (tcpdump) see the frames as before.
+//
+// What the IP stack did and this does not: the OUTPUT and POSTROUTING netfilter hooks
+// (and conntrack) never see the adverts, and the kernel's IP output counters do not count
+// them. Options.IPStack (vrrpd --send-through-ip-stack) keeps the IP stack for whoever
+// filters or counts VRRP there. Unicast adverts always go through the IP stack: their
+// next hop needs the neighbour table.
+type linkSender struct {
+	file *os.File
+	raw  syscall.RawConn
+	sll  unix.RawSockaddrLinklayer // the group's multicast MAC on the interface
+	fam  Family
+	id   uint16 // the last IPv4 identification; starts at random
+
+	hdrs []byte // a batch's IP headers, ipHeaderLen each
+	mm   []unix.Mmsghdr
+	iovs []unix.Iovec // two per message: its IP header, its VRRP message
+	one  [1]Message   // Send's batch
+	from int          // the first message the next sendmmsg sends
+	sent int          // how many it sent
+	err  error
+	fn   func(fd uintptr) bool
+}
+
+// openLinkSender opens the packet socket for sending to group on interface ifindex. It
+// returns nil and no error when the interface is not Ethernet: the IP stack then sends.
+func openLinkSender(ifindex int, encap string, hwLen int, fam Family, group netip.Addr) (*linkSender, error) {
+	if encap != "ether" || hwLen != 6 {
+		return nil, nil
+	}
+	// Protocol 0: a socket that receives nothing, so it costs the receive path nothing.
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "vrrp-packet")
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	s := &linkSender{file: f, raw: raw, fam: fam, id: uint16(rand.Uint32())}
+	s.sll = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Ifindex: int32(ifindex), Halen: 6}
+	g := group.AsSlice()
+	if fam == IPv4 {
+		s.sll.Protocol = htons(unix.ETH_P_IP)
+		// RFC 1112 §6.4: 01:00:5e and the group's low 23 bits.
+		copy(s.sll.Addr[:], []byte{0x01, 0x00, 0x5e, g[1] & 0x7f, g[2], g[3]})
+	} else {
+		s.sll.Protocol = htons(unix.ETH_P_IPV6)
+		// RFC 2464 §7: 33:33 and the group's low 32 bits.
+		copy(s.sll.Addr[:], []byte{0x33, 0x33, g[12], g[13], g[14], g[15]})
+	}
+	s.fn = s.sendmmsg
+	return s, nil
+}
+
+func (s *linkSender) close() { s.file.Close() }
+
+// SendsFrames reports whether the Conn sends its multicast advertisements as frames on a
+// packet socket (Options.IPStack unset, an Ethernet interface) rather than through the IP
+// stack.
+func (c *Conn) SendsFrames() bool { return c.link != nil }
+
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+// ipHeaderLen is the length of the IP header linkSender builds for fam.
+func ipHeaderLen(fam Family) int {
+	if fam == IPv4 {
+		return 20
+	}
+	return 40
+}
+
+// putIPHeader writes the IP header of a VRRP message of n bytes from src to dst into h,
+// with IPv4 identification id.
+func putIPHeader(h []byte, fam Family, n int, src, dst netip.Addr, id uint16) {
+	if fam == IPv4 {
+		h[0] = 0x45 // version 4, 5 words
+		h[1] = 0    // TOS: the raw socket's default
+		binary.BigEndian.PutUint16(h[2:4], uint16(20+n))
+		// DF set, as the raw socket sets it by path MTU discovery's default. The
+		// identification of an unfragmentable datagram means nothing (RFC 6864 §4.1);
+		// like Linux's, it changes from one datagram to the next.
+		binary.BigEndian.PutUint16(h[4:6], id)
+		binary.BigEndian.PutUint16(h[6:8], 0x4000)
+		h[8] = 255          // TTL: RFC 5798 §5.1.1.3
+		h[9] = vrrpProtocol // protocol
+		h[10], h[11] = 0, 0 // checksum, below
+		s4, d4 := src.As4(), dst.As4()
+		copy(h[12:16], s4[:])
+		copy(h[16:20], d4[:])
+		binary.BigEndian.PutUint16(h[10:12], ipv4HeaderChecksum(h[:20]))
+		return
+	}
+	binary.BigEndian.PutUint32(h[0:4], 6<<28) // version 6, traffic class 0, flow label 0
+	binary.BigEndian.PutUint16(h[4:6], uint16(n))
+	h[6] = vrrpProtocol // next header
+	h[7] = 255          // hop limit: RFC 5798 §5.1.2.3
+	s16, d16 := src.As16(), dst.As16()
+	copy(h[8:24], s16[:])
+	copy(h[24:40], d16[:])
+}
+
+// vrrpProtocol is VRRP's IP protocol number.
+const vrrpProtocol = 112
+
+// ipv4HeaderChecksum is the Internet checksum of h (RFC 1071), whose checksum field is 0.
+func ipv4HeaderChecksum(h []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(h); i += 2 {
+		sum += uint32(h[i])<<8 | uint32(h[i+1])
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
+
+// sendmmsg runs under RawConn.Write, a raw system call for the reason sendBatch's is.
+func (s *linkSender) sendmmsg(fd uintptr) bool {
+	mm := s.mm[s.from:]
+	var r uintptr
+	var errno unix.Errno
+	for {
+		r, _, errno = unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&mm[0])), uintptr(len(mm)), 0, 0, 0)
+		if errno != unix.EINTR {
+			break
+		}
+	}
+	if errno == unix.EAGAIN {
+		return false
+	}
+	s.sent, s.err = int(r), nil
+	if errno != 0 {
+		s.sent, s.err = 0, errno
+	}
+	return true
+}
+
+// sendBatch sends msgs, every one to the group, from src. Under Conn.mu.
+func (s *linkSender) sendBatch(c *Conn, msgs []Message, src netip.Addr) (int, error) {
+	n, hl := len(msgs), ipHeaderLen(s.fam)
+	s.hdrs = slices.Grow(s.hdrs[:0], n*hl)[:n*hl]
+	s.mm = slices.Grow(s.mm[:0], n)[:n]
+	s.iovs = slices.Grow(s.iovs[:0], 2*n)[:2*n]
+	for i, m := range msgs {
+		h := s.hdrs[i*hl : (i+1)*hl]
+		s.id++
+		putIPHeader(h, s.fam, len(m.Payload), src, m.Dst, s.id)
+		iov := s.iovs[2*i : 2*i+2]
+		iov[0].Base = &h[0]
+		iov[0].SetLen(hl)
+		iov[1].Base = &m.Payload[0]
+		iov[1].SetLen(len(m.Payload))
+		s.mm[i] = unix.Mmsghdr{Hdr: unix.Msghdr{
+			Name:    (*byte)(unsafe.Pointer(&s.sll)),
+			Namelen: unix.SizeofSockaddrLinklayer,
+			Iov:     &iov[0],
+		}}
+		s.mm[i].Hdr.SetIovlen(2)
+	}
+	done := 0
+	for done < n {
+		s.from = done
+		if err := s.raw.Write(s.fn); err != nil {
+			return done, c.wrap("send", err)
+		}
+		if s.err != nil {
+			return done, c.wrap(fmt.Sprintf("send to %v from %v", msgs[done].Dst, src), s.err)
+		}
+		done += s.sent
+	}
+	return n, nil
+}
