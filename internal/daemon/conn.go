@@ -95,11 +95,21 @@ func (d *Daemon) open(c *conn) {
 	c.free <- &batch{conn: c, tc: tc, free: c.free, pkts: make([]transport.Packet, d.opts.batchSize)}
 	go d.reader(c, tc, c.free, c.stop)
 	sends := "ip-stack"
-	if f, ok := tc.(interface{ SendsFrames() bool }); ok && f.SendsFrames() {
-		sends = "packet-socket"
+	if f, ok := tc.(framesSender); ok {
+		frames, why := f.SendsFrames()
+		if frames {
+			sends = "packet-socket"
+		}
+		if why != nil {
+			d.log.Warn("multicast advertisements go through the IP stack: no packet socket", "interface", c.key.ifname, "family", c.key.fam.String(), "err", why)
+		}
 	}
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String(), "multicast_sends", sends)
 }
+
+// framesSender is a socket that may send multicast advertisements on a packet socket
+// (transport.Conn.SendsFrames); the package's fake sockets are not.
+type framesSender interface{ SendsFrames() (bool, error) }
 
 // closeConn closes c's socket; its reader exits.
 func (d *Daemon) closeConn(c *conn) {

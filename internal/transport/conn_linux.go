@@ -42,6 +42,7 @@ type Conn struct {
 	send    sender
 	batch   sendBatch   // SendBatch's scratch
 	link    *linkSender // multicast adverts as frames (linksend_linux.go); nil: the IP stack
+	linkErr error       // why link is nil although Options.IPStack is not set
 	encap   string      // the interface's link type ("ether"), from refresh
 	hwLen   int         // the length of its hardware address
 
@@ -107,12 +108,9 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 		return nil, err
 	}
 	if !opt.IPStack {
-		c.link, err = openLinkSender(c.ifindex, c.encap, c.hwLen, fam, c.group)
-		if err != nil {
-			c.ipc.Close()
-			nl.Close()
-			return nil, fmt.Errorf("transport: open %s: %w", ifname, err)
-		}
+		// A host that refuses the packet socket (a security module, a sandbox) still
+		// has the IP stack, which sent every advert before: fall back, and say why.
+		c.link, c.linkErr = openLinkSender(c.ifindex, c.encap, c.hwLen, fam, c.group)
 	}
 	c.recv.init(c, opt.BatchSize)
 	c.send.init(c)
@@ -127,10 +125,11 @@ func (c *Conn) openSocket() error {
 	// Bind to the device at once. A raw socket receives from its creation, so packets of
 	// other interfaces may be queued in the instant before SO_BINDTODEVICE: they are read
 	// and thrown away here, before anyone reads the socket. After that the kernel queues
-	// only this interface's packets, and IPv4 needs no IP_PKTINFO to say where each came
-	// from (IPv6 keeps it for the destination address); IP_PKTINFO cost every packet a
-	// control message in the sender's softirq and in recvmmsg, about 3 % of a backup's
-	// CPU at 50 instances (issue 12).
+	// only this interface's packets (but one that another CPU was delivering at that very
+	// instant, a window of well under a microsecond at open), and IPv4 needs no
+	// IP_PKTINFO to say where each came from (IPv6 keeps it for the destination address);
+	// IP_PKTINFO cost every packet a control message in the sender's softirq and in
+	// recvmmsg, about 3 % of a backup's CPU at 50 instances (issue 12).
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
@@ -395,9 +394,12 @@ func (c *Conn) Close() error {
 	}
 	err := c.ipc.Close()
 	c.nl.Close()
+	c.mu.Lock()
 	if c.link != nil {
 		c.link.close()
+		c.link = nil
 	}
+	c.mu.Unlock()
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"os"
 	"testing"
 	"time"
 
@@ -36,8 +37,10 @@ func TestPacketSocketFrames(t *testing.T) {
 			viaIP := open(t, a, tc.fam, transport.Options{IPStack: true})
 			viaPacket := open(t, a, tc.fam, transport.Options{})
 			cb := open(t, b, tc.fam, transport.Options{})
-			if viaIP.SendsFrames() || !viaPacket.SendsFrames() {
-				t.Fatalf("SendsFrames: %v with IPStack, %v without; want false, true", viaIP.SendsFrames(), viaPacket.SendsFrames())
+			ipFrames, ipWhy := viaIP.SendsFrames()
+			pkFrames, pkWhy := viaPacket.SendsFrames()
+			if ipFrames || !pkFrames || ipWhy != nil || pkWhy != nil {
+				t.Fatalf("SendsFrames: %v (%v) with IPStack, %v (%v) without; want false, true", ipFrames, ipWhy, pkFrames, pkWhy)
 			}
 			warmUp(t, viaPacket, cb, tc.group)
 			capture := captureSocket(t, b, tc.proto)
@@ -163,4 +166,71 @@ func checksum16(b []byte) uint16 {
 		sum = sum>>16 + sum&0xffff
 	}
 	return uint16(sum)
+}
+
+// TestPacketSocketNotOnTunnels: an interface without an Ethernet header (here a tun
+// device, link type "none") keeps the IP stack, with no error to report, and its adverts
+// go out through it: the test reads the one it sends from the tun device's other end.
+func TestPacketSocketNotOnTunnels(t *testing.T) {
+	netlabtest.Require(t)
+	lab := netlabtest.New(t, "a")
+	a := lab.Host("a")
+	var tun *os.File
+	if err := a.Do(func() error {
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC|unix.O_NONBLOCK, 0) // in the poller: deadlines
+		if err != nil {
+			return err
+		}
+		ifr, err := unix.NewIfreq("tun1")
+		if err != nil {
+			return err
+		}
+		ifr.SetUint16(unix.IFF_TUN | unix.IFF_NO_PI)
+		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		tun = os.NewFile(uintptr(fd), "tun1")
+		return nil
+	}); err != nil {
+		t.Fatalf("tun device in %s: %v", a.Name, err)
+	}
+	defer tun.Close()
+	for _, args := range [][]string{{"addr", "add", "10.99.1.1/30", "dev", "tun1"}, {"link", "set", "tun1", "up"}} {
+		if out, err := a.Command(t.Context(), "ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v\n%s", args, err, out)
+		}
+	}
+	var c *transport.Conn
+	if err := a.Do(func() (err error) {
+		c, err = transport.Open("tun1", transport.IPv4, transport.Options{})
+		return err
+	}); err != nil {
+		t.Fatalf("Open(tun1): %v", err)
+	}
+	defer c.Close()
+	if frames, why := c.SendsFrames(); frames || why != nil {
+		t.Errorf("SendsFrames on a tun device = %v, %v; want false, nil", frames, why)
+	}
+	msg := []byte{0x31, 7, 100, 1, 0, 100, 0x12, 0x34, 10, 99, 1, 2}
+	if err := c.Send(msg, group4); err != nil {
+		t.Fatalf("Send on a tun device: %v", err)
+	}
+	if err := tun.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	for {
+		n, err := tun.Read(buf)
+		if err != nil {
+			t.Fatalf("nothing of protocol 112 came out of the tun device: %v", err)
+		}
+		// Other packets (IPv6 router solicitations, MLD) may come first.
+		if n >= 20 && buf[0]>>4 == 4 && buf[9] == 112 {
+			if got := buf[int(buf[0]&0x0f)*4 : n]; !bytes.Equal(got, msg) || buf[8] != 255 {
+				t.Errorf("the tun device got %x with TTL %d, want %x with TTL 255", got, buf[8], msg)
+			}
+			return
+		}
+	}
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -86,8 +87,27 @@ func (s *linkSender) close() { s.file.Close() }
 
 // SendsFrames reports whether the Conn sends its multicast advertisements as frames on a
 // packet socket (Options.IPStack unset, an Ethernet interface) rather than through the IP
-// stack.
-func (c *Conn) SendsFrames() bool { return c.link != nil }
+// stack, and, when it does not although it would have, why: the packet socket could not
+// be opened, or the kernel refused a send on it.
+func (c *Conn) SendsFrames() (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.link != nil, c.linkErr
+}
+
+// linkRefused reports whether err, from a send on the packet socket, says the host does
+// not let vrrpd send there (a security module's verdict); the Conn then falls back to the
+// IP stack for good (dropLink).
+func linkRefused(err error) bool {
+	return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES)
+}
+
+// dropLink closes the packet socket after err and leaves the IP stack to send. Under
+// Conn.mu.
+func (c *Conn) dropLink(err error) {
+	c.link.close()
+	c.link, c.linkErr = nil, err
+}
 
 func htons(v uint16) uint16 {
 	var b [2]byte

@@ -164,8 +164,8 @@ func (c *Conn) decode(i int, p *Packet, ifindex int) bool {
 	if err := parseControl(oob, p); err != nil {
 		return false
 	}
-	// IPv6's IPV6_PKTINFO names the interface; a mismatch cannot happen after openSocket's
-	// drain, but costs nothing to check. IPv4 asks for no control message: the bound device.
+	// IPv6's IPV6_PKTINFO names the interface: drop what came from another one (only
+	// possible at open, see openSocket). IPv4 asks for no control message: the bound device.
 	if p.IfIndex != 0 && p.IfIndex != ifindex {
 		return false
 	}

@@ -173,8 +173,20 @@ func (c *Conn) sendBatchLocked(msgs []Message) (int, error) {
 		return 0, fmt.Errorf("transport: %s: %w", c.ifname, ErrNoAddress)
 	}
 	if c.link != nil && allTo(msgs, c.group) {
-		return c.link.sendBatch(c, msgs, c.source)
+		n, err := c.link.sendBatch(c, msgs, c.source)
+		if err == nil || !linkRefused(err) {
+			return n, err
+		}
+		c.dropLink(err)
+		msgs = msgs[n:] // the rest through the IP stack
+		sent, err := c.sendBatchIP(msgs)
+		return n + sent, err
 	}
+	return c.sendBatchIP(msgs)
+}
+
+// sendBatchIP is sendBatchLocked through the raw IP socket. Under Conn.mu.
+func (c *Conn) sendBatchIP(msgs []Message) (int, error) {
 	// Every message has the same control message (source and interface): the one
 	// Send builds, shared.
 	s := &c.send
@@ -235,7 +247,10 @@ func (c *Conn) sendLocked(payload []byte, dst netip.Addr) error {
 		c.link.one[0] = Message{Payload: payload, Dst: dst}
 		_, err := c.link.sendBatch(c, c.link.one[:], c.source)
 		c.link.one[0] = Message{}
-		return err
+		if err == nil || !linkRefused(err) {
+			return err
+		}
+		c.dropLink(err) // and send it through the IP stack
 	}
 	s := &c.send
 	s.iov.Base = &payload[0]
