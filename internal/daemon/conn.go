@@ -44,6 +44,8 @@ type conn struct {
 	received      uint64
 	unattributed  uint64
 	droppedBefore uint64 // transport drops of sockets closed since
+
+	framesWarned string // the packet socket's trouble last warned of (warnFrames)
 }
 
 // batch is one ReadBatch worth of packets on its way from a reader to the loop.
@@ -96,20 +98,34 @@ func (d *Daemon) open(c *conn) {
 	go d.reader(c, tc, c.free, c.stop)
 	sends := "ip-stack"
 	if f, ok := tc.(framesSender); ok {
-		frames, why := f.SendsFrames()
-		if frames {
+		if frames, _ := f.SendsFrames(); frames {
 			sends = "packet-socket"
-		}
-		if why != nil {
-			d.log.Warn("multicast advertisements go through the IP stack: no packet socket", "interface", c.key.ifname, "family", c.key.fam.String(), "err", why)
 		}
 	}
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String(), "multicast_sends", sends)
+	d.warnFrames(c)
 }
 
 // framesSender is a socket that may send multicast advertisements on a packet socket
 // (transport.Conn.SendsFrames); the package's fake sockets are not.
 type framesSender interface{ SendsFrames() (bool, error) }
+
+// warnFrames warns, once per cause, when c's socket sends multicast advertisements
+// through the IP stack because the host refused the packet socket: at open, or on a
+// send since (checkLinks asks again).
+func (d *Daemon) warnFrames(c *conn) {
+	f, ok := c.tc.(framesSender)
+	if !ok {
+		return
+	}
+	_, why := f.SendsFrames()
+	if why == nil || why.Error() == c.framesWarned {
+		return
+	}
+	c.framesWarned = why.Error()
+	d.log.Warn("multicast advertisements go through the IP stack: the host refused the packet socket",
+		"interface", c.key.ifname, "family", c.key.fam.String(), "err", why)
+}
 
 // closeConn closes c's socket; its reader exits.
 func (d *Daemon) closeConn(c *conn) {
@@ -288,6 +304,9 @@ func (d *Daemon) checkLinks(now time.Time) {
 				d.closeConn(c)
 				c.err = err
 			}
+		}
+		if c.tc != nil {
+			d.warnFrames(c)
 		}
 		if c.tc != nil && err == nil {
 			if src := c.tc.Source(); src != c.source {
