@@ -43,8 +43,7 @@ type Conn struct {
 	batch   sendBatch   // SendBatch's scratch
 	link    *linkSender // multicast adverts as frames (linksend_linux.go); nil: the IP stack
 	linkErr error       // why link is nil although Options.IPStack is not set
-	encap   string      // the interface's link type ("ether"), from refresh
-	hwLen   int         // the length of its hardware address
+	ether   bool        // the interface has Ethernet headers (refresh)
 
 	received atomic.Uint64
 	dropped  atomic.Uint64
@@ -107,10 +106,11 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 		nl.Close()
 		return nil, err
 	}
-	if !opt.IPStack {
+	if !opt.IPStack && c.ether {
 		// A host that refuses the packet socket (a security module, a sandbox) still
 		// has the IP stack, which sent every advert before: fall back, and say why.
-		c.link, c.linkErr = openLinkSender(c.ifindex, c.encap, c.hwLen, fam, c.group)
+		// Interfaces that are not Ethernet (tunnels, tun) always use the IP stack.
+		c.link, c.linkErr = openLinkSender(c.ifindex, fam, c.group)
 	}
 	c.recv.init(c, opt.BatchSize)
 	c.send.init(c)
@@ -306,7 +306,7 @@ func (c *Conn) refresh() error {
 		return nil
 	}
 	c.source, c.srcErr = src, srcErr
-	c.encap, c.hwLen = attrs.EncapType, len(attrs.HardwareAddr)
+	c.ether = attrs.EncapType == "ether" && len(attrs.HardwareAddr) == 6
 	if attrs.RawFlags&unix.IFF_UP == 0 {
 		return fmt.Errorf("transport: %s: %w (administratively down)", c.ifname, ErrInterfaceDown)
 	}

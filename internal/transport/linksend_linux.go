@@ -40,22 +40,15 @@ type linkSender struct {
 	fam  Family
 	id   uint16 // the last IPv4 identification; starts at random
 
-	hdrs []byte // a batch's IP headers, ipHeaderLen each
-	mm   []unix.Mmsghdr
-	iovs []unix.Iovec // two per message: its IP header, its VRRP message
-	one  [1]Message   // Send's batch
-	from int          // the first message the next sendmmsg sends
-	sent int          // how many it sent
-	err  error
-	fn   func(fd uintptr) bool
+	mmsgWriter
+	ipHdrs []byte       // a batch's IP headers, ipHeaderLen each
+	iovs   []unix.Iovec // two per message: its IP header, its VRRP message
+	one    [1]Message   // Send's batch
 }
 
-// openLinkSender opens the packet socket for sending to group on interface ifindex. It
-// returns nil and no error when the interface is not Ethernet: the IP stack then sends.
-func openLinkSender(ifindex int, encap string, hwLen int, fam Family, group netip.Addr) (*linkSender, error) {
-	if encap != "ether" || hwLen != 6 {
-		return nil, nil
-	}
+// openLinkSender opens the packet socket for sending to group on Ethernet interface
+// ifindex.
+func openLinkSender(ifindex int, fam Family, group netip.Addr) (*linkSender, error) {
 	// Protocol 0: a socket that receives nothing, so it costs the receive path nothing.
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -79,7 +72,6 @@ func openLinkSender(ifindex int, encap string, hwLen int, fam Family, group neti
 		// RFC 2464 §7: 33:33 and the group's low 32 bits.
 		copy(s.sll.Addr[:], []byte{0x33, 0x33, g[12], g[13], g[14], g[15]})
 	}
-	s.fn = s.sendmmsg
 	return s, nil
 }
 
@@ -168,35 +160,14 @@ func ipv4HeaderChecksum(h []byte) uint16 {
 	return ^uint16(sum)
 }
 
-// sendmmsg runs under RawConn.Write, a raw system call for the reason sendBatch's is.
-func (s *linkSender) sendmmsg(fd uintptr) bool {
-	mm := s.mm[s.from:]
-	var r uintptr
-	var errno unix.Errno
-	for {
-		r, _, errno = unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&mm[0])), uintptr(len(mm)), 0, 0, 0)
-		if errno != unix.EINTR {
-			break
-		}
-	}
-	if errno == unix.EAGAIN {
-		return false
-	}
-	s.sent, s.err = int(r), nil
-	if errno != 0 {
-		s.sent, s.err = 0, errno
-	}
-	return true
-}
-
 // sendBatch sends msgs, every one to the group, from src. Under Conn.mu.
 func (s *linkSender) sendBatch(c *Conn, msgs []Message, src netip.Addr) (int, error) {
 	n, hl := len(msgs), ipHeaderLen(s.fam)
-	s.hdrs = slices.Grow(s.hdrs[:0], n*hl)[:n*hl]
-	s.mm = slices.Grow(s.mm[:0], n)[:n]
+	s.ipHdrs = slices.Grow(s.ipHdrs[:0], n*hl)[:n*hl]
+	s.hdrs = slices.Grow(s.hdrs[:0], n)[:n]
 	s.iovs = slices.Grow(s.iovs[:0], 2*n)[:2*n]
 	for i, m := range msgs {
-		h := s.hdrs[i*hl : (i+1)*hl]
+		h := s.ipHdrs[i*hl : (i+1)*hl]
 		s.id++
 		putIPHeader(h, s.fam, len(m.Payload), src, m.Dst, s.id)
 		iov := s.iovs[2*i : 2*i+2]
@@ -204,23 +175,12 @@ func (s *linkSender) sendBatch(c *Conn, msgs []Message, src netip.Addr) (int, er
 		iov[0].SetLen(hl)
 		iov[1].Base = &m.Payload[0]
 		iov[1].SetLen(len(m.Payload))
-		s.mm[i] = unix.Mmsghdr{Hdr: unix.Msghdr{
+		s.hdrs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{
 			Name:    (*byte)(unsafe.Pointer(&s.sll)),
 			Namelen: unix.SizeofSockaddrLinklayer,
 			Iov:     &iov[0],
 		}}
-		s.mm[i].Hdr.SetIovlen(2)
+		s.hdrs[i].Hdr.SetIovlen(2)
 	}
-	done := 0
-	for done < n {
-		s.from = done
-		if err := s.raw.Write(s.fn); err != nil {
-			return done, c.wrap("send", err)
-		}
-		if s.err != nil {
-			return done, c.wrap(fmt.Sprintf("send to %v from %v", msgs[done].Dst, src), s.err)
-		}
-		done += s.sent
-	}
-	return n, nil
+	return c.write(&s.mmsgWriter, s.raw, msgs, src)
 }

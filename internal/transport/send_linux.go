@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"syscall"
 	"unsafe"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
@@ -120,19 +121,17 @@ func (c *Conn) SendBatch(msgs []Message) (sent int, err error) {
 	return sent, err
 }
 
-// mmsghdr is struct mmsghdr: a message header and the length the kernel sent.
-type mmsghdr struct {
-	hdr unix.Msghdr
-	n   uint32
-	_   [4]byte
-}
-
 // sendBatch is SendBatch's scratch, reused under Conn.mu.
 type sendBatch struct {
-	hdrs []mmsghdr
+	mmsgWriter
 	iovs []unix.Iovec
 	sa4  []unix.RawSockaddrInet4
 	sa6  []unix.RawSockaddrInet6
+}
+
+// mmsgWriter sends a batch of messages with sendmmsg, on either of a Conn's sockets.
+type mmsgWriter struct {
+	hdrs []unix.Mmsghdr
 	from int // the first message the next sendmmsg sends
 	sent int // how many that sendmmsg sent
 	err  error
@@ -143,8 +142,8 @@ type sendBatch struct {
 // non-blocking (a full buffer is EAGAIN, and RawConn.Write waits in the poller), so the
 // call never blocks, and the runtime's handing over of the P around a blocking one costs a
 // thread wake-up per send (see recvmmsg).
-func (b *sendBatch) sendmmsg(fd uintptr) bool {
-	hdrs := b.hdrs[b.from:]
+func (w *mmsgWriter) sendmmsg(fd uintptr) bool {
+	hdrs := w.hdrs[w.from:]
 	var r uintptr
 	var errno unix.Errno
 	for {
@@ -156,11 +155,32 @@ func (b *sendBatch) sendmmsg(fd uintptr) bool {
 	if errno == unix.EAGAIN {
 		return false
 	}
-	b.sent, b.err = int(r), nil
+	w.sent, w.err = int(r), nil
 	if errno != 0 {
-		b.sent, b.err = 0, errno
+		w.sent, w.err = 0, errno
 	}
 	return true
+}
+
+// write sends w.hdrs, msgs' headers, on raw from src, in as many sendmmsg calls as it
+// takes, and returns how many went; the error is the first unsent message's. Under
+// Conn.mu.
+func (c *Conn) write(w *mmsgWriter, raw syscall.RawConn, msgs []Message, src netip.Addr) (int, error) {
+	if w.fn == nil {
+		w.fn = w.sendmmsg
+	}
+	done := 0
+	for done < len(w.hdrs) {
+		w.from = done
+		if err := raw.Write(w.fn); err != nil {
+			return done, c.wrap("send", err)
+		}
+		if w.err != nil {
+			return done, c.wrap(fmt.Sprintf("send to %v from %v", msgs[done].Dst, src), w.err)
+		}
+		done += w.sent
+	}
+	return done, nil
 }
 
 func (c *Conn) sendBatchLocked(msgs []Message) (int, error) {
@@ -204,34 +224,20 @@ func (c *Conn) sendBatchIP(msgs []Message) (int, error) {
 		b.iovs[i].Base = &m.Payload[0]
 		b.iovs[i].SetLen(len(m.Payload))
 		h := &b.hdrs[i]
-		*h = mmsghdr{hdr: unix.Msghdr{Iov: &b.iovs[i], Control: &s.oob[0]}}
-		h.hdr.SetIovlen(1)
-		h.hdr.SetControllen(controlLen)
+		*h = unix.Mmsghdr{Hdr: unix.Msghdr{Iov: &b.iovs[i], Control: &s.oob[0]}}
+		h.Hdr.SetIovlen(1)
+		h.Hdr.SetControllen(controlLen)
 		if c.fam == IPv4 {
 			b.sa4[i] = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: m.Dst.As4()}
-			h.hdr.Name = (*byte)(unsafe.Pointer(&b.sa4[i]))
-			h.hdr.Namelen = unix.SizeofSockaddrInet4
+			h.Hdr.Name = (*byte)(unsafe.Pointer(&b.sa4[i]))
+			h.Hdr.Namelen = unix.SizeofSockaddrInet4
 		} else {
 			b.sa6[i] = sockaddr6(m.Dst, c.ifindex)
-			h.hdr.Name = (*byte)(unsafe.Pointer(&b.sa6[i]))
-			h.hdr.Namelen = unix.SizeofSockaddrInet6
+			h.Hdr.Name = (*byte)(unsafe.Pointer(&b.sa6[i]))
+			h.Hdr.Namelen = unix.SizeofSockaddrInet6
 		}
 	}
-	if b.fn == nil {
-		b.fn = b.sendmmsg
-	}
-	done := 0
-	for done < n {
-		b.from = done
-		if err := c.raw.Write(b.fn); err != nil {
-			return done, c.wrap("send", err)
-		}
-		if b.err != nil {
-			return done, c.wrap(fmt.Sprintf("send to %v from %v", msgs[done].Dst, c.source), b.err)
-		}
-		done += b.sent
-	}
-	return n, nil
+	return c.write(&b.mmsgWriter, c.raw, msgs, c.source)
 }
 
 func (c *Conn) sendLocked(payload []byte, dst netip.Addr) error {

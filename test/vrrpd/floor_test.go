@@ -26,6 +26,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport/rawinject"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -194,7 +195,9 @@ func runFloor(role string) error {
 			if err != nil {
 				return err
 			}
-			bufs[i] = append(ipv4Header(src, netip.AddrFrom4(group), len(msg)), msg...)
+			if bufs[i], err = (rawinject.IPv4{Src: src, Dst: netip.AddrFrom4(group), Payload: msg}).Marshal(); err != nil {
+				return err
+			}
 			iovs[i] = unix.Iovec{Base: &bufs[i][0]}
 			iovs[i].SetLen(len(bufs[i]))
 			hdrs[i].Hdr = unix.Msghdr{Name: (*byte)(unsafe.Pointer(sll)), Namelen: unix.SizeofSockaddrLinklayer, Iov: &iovs[i]}
@@ -237,27 +240,6 @@ func runFloor(role string) error {
 		}
 	}
 	return fmt.Errorf("%s=%q: want send or receive", floorRoleEnv, role)
-}
-
-// ipv4Header is the header of a VRRP packet of n bytes from src to dst: DF, TTL 255.
-func ipv4Header(src, dst netip.Addr, n int) []byte {
-	h := make([]byte, 20)
-	h[0] = 0x45
-	binary.BigEndian.PutUint16(h[2:4], uint16(20+n))
-	binary.BigEndian.PutUint16(h[6:8], 0x4000)
-	h[8], h[9] = 255, 112
-	s4, d4 := src.As4(), dst.As4()
-	copy(h[12:16], s4[:])
-	copy(h[16:20], d4[:])
-	var sum uint32
-	for i := 0; i < 20; i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(h[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum>>16 + sum&0xffff
-	}
-	binary.BigEndian.PutUint16(h[10:12], ^uint16(sum))
-	return h
 }
 
 func eth0Addr4(ifi *net.Interface) (netip.Addr, error) {
