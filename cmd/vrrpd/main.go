@@ -19,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -30,7 +31,6 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
-	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
@@ -344,7 +344,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http1.ErrServerClosed) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server stopped", "err", err)
 			}
 		}()
