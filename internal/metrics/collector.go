@@ -84,7 +84,7 @@ var instanceFamilies = []instanceDef{
 
 // The other families: one Desc each, written by Collect below.
 var (
-	upDesc = prometheus.NewDesc("keepalived_up", "Status", nil, nil)
+	upDesc        = prometheus.NewDesc("keepalived_up", "Status", nil, nil)
 	vipMasterDesc = prometheus.NewDesc("vrrpd_vip_master",
 		"1 for each VIP of an instance in MASTER state on this host, 0 for the other instances' VIPs: who holds an address, without a join", vipLabels, nil)
 	instancesDesc = prometheus.NewDesc("vrrpd_instances", "Number of VRRP instances in each state", []string{"state"}, nil)
