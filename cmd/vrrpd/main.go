@@ -339,12 +339,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	mopts := metrics.Options{Health: d.Health(), Live: d.Live(), Ready: d.Ready(), Program: "vrrpd", Logger: log}
 	// The probes, on a socket no remote host reaches (probe.go).
-	probes, err := serveProbes(filepath.Join(*stateDir, probeSocketName), mopts, log)
-	if err != nil {
-		log.Error("cannot start", "err", err)
-		return exitFail
+	// A socket that cannot be made (a state directory path too long for one) is a
+	// warning, not a reason to leave the VIPs unserved: in Kubernetes mode the exec
+	// probes then fail and say why, and a host without probes loses nothing else.
+	if probes, err := serveProbes(filepath.Join(*stateDir, probeSocketName), mopts, log); err != nil {
+		log.Warn("no probe socket: vrrpd probe will not reach this daemon", "err", err)
+	} else {
+		defer probes.Close()
 	}
-	defer probes.Close()
 	if listen != "" {
 		srv, err := metrics.NewServer(listen, d, mopts)
 		if err != nil {
