@@ -7,9 +7,12 @@
 // cap lets a few idle connections lock everyone out; one without a cap lets them exhaust
 // the process' file descriptors. Here a connection counts as evictable while it has not
 // sent a complete request header (net/http's StateNew) or waits between requests
-// (StateIdle); past the cap, the one that has been so the longest is closed. An attacker
-// then only displaces its own older connections, and a scraper, whose header arrives in
-// one packet, is served before enough newer connections arrive to displace it. A
+// (StateIdle); past the cap, one of them is closed: of the source address holding the most
+// connections, the one that has been so the longest. An attacker then only displaces its
+// own connections, however fast it opens them, while a scraper, one connection from its
+// own address, is not touched; attackers from many addresses displace the oldest first,
+// and a scraper, whose header arrives in one packet, is served before enough newer
+// connections arrive to displace it. A
 // connection that has not sent its full header within ReadHeaderTimeout is closed in any
 // case, so a slowloris head lives a few seconds.
 package httpserver
@@ -18,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -79,7 +83,7 @@ func New(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	t := &Tracker{max: l.MaxConns, conns: make(map[net.Conn]*conn)}
+	t := &Tracker{max: l.MaxConns, conns: make(map[net.Conn]*conn), perSource: make(map[netip.Addr]int)}
 	return &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
@@ -95,14 +99,24 @@ func New(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
 // Tracker follows a server's connections through http.Server.ConnState and evicts past
 // its cap.
 type Tracker struct {
-	max   int
-	mu    sync.Mutex
-	conns map[net.Conn]*conn
+	max       int
+	mu        sync.Mutex
+	conns     map[net.Conn]*conn
+	perSource map[netip.Addr]int // open connections by source address
 }
 
 type conn struct {
-	state http.ConnState
-	since time.Time // when it entered state
+	state  http.ConnState
+	since  time.Time  // when it entered state
+	source netip.Addr // the peer's address; the zero Addr for a Unix socket's peers
+}
+
+// sourceOf is c's peer address, without the port.
+func sourceOf(c net.Conn) netip.Addr {
+	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // evictable says whether a connection in state s may be closed to make room: it has not
@@ -119,7 +133,9 @@ func (t *Tracker) observe(c net.Conn, s http.ConnState) {
 	defer t.mu.Unlock()
 	switch s {
 	case http.StateNew:
-		t.conns[c] = &conn{state: s, since: now}
+		src := sourceOf(c)
+		t.conns[c] = &conn{state: s, since: now, source: src}
+		t.perSource[src]++
 		for len(t.conns) > t.max {
 			if !t.evictOldest() {
 				break
@@ -130,27 +146,53 @@ func (t *Tracker) observe(c net.Conn, s http.ConnState) {
 			e.state, e.since = s, now
 		}
 	case http.StateHijacked, http.StateClosed:
-		delete(t.conns, c)
+		t.forget(c)
 	}
 }
 
-// evictOldest closes the connection evictable for the longest; false if none is.
+// forget drops c from the books (once: the eviction forgets it before its goroutine
+// reports it closed).
+func (t *Tracker) forget(c net.Conn) {
+	e := t.conns[c]
+	if e == nil {
+		return
+	}
+	delete(t.conns, c)
+	if t.perSource[e.source]--; t.perSource[e.source] <= 0 {
+		delete(t.perSource, e.source)
+	}
+}
+
+// evictOldest closes, of the source with the most connections that has an evictable one,
+// the connection evictable for the longest; false if none is.
 func (t *Tracker) evictOldest() bool {
-	var (
-		oldest net.Conn
-		at     time.Time
-	)
+	type pick struct {
+		c     net.Conn
+		since time.Time
+	}
+	oldest := map[netip.Addr]pick{} // per source, its connection evictable the longest
 	for c, e := range t.conns {
-		if evictable(e.state) && (oldest == nil || e.since.Before(at)) {
-			oldest, at = c, e.since
+		if p, ok := oldest[e.source]; evictable(e.state) && (!ok || e.since.Before(p.since)) {
+			oldest[e.source] = pick{c, e.since}
 		}
 	}
-	if oldest == nil {
+	var (
+		victim net.Conn
+		most   int
+		since  time.Time
+	)
+	for src, p := range oldest {
+		n := t.perSource[src]
+		if victim == nil || n > most || (n == most && p.since.Before(since)) {
+			victim, most, since = p.c, n, p.since
+		}
+	}
+	if victim == nil {
 		return false
 	}
 	// Forgotten at once, so the next arrival does not pick it again before its
 	// goroutine reports it closed. Close does not block on a TCP or Unix socket.
-	delete(t.conns, oldest)
-	_ = oldest.Close()
+	t.forget(victim)
+	_ = victim.Close()
 	return true
 }

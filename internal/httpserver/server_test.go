@@ -105,3 +105,31 @@ func TestLimits(t *testing.T) {
 		t.Errorf("server limits %+v", s)
 	}
 }
+
+// The eviction picks the source holding the most connections: a client's one idle
+// connection, older than all of the attacker's, outlives them.
+func TestCapEvictsTheBusiestSource(t *testing.T) {
+	const max = 8
+	addr := start(t, Limits{MaxConns: max, ReadHeaderTimeout: time.Minute})
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	mine, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mine.Close()
+	time.Sleep(2 * time.Millisecond)
+	for range 5 * max {
+		c, err := net.Dial("tcp", addr) // from 127.0.0.1
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		time.Sleep(2 * time.Millisecond)
+	}
+	if closed(mine, 300*time.Millisecond) {
+		t.Error("the one connection of another source was evicted for the attacker's")
+	}
+	if err := get(t, addr); err != nil {
+		t.Errorf("GET: %v", err)
+	}
+}

@@ -10,7 +10,7 @@
 // instanceFamilies map snapshot fields to families, so adding one is a line), client_golang's
 // Go and process collectors and the build_info gauge, exposed by promhttp pinned to the
 // classic text format, on a net/http server from internal/httpserver (timeouts, and a
-// connection cap that evicts idle and header-less connections). NewProbeServer serves the
+// connection cap that evicts idle and header-less connections, the busiest source's first). NewProbeServer serves the
 // probes alone, for the Unix socket vrrpd keeps in its state directory. README.md's metric
 // tables are the contract, checked by readme_test.go.
 //

@@ -138,7 +138,7 @@ func probe(check func() error) http.HandlerFunc {
 
 // NewServer returns the server of Handler for addr (DefaultAddress if empty), with
 // httpserver's limits: timeouts on every phase and a connection cap that evicts idle
-// and header-less connections first. The caller runs Serve on a listener for its Addr,
+// and header-less connections, the busiest source's first. The caller runs Serve on a listener for its Addr,
 // and Close.
 func NewServer(addr string, src Source, opt Options) (*http.Server, error) {
 	if addr == "" {
