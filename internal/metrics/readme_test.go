@@ -112,6 +112,11 @@ func TestMetricsMatchREADME(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); expfmt.ResponseFormat(resp.Header).FormatType() != expfmt.TypeTextPlain {
 		t.Fatalf("Content-Type %q: want the classic text format", ct)
 	}
+	// Nor protobuf, which a scraper with native histograms asks for first: the text
+	// format is pinned (promhttp.HandlerOpts.AcceptedFormats).
+	if resp, _ := get(t, srv.URL+metrics.MetricsPath, "Accept", "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,*/*;q=0.1"); expfmt.ResponseFormat(resp.Header).FormatType() != expfmt.TypeTextPlain {
+		t.Errorf("asked for protobuf first: Content-Type %q, want the classic text format", resp.Header.Get("Content-Type"))
+	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {
