@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -130,14 +129,26 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.Reso
 				WithDrop("ALL").
 				WithAdd("NET_ADMIN", "NET_RAW"))).
 		WithVolumeMounts(mounts...).
-		// The kubelet probes the pod's IP, which with hostNetwork is
-		// status.hostIP, where --metrics-host makes vrrpd listen.
+		// Both probes are exec probes of vrrpd's probe socket in the state
+		// directory (cmd/vrrpd/probe.go), never an HTTP GET of :9650: that
+		// port is on the node's address, which every host routing to the
+		// node reaches, and a flood of connections there must not decide
+		// whether vrrpd is restarted (every master of the node would
+		// resign) or taken out of a rollout. Two groups' pods on one node
+		// share the host's network, so a fixed loopback port would collide;
+		// their state directories do not.
 		WithLivenessProbe(corev1ac.Probe().
-			// /livez, not /healthz: a restart cures a stalled loop, but not an instance that
+			// live, not health: a restart cures a stalled loop, but not an instance that
 			// cannot start (which /healthz and keepalived_up report), and every restart makes
 			// the node's masters resign.
-			WithHTTPGet(corev1ac.HTTPGetAction().WithPath("/livez").WithPort(intstr.FromString("metrics"))).
-			WithPeriodSeconds(10).WithFailureThreshold(3)).
+			WithExec(corev1ac.ExecAction().WithCommand(probeCommand("live")...)).
+			WithPeriodSeconds(10).WithTimeoutSeconds(3).WithFailureThreshold(3)).
+		// ready: the group loaded, the sockets open and every instance out
+		// of INIT (daemon.Ready); what rolling updates and the migration wait
+		// for.
+		WithReadinessProbe(corev1ac.Probe().
+			WithExec(corev1ac.ExecAction().WithCommand(probeCommand("ready")...)).
+			WithPeriodSeconds(5).WithTimeoutSeconds(3).WithFailureThreshold(2)).
 		WithResources(resources(res))
 
 	pod := corev1ac.PodSpec().
@@ -181,6 +192,12 @@ func resources(res corev1.ResourceRequirements) *corev1ac.ResourceRequirementsAp
 		rr.WithLimits(res.Limits.DeepCopy())
 	}
 	return rr
+}
+
+// probeCommand is the exec probe asking vrrpd's probe socket for check
+// (live or ready): the image's /vrrpd, its state directory.
+func probeCommand(check string) []string {
+	return []string{"/vrrpd", "probe", check, "--state-dir", runDir}
 }
 
 // groupRunDir is the group's state directory on the node. Namespace and

@@ -102,6 +102,17 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 	if !reflect.DeepEqual(c.VolumeMounts, wantMounts) || !reflect.DeepEqual(pod.Volumes, wantVolumes) {
 		t.Errorf("volumes %+v mounts %+v", pod.Volumes, c.VolumeMounts)
 	}
+	// Both probes ask the probe socket in the state directory, never :9650,
+	// which remote hosts reach.
+	for _, p := range []struct {
+		what  string
+		probe *corev1.Probe
+	}{{"live", c.LivenessProbe}, {"ready", c.ReadinessProbe}} {
+		want := []string{"/vrrpd", "probe", p.what, "--state-dir", "/run/vrrpd"}
+		if p.probe == nil || p.probe.Exec == nil || !slices.Equal(p.probe.Exec.Command, want) || p.probe.HTTPGet != nil || p.probe.TimeoutSeconds < 2 {
+			t.Errorf("%s probe %+v, want exec %v", p.what, p.probe, want)
+		}
+	}
 	// Requests and a memory limit; no CPU limit.
 	def := DefaultVrrpdResources()
 	if !c.Resources.Requests.Cpu().Equal(*def.Requests.Cpu()) || !c.Resources.Requests.Memory().Equal(*def.Requests.Memory()) ||

@@ -6,6 +6,7 @@
 //	vrrpd --group NS/NAME --node NODE [--password-file PATH] ...   Kubernetes mode
 //	vrrpd check --config PATH [--config-id ID]   validate and exit (0 ok, 2 on error)
 //	vrrpd status [--address URL]   show the running daemon's instances
+//	vrrpd probe live|ready [--state-dir DIR]   the liveness or readiness probe, on the probe socket
 //	vrrpd version                  print the version (also --version)
 //
 // SIGHUP reloads the configuration; SIGTERM and SIGINT resign every master and exit 0.
@@ -19,9 +20,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -30,7 +33,6 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
-	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
@@ -76,6 +78,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return check(args[1:], stdout, stderr)
 		case "status":
 			return status(args[1:], stdout, stderr)
+		case "probe":
+			return probe(args[1:], stdout, stderr)
 		case "version", "--version", "-version":
 			fmt.Fprintln(stdout, version.String("vrrpd"))
 			return exitOK
@@ -94,6 +98,7 @@ Usage:
   vrrpd --group NS/NAME --node NODE      Kubernetes mode: this node's share of a KeepalivedGroup
   vrrpd check --config PATH              validate a configuration and exit (0 ok, 2 on error)
   vrrpd status [--address URL]           show the running daemon's instances (GET /status)
+  vrrpd probe live|ready [--state-dir D] ask the daemon's probe socket (exit 0 when it passes)
   vrrpd version                          print the version and exit (also --version)
   vrrpd COMMAND --help                   a command's flags
 
@@ -211,7 +216,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	path := fs.String("config", "", "configuration file (YAML or keepalived.conf)")
 	stateDir := fs.String("state-dir", vip.DefaultStateDir, "directory for the record of added VIPs (one per daemon)")
-	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz, /livez and /status; empty to disable")
+	metricsAddr := fs.String("metrics-address", metrics.DefaultAddress, "listen address of /metrics, /healthz, /livez, /readyz and /status; empty to disable (the probes stay on the probe socket, STATE-DIR/probe.sock)")
 	metricsHost := fs.String("metrics-host", "", "listen on this IP address only, with the port of --metrics-address (vrrpd's pod passes the node's status.hostIP)")
 	passwordFile := fs.String("password-file", "", "Kubernetes mode: the group's password, the Secret key the kubelet mounts (re-read while running)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -231,7 +236,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, version; see vrrpd --help)\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, probe, version; see vrrpd --help)\n", fs.Arg(0))
 		return exitConfig
 	}
 	if *pprofAddr != "" && !pprofBuilt {
@@ -315,7 +320,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	dopts := daemon.Options{StateDir: *stateDir, Logger: log, IPStack: *ipStack}
+	dopts := daemon.Options{StateDir: *stateDir, Logger: log, IPStack: *ipStack, AwaitConfig: kube != nil}
 	if kube != nil {
 		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
 		if err := kube.recordEvents(&dopts, log); err != nil {
@@ -332,8 +337,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 
+	mopts := metrics.Options{Health: d.Health(), Live: d.Live(), Ready: d.Ready(), Program: "vrrpd", Logger: log}
+	// The probes, on a socket no remote host reaches (probe.go).
+	// A socket that cannot be made (a state directory path too long for one) is a
+	// warning, not a reason to leave the VIPs unserved: in Kubernetes mode the exec
+	// probes then fail and say why, and a host without probes loses nothing else.
+	if probes, err := serveProbes(filepath.Join(*stateDir, probeSocketName), mopts, log); err != nil {
+		log.Warn("no probe socket: vrrpd probe will not reach this daemon", "err", err)
+	} else {
+		defer probes.Close()
+	}
 	if listen != "" {
-		srv, err := metrics.NewServer(listen, d, metrics.Options{Health: d.Health(), Live: d.Live(), Program: "vrrpd"})
+		srv, err := metrics.NewServer(listen, d, mopts)
 		if err != nil {
 			log.Error("metrics", "err", err)
 			return exitFail
@@ -344,7 +359,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http1.ErrServerClosed) {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("metrics server stopped", "err", err)
 			}
 		}()

@@ -25,14 +25,14 @@ func TestHelpNamesCommands(t *testing.T) {
 			}
 		}
 	}
-	for _, cmd := range []string{"check", "status"} {
+	for _, cmd := range []string{"check", "status", "probe"} {
 		var out, errb bytes.Buffer
 		if code := run([]string{cmd, "--help"}, &out, &errb); code != exitOK || !strings.Contains(errb.String(), "vrrpd "+cmd) {
 			t.Errorf("%s --help: exit %d, %q", cmd, code, errb.String())
 		}
 	}
 	var out, errb bytes.Buffer
-	if code := run([]string{"frobnicate"}, &out, &errb); code != exitConfig || !strings.Contains(errb.String(), "check, status, version") {
+	if code := run([]string{"frobnicate"}, &out, &errb); code != exitConfig || !strings.Contains(errb.String(), "check, status, probe, version") {
 		t.Errorf("unknown command: exit %d, %q", code, errb.String())
 	}
 }

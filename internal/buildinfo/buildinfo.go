@@ -1,6 +1,6 @@
-// Package buildinfo is the operator's <program>_build_info metric as a client_golang
-// collector, for controller-runtime's registry. It lives apart from internal/version so
-// that vrrpd, which writes its metrics without client_golang, does not link that library.
+// Package buildinfo is the <program>_build_info metric as a client_golang collector, for
+// the operator's controller-runtime registry and vrrpd's (internal/metrics). It lives apart
+// from internal/version, which the programs' --version needs without any metrics library.
 package buildinfo
 
 import (

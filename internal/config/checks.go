@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"strconv"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
@@ -20,6 +21,7 @@ import (
 //	    connect_ip 10.0.0.2                # optional: connect here instead of the URL's host
 //	    connect_port 8080                  # optional, with connect_ip: default the URL's port
 //	    tls_skip_verify                    # optional: accept any certificate
+//	    ca_file /etc/vrrpd/ca.pem          # optional: trust these CAs (PEM) instead of the system's
 //	    interval 1  timeout 1  rise 1  fall 1  weight -20 [reverse]  init_fail
 //	}
 //	vrrpd_tcp_check NAME { connect_ip 10.0.0.1  connect_port 6443  interval ... }
@@ -44,6 +46,7 @@ type checkDraft struct {
 	connectIP   netip.Addr
 	connectPort int
 	skipVerify  bool
+	caFile      string
 }
 
 // set applies one keyword of a check block: its own, else the schedule and weight a
@@ -69,6 +72,13 @@ func (c *checkDraft) set(sc *Script, s *statement) error {
 		}
 		s.noValue()
 		c.skipVerify = true
+	case "ca_file":
+		if c.kind != track.CheckHTTP {
+			return ErrUnknownKeyword
+		}
+		if c.caFile, err = s.one(); err == nil {
+			err = checkCAFile(c.caFile)
+		}
 	case "connect_ip":
 		c.connectIP, err = s.addr()
 	case "connect_port":
@@ -85,7 +95,7 @@ func (c *checkDraft) set(sc *Script, s *statement) error {
 
 // check validates the block and returns its Check.
 func (c *checkDraft) check() (track.Check, error) {
-	out := track.Check{Kind: c.kind, StatusCode: c.status, TLSSkipVerify: c.skipVerify}
+	out := track.Check{Kind: c.kind, StatusCode: c.status, TLSSkipVerify: c.skipVerify, CAFile: c.caFile}
 	port := c.connectPort
 	if c.kind == track.CheckHTTP {
 		if c.url == "" {
@@ -94,6 +104,12 @@ func (c *checkDraft) check() (track.Check, error) {
 		u, err := checkURL(c.url)
 		if err != nil {
 			return out, err
+		}
+		switch {
+		case c.caFile != "" && u.Scheme != "https":
+			return out, fmt.Errorf("ca_file is for an https url")
+		case c.caFile != "" && c.skipVerify:
+			return out, fmt.Errorf("ca_file and tls_skip_verify: verify with the CA file, or skip verifying, not both")
 		}
 		out.URL = c.url
 		if port == 0 {
@@ -124,6 +140,17 @@ func checkURL(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("url %q: want http:// or https:// and a host", s)
 	}
 	return u, nil
+}
+
+// checkCAFile checks a check's CA file as the check will load it: an absolute path (vrrpd
+// runs from /, and a path relative to whatever directory would surprise), readable, with
+// at least one PEM certificate (track.LoadCAFile).
+func checkCAFile(path string) error {
+	if !filepath.IsAbs(path) {
+		return fmt.Errorf("ca_file %q: want an absolute path", path)
+	}
+	_, err := track.LoadCAFile(path)
+	return err
 }
 
 // urlPort is the URL's port, or its scheme's.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 )
@@ -26,6 +27,8 @@ type yamlHTTPCheck struct {
 	// the URL's host.
 	Connect       string `json:"connect"`
 	TLSSkipVerify bool   `json:"tlsSkipVerify"`
+	// CAFile is a PEM file of the CAs to trust instead of the system's (ca_file).
+	CAFile string `json:"caFile"`
 }
 
 type yamlTCPCheck struct {
@@ -51,7 +54,11 @@ func (ix yamlIndex) healthChecks(raw []json.RawMessage, g *Globals) error {
 		sc := newScript(y.Name, ix.at("healthChecks", i))
 		c, key, err := y.check()
 		if err != nil {
-			return errAt(at(key), "%s: %v", what, err)
+			pos := at(key)
+			if k, sub, ok := strings.Cut(key, "."); ok {
+				pos = ix.at("healthChecks", i, k, sub)
+			}
+			return errAt(pos, "%s: %v", what, err)
 		}
 		sc.Check = c
 		if err := ix.schedule(y.yamlSchedule, at, what, sc); err != nil {
@@ -72,7 +79,12 @@ func (y yamlHealthCheck) check() (track.Check, string, error) {
 		return track.Check{}, "name", fmt.Errorf("set exactly one of http and tcp")
 	case y.HTTP != nil:
 		key, connect = "http", y.HTTP.Connect
-		c = checkDraft{kind: track.CheckHTTP, url: y.HTTP.URL, skipVerify: y.HTTP.TLSSkipVerify}
+		c = checkDraft{kind: track.CheckHTTP, url: y.HTTP.URL, skipVerify: y.HTTP.TLSSkipVerify, caFile: y.HTTP.CAFile}
+		if c.caFile != "" {
+			if err := checkCAFile(c.caFile); err != nil {
+				return track.Check{}, "http.caFile", err
+			}
+		}
 		if s := y.HTTP.StatusCode; s != 0 && (s < 100 || s > 599) {
 			return track.Check{}, key, fmt.Errorf("statusCode %d is not between 100 and 599", s)
 		}

@@ -31,6 +31,9 @@ type Options struct {
 	// IPStack sends multicast advertisements through the kernel's IP stack, as keepalived
 	// does, instead of as frames on a packet socket: transport.Options.IPStack.
 	IPStack bool
+	// AwaitConfig says that the configuration Run starts with is a placeholder (Kubernetes
+	// mode, before the group or its cache is read): Ready fails until a Reload applies one.
+	AwaitConfig bool
 
 	// Tuning that no caller has needed to change (zero means the default):
 	//
@@ -137,6 +140,9 @@ type Daemon struct {
 	trk      tracking                   // vrrp_script and notify hooks (track.go)
 	health   atomic.Pointer[healthRule] // republished with the snapshot (health.go)
 	timerErr atomic.Pointer[error]      // why the timer thread gave up (ptimer.go): Health and Live fail
+	// configured is set once a real configuration is applied: by Run's start, or with
+	// Options.AwaitConfig by the first Reload (Ready, health.go).
+	configured atomic.Bool
 }
 
 // StateChange is one instance's change of state, for Options.OnStateChange.
@@ -289,6 +295,9 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	defer stopWatch()
 	defer d.stopTracking()
 	d.start(cfg, time.Now())
+	if !d.opts.AwaitConfig {
+		d.configured.Store(true)
+	}
 	return d.loop(ctx)
 }
 
@@ -363,7 +372,11 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Unlock()
 		case req := <-d.reloads:
 			d.mu.Lock()
-			req.done <- d.reload(req.cfg, time.Now())
+			err := d.reload(req.cfg, time.Now())
+			if err == nil {
+				d.configured.Store(true)
+			}
+			req.done <- err
 			d.rearm()
 			d.mu.Unlock()
 		case <-d.ifEvents:

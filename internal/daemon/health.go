@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
 // healthRule is what Health checks besides the heartbeat, computed by the loop with each
@@ -96,5 +97,39 @@ func (d *Daemon) Live() func() error {
 			return *err // a restart is the cure
 		}
 		return d.heartbeat.Check(d.health.Load().stallLimit)()
+	}
+}
+
+// Ready returns the health function of /readyz, the readiness probe's: vrrpd has joined
+// its virtual routers. It fails while the configuration is not loaded (Kubernetes mode
+// before its group or the group's cache is read, Options.AwaitConfig), while an instance
+// could not open its socket or start (startFailure), while any instance is still in INIT
+// (it has not yet heard its peers or waited its Master_Down_Interval), and whenever Live
+// fails. An instance in FAULT because its interface is missing, down or has no address has
+// left INIT and does not hold readiness back: that is the node's state, which no wait or
+// restart of vrrpd cures, and keepalived_vrrp_state reports it; holding a rolling update
+// on it would stop the update on every such node.
+func (d *Daemon) Ready() func() error {
+	live := d.Live()
+	return func() error {
+		if err := live(); err != nil {
+			return err
+		}
+		if !d.configured.Load() {
+			return errors.New("configuration not loaded yet")
+		}
+		if r := d.health.Load(); len(r.unstarted) > 0 {
+			return fmt.Errorf("%d instance(s) could not start: %s", len(r.unstarted), strings.Join(r.unstarted, "; "))
+		}
+		var initial []string
+		for _, in := range d.snap.Load().Instances {
+			if in.State == vrrp.StateInit {
+				initial = append(initial, in.Name)
+			}
+		}
+		if len(initial) > 0 {
+			return fmt.Errorf("%d instance(s) still in INIT: %s", len(initial), strings.Join(initial, ", "))
+		}
+		return nil
 	}
 }

@@ -1,8 +1,9 @@
 package metrics
 
 import (
-	"io"
 	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -13,6 +14,7 @@ var (
 	instanceLabels = []string{"name", "intf", "vrid"}
 	vipLabels      = []string{"name", "intf", "vrid", "vip"}
 	socketLabels   = []string{"intf", "family"}
+	trackerLabels  = []string{"name", "intf", "vrid", "kind", "tracked"}
 )
 
 // counterDef is one per-instance counter: its metric name, help, and where its value is.
@@ -22,7 +24,8 @@ type counterDef struct {
 }
 
 // keepalivedCounters are keepalived_exporter 0.5.0's per-instance counters, same names and
-// help texts, so that recording rules written against it match.
+// help texts, so that recording rules written against it match. Each is labelled
+// vrrpLabels, the instance's current state included, as the exporter labels them.
 var keepalivedCounters = []counterDef{
 	{"keepalived_vrrp_advert_rcvd", "Advertisements received", func(c *vrrp.Counters) uint64 { return c.AdvertRcvd }},
 	{"keepalived_vrrp_advert_sent", "Advertisements sent", func(c *vrrp.Counters) uint64 { return c.AdvertSent }},
@@ -43,120 +46,192 @@ var keepalivedCounters = []counterDef{
 	{"vrrpd_version_err", "Advertisements dropped for a VRRP version other than the instance's", func(c *vrrp.Counters) uint64 { return c.VersionErr }},
 }
 
-// Collector writes the daemon's metrics, reading one Snapshot per scrape.
+// instanceDef is one family with a series per instance, labelled instanceLabels.
+type instanceDef struct {
+	name, help string
+	typ        prometheus.ValueType
+	value      func(*Instance) float64
+}
+
+var (
+	counter = prometheus.CounterValue
+	gauge   = prometheus.GaugeValue
+)
+
+// instanceFamilies are the per-instance families without a state label. To add one, add
+// a line here; the collector describes and collects it.
+var instanceFamilies = []instanceDef{
+	{"keepalived_vrrp_state", "State of the VRRP instance: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT", gauge,
+		func(in *Instance) float64 { return float64(in.State) }},
+	{"vrrpd_priority", "Priority the instance currently advertises", gauge,
+		func(in *Instance) float64 { return float64(in.Priority) }},
+	{"vrrpd_base_priority", "Priority configured for the instance", gauge,
+		func(in *Instance) float64 { return float64(in.BasePriority) }},
+	{"vrrpd_transitions_total", "State changes of the instance since vrrpd started, FAULT included", counter,
+		func(in *Instance) float64 { return float64(in.Transitions) }},
+	{"vrrpd_last_transition_timestamp_seconds", "Unix time of the instance's latest state change (0 if none)", gauge,
+		func(in *Instance) float64 {
+			if in.LastTransition.IsZero() {
+				return 0
+			}
+			return float64(in.LastTransition.UnixNano()) / 1e9
+		}},
+	{"vrrpd_vip_preexisting_total", "VIPs found on the interface already, not added by vrrpd, when the instance became master: left alone and never removed", counter,
+		func(in *Instance) float64 { return float64(in.PreexistingVIPs) }},
+	{"vrrpd_vip_readded_total", "VIPs taken off the interface by someone else while the instance was master, and put back", counter,
+		func(in *Instance) float64 { return float64(in.ReaddedVIPs) }},
+}
+
+// The other families: one Desc each, written by Collect below.
+var (
+	upDesc        = prometheus.NewDesc("keepalived_up", "Status", nil, nil)
+	vipMasterDesc = prometheus.NewDesc("vrrpd_vip_master",
+		"1 for each VIP of an instance in MASTER state on this host, 0 for the other instances' VIPs: who holds an address, without a join", vipLabels, nil)
+	instancesDesc = prometheus.NewDesc("vrrpd_instances", "Number of VRRP instances in each state", []string{"state"}, nil)
+	receivedDesc  = prometheus.NewDesc("vrrpd_packets_received_total", "VRRP packets read from the interface's socket", socketLabels, nil)
+	malformedDesc = prometheus.NewDesc("vrrpd_malformed_dropped_total",
+		"VRRP packets dropped before reaching any instance (undecodable, unknown VRID, broken IP header)", socketLabels, nil)
+	// keepalived-exporter's name and meaning (1 while the script is good).
+	scriptStatusDesc = prometheus.NewDesc("keepalived_script_status",
+		"Tracker script status: 1 good, 0 failed, still in init or disabled", []string{"name"}, nil)
+	scriptRunsDesc     = prometheus.NewDesc("vrrpd_script_runs_total", "Runs of the vrrp_script", []string{"name"}, nil)
+	scriptFailuresDesc = prometheus.NewDesc("vrrpd_script_failures_total", "Runs of the vrrp_script that failed, timeouts included", []string{"name"}, nil)
+	scriptTimeoutsDesc = prometheus.NewDesc("vrrpd_script_timeouts_total", "Runs of the vrrp_script killed at its timeout", []string{"name"}, nil)
+	trackerOKDesc      = prometheus.NewDesc("vrrpd_tracker_ok",
+		"1 while a tracked interface or file of the instance does not hold it in FAULT (an interface also needs to exist), else 0", trackerLabels, nil)
+	trackerOffsetDesc = prometheus.NewDesc("vrrpd_tracker_priority_offset",
+		"What a tracked interface or file adds to the instance's priority now", trackerLabels, nil)
+	trackFileValueDesc = prometheus.NewDesc("vrrpd_track_file_value", "The number last read from a track_file", []string{"track_file"}, nil)
+	syncGroupStateDesc = prometheus.NewDesc("vrrpd_sync_group_state",
+		"State of the sync group as its hooks last heard it: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT, 4 STOP", []string{"group"}, nil)
+)
+
+// Collector is a prometheus.Collector that turns each scrape into one Snapshot read: the
+// series are made from the snapshot at scrape time (const metrics), so nothing is kept
+// between scrapes and an instance gone is a series gone.
 type Collector struct {
 	src    Source
 	health func() error // keepalived_up's rule; nil means always up
+
+	counters  []*prometheus.Desc // parallel to keepalivedCounters
+	instances []*prometheus.Desc // parallel to instanceFamilies
 }
 
 // NewCollector returns a Collector reading src.
-func NewCollector(src Source) *Collector { return &Collector{src: src} }
+func NewCollector(src Source) *Collector {
+	c := &Collector{src: src}
+	for _, d := range keepalivedCounters {
+		c.counters = append(c.counters, prometheus.NewDesc(d.name, d.help, vrrpLabels, nil))
+	}
+	for _, d := range instanceFamilies {
+		c.instances = append(c.instances, prometheus.NewDesc(d.name, d.help, instanceLabels, nil))
+	}
+	return c
+}
+
+// Describe sends every family's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.counters {
+		ch <- d
+	}
+	for _, d := range c.instances {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{upDesc, vipMasterDesc, instancesDesc, receivedDesc, malformedDesc,
+		scriptStatusDesc, scriptRunsDesc, scriptFailuresDesc, scriptTimeoutsDesc,
+		trackerOKDesc, trackerOffsetDesc, trackFileValueDesc, syncGroupStateDesc} {
+		ch <- d
+	}
+}
 
 // allStates are reported in vrrpd_instances even when empty, so "no MASTER" is a 0, not a
 // missing series.
 var allStates = []vrrp.State{vrrp.StateInit, vrrp.StateBackup, vrrp.StateMaster, vrrp.StateFault}
 
-// Write reads one snapshot and writes its metrics to w in the text exposition format. A
-// series whose labels cannot be written (a name that is not valid UTF-8) is left out and
-// named in the error; everything else is written.
-func (c *Collector) Write(w io.Writer) error {
-	var e exposition
-	c.collect(&e)
-	return e.write(w)
-}
+var groupStates = map[string]float64{"INIT": 0, "BACKUP": 1, "MASTER": 2, "FAULT": 3, "STOP": 4}
 
-// collect adds the daemon's families to e.
-func (c *Collector) collect(e *exposition) {
+// Collect reads one snapshot and sends its series. A series whose labels client_golang
+// refuses (a name from a configuration file that is not valid UTF-8) is sent as an
+// invalid metric: the handler (ContinueOnError) serves every other series and logs it.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	emit := func(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
+		m, err := prometheus.NewConstMetric(d, t, v, labels...)
+		if err != nil {
+			m = prometheus.NewInvalidMetric(d, err)
+		}
+		ch <- m
+	}
 	// keepalived_exporter reported 0 when keepalived did not answer; vrrpd is this
 	// process, so "answering" is not enough: up is the daemon's health (Options.Health).
 	up := 1.0
 	if c.health != nil && c.health() != nil {
 		up = 0
 	}
-	e.family("keepalived_up", typeGauge, "Status").add(up)
-
-	counters := make([]*family, len(keepalivedCounters))
-	for i, d := range keepalivedCounters {
-		counters[i] = e.family(d.name, typeCounter, d.help, vrrpLabels...)
-	}
-	var (
-		state = e.family("keepalived_vrrp_state", typeGauge,
-			"State of the VRRP instance: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT", instanceLabels...)
-		priority = e.family("vrrpd_priority", typeGauge,
-			"Priority the instance currently advertises", instanceLabels...)
-		basePriority = e.family("vrrpd_base_priority", typeGauge,
-			"Priority configured for the instance", instanceLabels...)
-		transitions = e.family("vrrpd_transitions_total", typeCounter,
-			"State changes of the instance since vrrpd started, FAULT included", instanceLabels...)
-		lastTransition = e.family("vrrpd_last_transition_timestamp_seconds", typeGauge,
-			"Unix time of the instance's latest state change (0 if none)", instanceLabels...)
-		vipMaster = e.family("vrrpd_vip_master", typeGauge,
-			"1 for each VIP of an instance in MASTER state on this host, 0 for the other instances' VIPs: who holds an address, without a join", vipLabels...)
-		instances = e.family("vrrpd_instances", typeGauge,
-			"Number of VRRP instances in each state", "state")
-		received = e.family("vrrpd_packets_received_total", typeCounter,
-			"VRRP packets read from the interface's socket", socketLabels...)
-		unattributed = e.family("vrrpd_malformed_dropped_total", typeCounter,
-			"VRRP packets dropped before reaching any instance (undecodable, unknown VRID, broken IP header)", socketLabels...)
-		preexisting = e.family("vrrpd_vip_preexisting_total", typeCounter,
-			"VIPs found on the interface already, not added by vrrpd, when the instance became master: left alone and never removed", instanceLabels...)
-		readded = e.family("vrrpd_vip_readded_total", typeCounter,
-			"VIPs taken off the interface by someone else while the instance was master, and put back", instanceLabels...)
-		// keepalived-exporter's name and meaning (1 while the script is good).
-		scriptStatus = e.family("keepalived_script_status", typeGauge,
-			"Tracker script status: 1 good, 0 failed, still in init or disabled", "name")
-		scriptRuns     = e.family("vrrpd_script_runs_total", typeCounter, "Runs of the vrrp_script", "name")
-		scriptFailures = e.family("vrrpd_script_failures_total", typeCounter,
-			"Runs of the vrrp_script that failed, timeouts included", "name")
-		scriptTimeouts = e.family("vrrpd_script_timeouts_total", typeCounter,
-			"Runs of the vrrp_script killed at its timeout", "name")
-	)
+	emit(upDesc, gauge, up)
 
 	snap := c.src.Snapshot()
 	perState := make(map[vrrp.State]int, len(allStates))
 	for i := range snap.Instances {
 		in := &snap.Instances[i]
 		vrid := strconv.Itoa(int(in.VRID))
-		st := in.State.String()
 		perState[in.State]++
 		for j, d := range keepalivedCounters {
-			counters[j].add(float64(d.value(&in.Counters)), in.Name, in.Interface, vrid, st)
+			emit(c.counters[j], counter, float64(d.value(&in.Counters)), in.Name, in.Interface, vrid, in.State.String())
 		}
-		state.add(float64(in.State), in.Name, in.Interface, vrid)
-		priority.add(float64(in.Priority), in.Name, in.Interface, vrid)
-		basePriority.add(float64(in.BasePriority), in.Name, in.Interface, vrid)
-		transitions.add(float64(in.Transitions), in.Name, in.Interface, vrid)
-		var last float64
-		if !in.LastTransition.IsZero() {
-			last = float64(in.LastTransition.UnixNano()) / 1e9
+		for j, d := range instanceFamilies {
+			emit(c.instances[j], d.typ, d.value(in), in.Name, in.Interface, vrid)
 		}
-		lastTransition.add(last, in.Name, in.Interface, vrid)
-		var master float64
+		master := 0.0
 		if in.State == vrrp.StateMaster {
 			master = 1
 		}
 		for _, v := range in.VIPs {
-			vipMaster.add(master, in.Name, in.Interface, vrid, v.Addr().String())
+			emit(vipMasterDesc, gauge, master, in.Name, in.Interface, vrid, v.Addr().String())
 		}
-		preexisting.add(float64(in.PreexistingVIPs), in.Name, in.Interface, vrid)
-		readded.add(float64(in.ReaddedVIPs), in.Name, in.Interface, vrid)
+		for _, tr := range in.Trackers {
+			ok := 0.0
+			if tr.OK {
+				ok = 1
+			}
+			emit(trackerOKDesc, gauge, ok, in.Name, in.Interface, vrid, tr.Kind, tr.Name)
+			emit(trackerOffsetDesc, gauge, float64(tr.Offset), in.Name, in.Interface, vrid, tr.Kind, tr.Name)
+		}
 	}
 	for _, s := range allStates {
-		instances.add(float64(perState[s]), s.String())
+		emit(instancesDesc, gauge, float64(perState[s]), s.String())
 	}
 	for _, ifc := range snap.Interfaces {
-		received.add(float64(ifc.Received), ifc.Name, string(ifc.Family))
-		unattributed.add(float64(ifc.Unattributed), ifc.Name, string(ifc.Family))
+		emit(receivedDesc, counter, float64(ifc.Received), ifc.Name, string(ifc.Family))
+		emit(malformedDesc, counter, float64(ifc.Unattributed), ifc.Name, string(ifc.Family))
 	}
 	for _, sc := range snap.Scripts {
 		good := 0.0
 		if sc.Status == "GOOD" {
 			good = 1
 		}
-		scriptStatus.add(good, sc.Name)
-		scriptRuns.add(float64(sc.Runs), sc.Name)
-		scriptFailures.add(float64(sc.Failures), sc.Name)
-		scriptTimeouts.add(float64(sc.Timeouts), sc.Name)
+		emit(scriptStatusDesc, gauge, good, sc.Name)
+		emit(scriptRunsDesc, counter, float64(sc.Runs), sc.Name)
+		emit(scriptFailuresDesc, counter, float64(sc.Failures), sc.Name)
+		emit(scriptTimeoutsDesc, counter, float64(sc.Timeouts), sc.Name)
 	}
-	collectTrackers(e, snap)
+	// A file tracked by several instances is one series, its latest value.
+	files := map[string]int64{}
+	var names []string
+	for _, in := range snap.Instances {
+		for _, tr := range in.Trackers {
+			if tr.Kind != "file" {
+				continue
+			}
+			if _, seen := files[tr.Name]; !seen {
+				names = append(names, tr.Name)
+			}
+			files[tr.Name] = tr.Value
+		}
+	}
+	for _, name := range names {
+		emit(trackFileValueDesc, gauge, float64(files[name]), name)
+	}
+	for _, g := range snap.SyncGroups {
+		emit(syncGroupStateDesc, gauge, groupStates[g.State], g.Name)
+	}
 }

@@ -2,8 +2,17 @@
 // keepalived_exporter that the original keepalived-operator runs beside keepalived
 // (gen2brain/keepalived_exporter 0.5.0), so existing dashboards and alerts keep working;
 // a state gauge, which that exporter lacks, named keepalived_vrrp_state as the other
-// common exporter (mehdy/keepalived-exporter) names its own; vrrpd_-prefixed extras; a
-// /healthz probe and the JSON /status that `vrrpd status` prints.
+// common exporter (mehdy/keepalived-exporter) names its own; vrrpd_-prefixed extras; the
+// probes /healthz, /livez and /readyz; and the JSON /status that `vrrpd status` prints.
+//
+// It is served with the standard libraries: a prometheus.Registry holding Collector (the
+// daemon's families, made from one Snapshot per scrape; its tables keepalivedCounters and
+// instanceFamilies map snapshot fields to families, so adding one is a line), client_golang's
+// Go and process collectors and the build_info gauge, exposed by promhttp pinned to the
+// classic text format, on a net/http server from internal/httpserver (timeouts, and a
+// connection cap that evicts idle and header-less connections, the busiest source's first). NewProbeServer serves the
+// probes alone, for the Unix socket vrrpd keeps in its state directory. README.md's metric
+// tables are the contract, checked by readme_test.go.
 //
 // Nothing here holds VRRP state. The daemon publishes a Snapshot of its instances (see
 // Source) and every scrape or status request reads the latest one, so serving HTTP never
@@ -30,10 +39,11 @@
 //	vrrpd_instances{state}                         gauge, instances per state
 //	vrrpd_packets_received_total{intf,family}      counter, per socket
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take
+//	keepalived_script_status{name}, vrrpd_script_{runs,failures,timeouts}_total{name}
+//	vrrpd_tracker_ok, vrrpd_tracker_priority_offset{name,intf,vrid,kind,tracked}
+//	vrrpd_track_file_value{track_file}, vrrpd_sync_group_state{group}
 //
-// plus the Go runtime's go_* and process_* metrics, under client_golang's names. The text
-// exposition is written here (expo.go), not by client_golang, to keep that library and its
-// dependencies out of vrrpd's memory.
+// plus the Go runtime's go_* and process_* metrics of client_golang's collectors.
 //
 // keepalived_up is 0 when the daemon is not doing its job, and then /healthz answers 503
 // with the reason: its loop has made no turn for longer than max(3 × the smallest
@@ -43,7 +53,9 @@
 // state (a socket refused for lack of CAP_NET_RAW, a macvlan that cannot be made). An
 // interface that is missing, down or without an address is VRRP's FAULT state, shown by
 // keepalived_vrrp_state, and leaves keepalived_up at 1, as keepalived's exporter does.
-// /livez, the liveness probe, checks only the loop: a restart cures nothing else.
+// /livez, the liveness probe, checks only the loop: a restart cures nothing else. /readyz,
+// the readiness probe, passes once the configuration is loaded, every instance's socket is
+// open and no instance is in INIT (daemon.Ready).
 //
 // Compatibility notes. keepalived_exporter labels its per-instance counters with the
 // instance's current state, so a counter's series changes when the state does; we do the

@@ -3,12 +3,18 @@ package metrics
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
+	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"time"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/http1"
-	"github.com/vrrp-operator/vrrp-operator/internal/version"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/buildinfo"
+	"github.com/vrrp-operator/vrrp-operator/internal/httpserver"
 )
 
 // Paths served by Handler.
@@ -16,6 +22,7 @@ const (
 	MetricsPath = "/metrics"
 	HealthPath  = "/healthz"
 	LivePath    = "/livez"
+	ReadyPath   = "/readyz"
 	StatusPath  = "/status"
 )
 
@@ -31,62 +38,96 @@ type Options struct {
 	// Live is /livez's check, for a liveness probe: only what a restart cures (the loop
 	// stalled). Nil means always live.
 	Live func() error
-	// Program, if set, adds Program_build_info (package version) to the metrics.
+	// Ready is /readyz's check, for a readiness probe: the configuration is loaded, the
+	// sockets are open and every instance has left INIT. Nil means always ready.
+	Ready func() error
+	// Program, if set, adds Program_build_info{version, goversion} to the metrics.
 	Program string
+	// Logger receives the server's and the scrapes' errors (debug level for the
+	// clients' own). Nil means slog.Default().
+	Logger *slog.Logger
 }
 
-// Handler returns the handler of vrrpd's endpoints: MetricsPath, HealthPath, LivePath,
-// StatusPath, and an index at "/".
-func Handler(src Source, opt Options) (http1.Handler, error) {
+// textFormat is the only exposition format served: the classic text format. OpenMetrics
+// would add _total to the keepalived_exporter counter names that dashboards query
+// without it, whatever the scraper prefers (Prometheus asks for OpenMetrics first).
+var textFormat = expfmt.NewFormat(expfmt.TypeTextPlain)
+
+// Registry returns a registry of vrrpd's collectors: the daemon's families read from src
+// (keepalived_up by health), client_golang's Go and process collectors (go_*, process_*)
+// and, when program is set, program_build_info.
+func Registry(src Source, health func() error, program string) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
 	col := NewCollector(src)
-	col.health = opt.Health
-	health, live := probe(opt.Health), probe(opt.Live)
-	return func(w *http1.Response, r *http1.Request) {
-		switch r.Path {
-		case MetricsPath:
-			// Plain text exposition, never OpenMetrics, whatever the scraper asks for
-			// first: OpenMetrics would add _total to the keepalived_exporter counter
-			// names that dashboards query without it.
-			w.Header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-			var e exposition
-			col.collect(&e)
-			collectGo(&e)
-			collectProcess(&e)
-			if opt.Program != "" {
-				e.family(opt.Program+"_build_info", typeGauge, version.BuildInfoHelp(opt.Program), "version", "goversion").
-					add(1, version.Version, runtime.Version())
-			}
-			// A series left out (a label that is not UTF-8) is the only error before
-			// the body is sent; the scrape still serves everything else, as
-			// client_golang's ContinueOnError did.
-			_ = e.write(w)
-		case HealthPath:
-			health(w)
-		case LivePath:
-			live(w)
-		case StatusPath:
-			w.Header("Content-Type", "application/json")
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(NewStatus(src.Snapshot()))
-		case "/":
-			w.Header("Content-Type", "text/html; charset=utf-8")
-			fmt.Fprintf(w, `<html><head><title>vrrpd</title></head><body><h1>vrrpd</h1>
-<p><a href="%s">metrics</a> &middot; <a href="%s">health</a> &middot; <a href="%s">liveness</a> &middot; <a href="%s">status</a></p></body></html>
-`, MetricsPath, HealthPath, LivePath, StatusPath)
-		default:
-			http1.NotFound(w, r)
+	col.health = health
+	cs := []prometheus.Collector{col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	if program != "" {
+		cs = append(cs, buildinfo.NewCollector(program))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register collector: %w", err)
 		}
-	}, nil
+	}
+	return reg, nil
+}
+
+// Handler returns the HTTP handler of vrrpd's endpoints: MetricsPath, HealthPath,
+// LivePath, ReadyPath, StatusPath, and an index at "/".
+func Handler(src Source, opt Options) (http.Handler, error) {
+	reg, err := Registry(src, opt.Health, opt.Program)
+	if err != nil {
+		return nil, err
+	}
+	log := opt.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+MetricsPath, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		// A series left out (a label that is not UTF-8) does not fail the scrape.
+		ErrorHandling:     promhttp.ContinueOnError,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		EnableOpenMetrics: false,
+		AcceptedFormats:   []expfmt.Format{textFormat},
+	}))
+	addProbes(mux, opt)
+	mux.HandleFunc("GET "+StatusPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(NewStatus(src.Snapshot()))
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<html><head><title>vrrpd</title></head><body><h1>vrrpd</h1>
+<p><a href="%s">metrics</a> &middot; <a href="%s">health</a> &middot; <a href="%s">liveness</a> &middot; <a href="%s">readiness</a> &middot; <a href="%s">status</a></p></body></html>
+`, MetricsPath, HealthPath, LivePath, ReadyPath, StatusPath)
+	})
+	return mux, nil
+}
+
+// ProbeHandler serves only HealthPath, LivePath and ReadyPath: the probe socket's
+// handler (see NewProbeServer).
+func ProbeHandler(opt Options) http.Handler {
+	mux := http.NewServeMux()
+	addProbes(mux, opt)
+	return mux
+}
+
+func addProbes(mux *http.ServeMux, opt Options) {
+	mux.HandleFunc("GET "+HealthPath, probe(opt.Health))
+	mux.HandleFunc("GET "+LivePath, probe(opt.Live))
+	mux.HandleFunc("GET "+ReadyPath, probe(opt.Ready))
 }
 
 // probe answers 200 "ok" when check (nil: always) passes, else 503 with its error.
-func probe(check func() error) func(w *http1.Response) {
-	return func(w *http1.Response) {
-		w.Header("Content-Type", "text/plain; charset=utf-8")
+func probe(check func() error) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if check != nil {
 			if err := check(); err != nil {
-				w.WriteHeader(503)
+				w.WriteHeader(http.StatusServiceUnavailable)
 				fmt.Fprintf(w, "unhealthy: %v\n", err)
 				return
 			}
@@ -95,16 +136,11 @@ func probe(check func() error) func(w *http1.Response) {
 	}
 }
 
-// Server serves Handler on Addr, with limits so a stuck or hostile client cannot pin
-// connections or memory.
-type Server struct {
-	Addr string
-	http1.Server
-}
-
-// NewServer returns a Server for addr (DefaultAddress if empty) serving Handler. The
-// caller runs Serve on a listener for Addr, and Close.
-func NewServer(addr string, src Source, opt Options) (*Server, error) {
+// NewServer returns the server of Handler for addr (DefaultAddress if empty), with
+// httpserver's limits: timeouts on every phase and a connection cap that evicts idle
+// and header-less connections, the busiest source's first. The caller runs Serve on a listener for its Addr,
+// and Close.
+func NewServer(addr string, src Source, opt Options) (*http.Server, error) {
 	if addr == "" {
 		addr = DefaultAddress
 	}
@@ -112,11 +148,15 @@ func NewServer(addr string, src Source, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Addr: addr, Server: http1.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		WriteTimeout:      30 * time.Second,
-	}}, nil
+	srv := httpserver.New(h, httpserver.Limits{}, opt.Logger)
+	srv.Addr = addr
+	return srv, nil
+}
+
+// NewProbeServer returns the server of ProbeHandler, for the probe socket. Its cap is
+// small: only the local kubelet's exec probes and `vrrpd probe` connect.
+func NewProbeServer(opt Options) *http.Server {
+	return httpserver.New(ProbeHandler(opt), httpserver.Limits{MaxConns: 16}, opt.Logger)
 }
 
 // Heartbeat tells /healthz whether the daemon's loop still turns: the loop calls Beat on

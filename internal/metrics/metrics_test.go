@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -60,17 +61,19 @@ func sampleSnapshot() metrics.Snapshot {
 	}
 }
 
-// gather writes the collector's exposition and parses it back, as Prometheus would.
+// gather collects the collector's families through a pedantic registry, which checks
+// that every series matches a described family.
 func gather(t *testing.T, src metrics.Source) map[string]*dto.MetricFamily {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := metrics.NewCollector(src).Write(&buf); err != nil {
-		t.Fatalf("Write: %v", err)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(&buf)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(metrics.NewCollector(src))
+	list, err := reg.Gather()
 	if err != nil {
-		t.Fatalf("parse exposition: %v\n%s", err, buf.String())
+		t.Fatalf("Gather: %v", err)
+	}
+	mfs := make(map[string]*dto.MetricFamily, len(list))
+	for _, mf := range list {
+		mfs[mf.GetName()] = mf
 	}
 	return mfs
 }
@@ -188,21 +191,27 @@ func TestEmptySnapshot(t *testing.T) {
 }
 
 // An instance name that is not valid UTF-8 fails that series, never the daemon: the
-// rest is written and still parses.
+// scrape serves the rest, and it still parses.
 func TestInvalidLabelDoesNotPanic(t *testing.T) {
 	src := metrics.SourceFunc(func() metrics.Snapshot {
 		return metrics.Snapshot{Instances: []metrics.Instance{{Name: "bad\xff", Interface: "eth0", VRID: 1}}}
 	})
-	var buf bytes.Buffer
-	if err := metrics.NewCollector(src).Write(&buf); err == nil || !strings.Contains(err.Error(), "UTF-8") {
-		t.Errorf("Write accepted a label value that is not UTF-8 (err %v)", err)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewCollector(src))
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Errorf("Gather accepted a label value that is not valid UTF-8 (err %v)", err)
 	}
-	if strings.Contains(buf.String(), `name="bad`) {
-		t.Errorf("the invalid series was written:\n%s", buf.String())
+	srv := newServer(t, src, metrics.Options{})
+	resp, body := get(t, srv.URL+metrics.MetricsPath)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	if strings.Contains(body, `name="bad`) {
+		t.Errorf("the invalid series was written:\n%s", body)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	mfs, err := parser.TextToMetricFamilies(&buf)
-	if err != nil || mfs["keepalived_up"] == nil {
+	mfs, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil || mfs["keepalived_up"] == nil || mfs["vrrpd_instances"] == nil {
 		t.Errorf("the rest does not parse (%v) or lacks keepalived_up", err)
 	}
 }

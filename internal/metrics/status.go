@@ -1,12 +1,13 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -14,7 +15,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -143,33 +143,46 @@ func countersMap(c *vrrp.Counters) map[string]uint64 {
 // DialFunc makes a connection, as net.Dialer.DialContext does.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
-// GetStatus fetches and decodes the Status of the daemon whose HTTP endpoint is baseURL
-// (e.g. "http://127.0.0.1:9650"). dial nil means a net.Dialer.
-func GetStatus(ctx context.Context, dial DialFunc, baseURL string) (Status, error) {
+// client is a net/http client for one request to vrrpd's own endpoints: no proxy (the
+// environment's proxy must not see a local daemon's status), no connection kept, bounded
+// answer headers. dial nil means a net.Dialer.
+func client(dial DialFunc) *http.Client {
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:            dial,
+			DisableKeepAlives:      true,
+			MaxResponseHeaderBytes: 64 << 10,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// GetStatus fetches and decodes the Status of the daemon whose HTTP endpoint is baseURL
+// (e.g. "http://127.0.0.1:9650"). dial nil means a net.Dialer.
+func GetStatus(ctx context.Context, dial DialFunc, baseURL string) (Status, error) {
 	rawURL := strings.TrimSuffix(baseURL, "/") + StatusPath
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
 		return Status{}, fmt.Errorf("status: %q is not an http:// URL", baseURL)
 	}
-	conn, err := dial(ctx, "tcp", http1.Addr(u))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return Status{}, fmt.Errorf("status: is vrrpd running? %w", err)
-	}
-	defer conn.Close()
-	// The context's end closes the connection, which ends a read or write in progress.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if err := http1.WriteGet(conn, u, "vrrpd-status"); err != nil {
 		return Status{}, fmt.Errorf("status: %w", err)
 	}
-	resp, err := http1.ReadResponse(bufio.NewReader(conn))
+	req.Header.Set("User-Agent", "vrrpd-status")
+	resp, err := client(dial).Do(req)
 	if err != nil {
-		return Status{}, fmt.Errorf("status: %s: %w", rawURL, err)
+		var op *net.OpError
+		if errors.As(err, &op) && op.Op == "dial" {
+			return Status{}, fmt.Errorf("status: is vrrpd running? %w", err)
+		}
+		return Status{}, fmt.Errorf("status: %w", err)
 	}
-	if resp.StatusCode != 200 {
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return Status{}, fmt.Errorf("status: %s answered %s: %s", rawURL, resp.Status, strings.TrimSpace(string(body)))
 	}
@@ -178,6 +191,32 @@ func GetStatus(ctx context.Context, dial DialFunc, baseURL string) (Status, erro
 		return Status{}, fmt.Errorf("status: decode answer of %s: %w", rawURL, err)
 	}
 	return st, nil
+}
+
+// Probe asks the daemon's probe socket (a Unix socket, see NewProbeServer) for path
+// (LivePath, ReadyPath or HealthPath): nil when it answers 200, else the answer or the
+// failure to get one.
+func Probe(ctx context.Context, socket, path string) error {
+	dial := func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", socket)
+	}
+	// The host name is only the Host header: the connection goes to the socket.
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://vrrpd"+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", "vrrpd-probe")
+	resp, err := client(dial).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
 }
 
 // WriteTable prints the status as a table, one line per instance, the way `vrrpd status`

@@ -7,51 +7,8 @@ import (
 	"text/tabwriter"
 )
 
-// This file is the tracked interfaces and files and the sync groups, in the metrics and
-// in the status.
-
-var groupStates = map[string]float64{"INIT": 0, "BACKUP": 1, "MASTER": 2, "FAULT": 3, "STOP": 4}
-
-// collectTrackers adds the tracked interfaces' and files' and the sync groups'
-// families to e.
-func collectTrackers(e *exposition, snap Snapshot) {
-	labels := []string{"name", "intf", "vrid", "kind", "tracked"}
-	var (
-		ok = e.family("vrrpd_tracker_ok", typeGauge,
-			"1 while a tracked interface or file of the instance does not hold it in FAULT (an interface also needs to exist), else 0", labels...)
-		offset = e.family("vrrpd_tracker_priority_offset", typeGauge,
-			"What a tracked interface or file adds to the instance's priority now", labels...)
-		fileValue = e.family("vrrpd_track_file_value", typeGauge,
-			"The number last read from a track_file", "track_file")
-		group = e.family("vrrpd_sync_group_state", typeGauge,
-			"State of the sync group as its hooks last heard it: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT, 4 STOP", "group")
-	)
-	files := map[string]int64{}
-	var names []string
-	for _, in := range snap.Instances {
-		vrid := strconv.Itoa(int(in.VRID))
-		for _, tr := range in.Trackers {
-			good := 0.0
-			if tr.OK {
-				good = 1
-			}
-			ok.add(good, in.Name, in.Interface, vrid, tr.Kind, tr.Name)
-			offset.add(float64(tr.Offset), in.Name, in.Interface, vrid, tr.Kind, tr.Name)
-			if tr.Kind == "file" {
-				if _, seen := files[tr.Name]; !seen {
-					names = append(names, tr.Name)
-				}
-				files[tr.Name] = tr.Value
-			}
-		}
-	}
-	for _, name := range names {
-		fileValue.add(float64(files[name]), name)
-	}
-	for _, g := range snap.SyncGroups {
-		group.add(groupStates[g.State], g.Name)
-	}
-}
+// This file is the tracked interfaces and files and the sync groups in the status (their
+// metrics are in collector.go).
 
 // TrackerStatus is one tracked interface or file of an instance in Status.
 type TrackerStatus struct {

@@ -1,18 +1,18 @@
 package track
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
-	"net/url"
+	"os"
+	"sync"
 	"time"
-
-	"github.com/vrrp-operator/vrrp-operator/internal/http1"
 )
 
 // CheckKind says what a native check does; CheckNone means the script is a process.
@@ -52,11 +52,19 @@ type Check struct {
 	StatusCode int
 	// TLSSkipVerify accepts any certificate of an https URL.
 	TLSSkipVerify bool
+	// CAFile, when set, is a PEM file of the CAs an https URL's certificate must chain to,
+	// instead of the system's roots: a private CA without TLSSkipVerify. It is re-read
+	// when it changes (size or modification time), so a rotated CA applies at the next run.
+	CAFile string
 }
 
-// maxBody bounds how much of an HTTP answer a check reads: the status decides, the body
-// is only drained so that a slow or endless body cannot hold the check.
-const maxBody = 64 << 10
+// Limits of an HTTP check's answer. The status decides; the body is read only to drain it,
+// so that a slow or endless body cannot hold the check, and a megabyte of headers fails
+// the check rather than fills vrrpd's memory.
+const (
+	maxBody   = 64 << 10
+	maxHeader = 64 << 10
+)
 
 // Run runs the check once within timeout. ok is the verdict; timedOut says the timeout
 // ended it; err says why it failed.
@@ -86,47 +94,32 @@ func (c Check) dial(ctx context.Context) error {
 	return conn.Close()
 }
 
-// get is one GET of c.URL on a connection of its own (to c.Connect when set), written
-// and read by hand (package http1) rather than through net/http: a Transport per run
-// (proxies, connection pools, two goroutines per connection) cost more than the probe
-// itself with hundreds of checks a second, and net/http's code costs every vrrpd memory.
-// No proxy, no redirects followed (the redirect is the answer), Connection: close, at
-// most maxBody of the body read.
+// get is one GET of c.URL with net/http's client, on a connection of its own (to
+// c.Connect when set; the URL still names the Host header and the TLS server name), as
+// keepalived's HTTP_GET does it: no proxy, no redirect followed (a 3xx is the answer),
+// no connection kept, answer headers and body bounded, the whole bounded by ctx.
 func (c Check) get(ctx context.Context) error {
-	u, err := url.Parse(c.URL)
+	tr, err := transportFor(c.TLSSkipVerify, c.CAFile)
 	if err != nil {
 		return err
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("scheme %q: want http or https", u.Scheme)
+	if c.Connect.IsValid() {
+		ctx = context.WithValue(ctx, connectKey{}, c.Connect)
 	}
-	addr := c.Connect.String()
-	if !c.Connect.IsValid() {
-		addr = http1.Addr(u)
-	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL, nil)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	// The context's end closes the connection, which ends a read or write in progress.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer stop()
-	if u.Scheme == "https" {
-		tc := tls.Client(conn, &tls.Config{ServerName: u.Hostname(), InsecureSkipVerify: c.TLSSkipVerify}) //nolint:gosec // the check's own setting
-		if err := tc.HandshakeContext(ctx); err != nil {
-			return err
-		}
-		conn = tc
+	if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+		return fmt.Errorf("scheme %q: want http or https", req.URL.Scheme)
 	}
-	if err := http1.WriteGet(conn, u, "vrrpd-health-check"); err != nil {
-		return ctxErr(ctx, err)
-	}
-	resp, err := http1.ReadResponse(bufio.NewReaderSize(conn, 4096))
+	req.Header.Set("User-Agent", "vrrpd-health-check")
+	client := http.Client{Transport: tr, CheckRedirect: noRedirect}
+	resp, err := client.Do(req)
 	if err != nil {
-		return ctxErr(ctx, err)
+		return err
 	}
+	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 	switch {
 	case c.StatusCode == 0 && (resp.StatusCode < 200 || resp.StatusCode > 299):
@@ -134,14 +127,97 @@ func (c Check) get(ctx context.Context) error {
 	case c.StatusCode != 0 && resp.StatusCode != c.StatusCode:
 		return fmt.Errorf("status %d, want %d", resp.StatusCode, c.StatusCode)
 	}
-	return ctxErr(ctx, err)
+	return err
 }
 
-// ctxErr is err, or the context's error when the context's end caused it (by closing
-// the connection).
-func ctxErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("%w: %w", ctx.Err(), err)
+// noRedirect makes the client return a redirect as the answer, as keepalived's HTTP_GET
+// does: the check asks one server, not wherever that server points.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// connectKey carries Check.Connect to the transport's dialer in the request's context.
+type connectKey struct{}
+
+// dialCheck dials the request's Check.Connect when set, else the URL's address.
+func dialCheck(ctx context.Context, network, addr string) (net.Conn, error) {
+	if ap, ok := ctx.Value(connectKey{}).(netip.AddrPort); ok {
+		addr = ap.String()
 	}
-	return err
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
+// A transport per TLS setting, shared by the checks that have it: with keep-alives off
+// it holds no connection between runs, and making one per run would rebuild the TLS
+// configuration (and re-read a CA file) every second for every check.
+var (
+	transportsMu sync.Mutex
+	transports   = map[tlsSetting]*cachedTransport{}
+)
+
+type tlsSetting struct {
+	skipVerify bool
+	caFile     string
+}
+
+type cachedTransport struct {
+	tr      *http.Transport
+	size    int64
+	modTime time.Time
+}
+
+// transportFor returns the shared transport of a TLS setting, rebuilt when its CA file
+// changed.
+func transportFor(skipVerify bool, caFile string) (*http.Transport, error) {
+	key := tlsSetting{skipVerify, caFile}
+	var fi os.FileInfo
+	if caFile != "" {
+		var err error
+		if fi, err = os.Stat(caFile); err != nil {
+			return nil, fmt.Errorf("ca_file: %w", err)
+		}
+	}
+	transportsMu.Lock()
+	defer transportsMu.Unlock()
+	if t := transports[key]; t != nil && (fi == nil || (fi.Size() == t.size && fi.ModTime().Equal(t.modTime))) {
+		return t.tr, nil
+	}
+	tc := &tls.Config{InsecureSkipVerify: skipVerify} //nolint:gosec // the check's own setting
+	if caFile != "" {
+		pool, err := LoadCAFile(caFile)
+		if err != nil {
+			return nil, err
+		}
+		tc.RootCAs = pool
+	}
+	tr := &http.Transport{
+		Proxy:                  nil, // never the environment's proxy: the check asks the endpoint itself
+		DialContext:            dialCheck,
+		TLSClientConfig:        tc,
+		DisableKeepAlives:      true,
+		DisableCompression:     true, // the body is discarded
+		MaxResponseHeaderBytes: maxHeader,
+	}
+	ct := &cachedTransport{tr: tr}
+	if fi != nil {
+		ct.size, ct.modTime = fi.Size(), fi.ModTime()
+	}
+	if old := transports[key]; old != nil {
+		old.tr.CloseIdleConnections()
+	}
+	transports[key] = ct
+	return tr, nil
+}
+
+// LoadCAFile reads a PEM file of CA certificates into a pool: an error if it cannot be
+// read or holds no certificate.
+func LoadCAFile(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("ca_file %q: no PEM certificate in it", path)
+	}
+	return pool, nil
 }

@@ -1,8 +1,7 @@
 // Package version is the build's version, for both binaries' --version flag, the first
 // line of their logs and their <program>_build_info metric. The Makefile sets Version
 // with -ldflags "-X github.com/vrrp-operator/vrrp-operator/internal/version.Version=$(git describe)";
-// a plain go build leaves "dev". It imports no metrics library: vrrpd links it, and keeps
-// client_golang out of its memory (see internal/metrics).
+// a plain go build leaves "dev". The metric itself is internal/buildinfo's collector.
 package version
 
 import (
@@ -20,7 +19,7 @@ func String(program string) string {
 
 // BuildInfoHelp is the help text of <prefix>_build_info{version, goversion}, always 1, as
 // Prometheus' own exporters publish theirs: a query joins on it to show what runs where.
-// vrrpd writes it itself (internal/metrics), the operator through buildinfo.NewCollector.
+// Both programs register it through buildinfo.NewCollector.
 func BuildInfoHelp(prefix string) string {
 	return "A metric with a constant '1' value labelled by the version and Go version " + prefix + " was built from"
 }

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -147,6 +148,20 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 			if want := prios[v][node]; in.BasePriority != want {
 				t.Errorf("%s: instance %s (%v) runs at priority %d, the group's status says %d", node, in.Name, v, in.BasePriority, want)
 			}
+		}
+	}
+	// The DaemonSet's own probes, as the kubelet runs them in the container, pass on
+	// both nodes: the group is loaded, the sockets open, no instance in INIT.
+	for _, which := range []string{"liveness", "readiness"} {
+		cmd := daemonSetProbe(t, ns, which)
+		for node := range daemons {
+			argv := make([]string, len(cmd))
+			for i, a := range cmd {
+				argv[i] = strings.NewReplacer("/vrrpd", vrrpdBinary(t), "/run/vrrpd", stateDirs[node]).Replace(a)
+			}
+			vrrpdtest.WaitFor(t, 5*time.Second, which+" probe of "+node, func() bool {
+				return exec.Command(argv[0], argv[1:]...).Run() == nil
+			})
 		}
 	}
 	for node, d := range daemons {
@@ -473,6 +488,25 @@ func daemonSetArgs(t testing.TB, ns string) []string {
 		t.Fatalf("DaemonSet args %q do not name the group and the node", args)
 	}
 	return args
+}
+
+// daemonSetProbe is the command of the group's DaemonSet's liveness or readiness probe,
+// which must be an exec probe (never an HTTP GET of the port remote hosts reach).
+func daemonSetProbe(t testing.TB, ns, which string) []string {
+	t.Helper()
+	var ds appsv1.DaemonSet
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName + "-vrrpd"}, &ds); err != nil {
+		t.Fatal(err)
+	}
+	c := ds.Spec.Template.Spec.Containers[0]
+	p := c.LivenessProbe
+	if which == "readiness" {
+		p = c.ReadinessProbe
+	}
+	if p == nil || p.Exec == nil || len(p.Exec.Command) == 0 {
+		t.Fatalf("the DaemonSet's %s probe %+v is not an exec probe", which, p)
+	}
+	return p.Exec.Command
 }
 
 // vrrpdKubeconfig writes a kubeconfig for vrrpd inside the lab: the API server through the
