@@ -70,6 +70,22 @@ type Notify struct {
 	NotifyDeleted bool
 }
 
+// Commands returns the hooks in the order of notify.Scripts.Hooks: master, backup,
+// fault, stop, the generic notify, deleted.
+func (n Notify) Commands() []Command {
+	return []Command{n.Master, n.Backup, n.Fault, n.Stop, n.Generic, n.Deleted}
+}
+
+// Empty reports whether there is no hook.
+func (n Notify) Empty() bool {
+	for _, c := range n.Commands() {
+		if len(c.Args) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Equal reports whether a and b are the same hooks.
 func (a Notify) Equal(b Notify) bool {
 	return a.Master.equal(b.Master) && a.Backup.equal(b.Backup) && a.Fault.equal(b.Fault) &&

@@ -17,7 +17,14 @@ type FIFO struct {
 	created bool
 }
 
-// OpenFIFO creates the FIFO at path unless it exists, and opens it.
+// errNotFIFO refuses a path that holds something other than a FIFO.
+var errNotFIFO = errors.New("exists and is not a FIFO; not opened, so not overwritten")
+
+// OpenFIFO creates the FIFO at path unless it exists, and opens it. Only a FIFO is ever
+// opened: whatever else is at path (a regular file, a device, a symbolic link, which
+// O_NOFOLLOW refuses) is left alone, and a FIFO swapped for something else between the
+// look and the open is caught by fstat on the open descriptor. keepalived opens whatever
+// is there, so a regular file at the path would be written into; vrrpd refuses it.
 func OpenFIFO(path string) (*FIFO, error) {
 	created := true
 	if err := syscall.Mkfifo(path, 0o644); err != nil {
@@ -25,8 +32,25 @@ func OpenFIFO(path string) (*FIFO, error) {
 			return nil, fmt.Errorf("notify fifo %s: %w", path, err)
 		}
 		created = false
+		// Look before opening: opening a device read-write can have effects of its own.
+		var st syscall.Stat_t
+		if err := syscall.Lstat(path, &st); err != nil {
+			return nil, fmt.Errorf("notify fifo %s: %w", path, err)
+		}
+		if st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+			return nil, fmt.Errorf("notify fifo %s: %w", path, errNotFIFO)
+		}
 	}
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		var st syscall.Stat_t
+		if err = syscall.Fstat(fd, &st); err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
+			err = errNotFIFO
+		}
+		if err != nil {
+			_ = syscall.Close(fd)
+		}
+	}
 	if err != nil {
 		if created {
 			_ = os.Remove(path)
