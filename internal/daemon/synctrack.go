@@ -45,9 +45,8 @@ type otherTrackers struct {
 type fileState struct {
 	spec  config.TrackFileSpec
 	value int64
-	// path is where it is read (trackFilePath); refused why the last read found
-	// something other than a regular file there, to warn once per change.
-	path    string
+	// refused says why the last read found something other than a regular file at the
+	// path, to warn once per change rather than at every read.
 	refused error
 }
 
@@ -81,13 +80,12 @@ func (d *Daemon) setTrackers(cfg *config.Config) {
 	for _, f := range cfg.TrackFiles {
 		st := &fileState{spec: f}
 		if prev := old[f.Name]; prev != nil && prev.spec.Path == f.Path {
-			st.value, st.path, st.refused = prev.value, prev.path, prev.refused
+			st.value, st.refused = prev.value, prev.refused
 		} else {
 			d.initTrackFile(f, o.applied)
-			st.path = trackFilePath(f.Path)
-			st.value, _, st.refused = readTrackFile(st.path)
+			st.value, _, st.refused = readTrackFile(f.Path)
 			if st.refused != nil {
-				d.log.Warn("track file refused", "track_file", f.Name, "path", st.path, "err", st.refused)
+				d.log.Warn("track file refused", "track_file", f.Name, "path", f.Path, "err", st.refused)
 			}
 		}
 		o.files[f.Name] = st
@@ -156,30 +154,18 @@ func writeFileAtomic(path string, data []byte) error {
 	return err
 }
 
-// trackFilePath is where a track file is read: the configured path with its symbolic
-// links resolved once, when the configuration is applied, as keepalived resolves it
-// (realpath; the directory's, when the file does not exist yet). Later reads never follow
-// a link (readTrackFile): one swapped in afterwards is refused.
-func trackFilePath(path string) string {
-	if p, err := filepath.EvalSymlinks(path); err == nil {
-		return p
-	}
-	if dir, err := filepath.EvalSymlinks(filepath.Dir(path)); err == nil {
-		return filepath.Join(dir, filepath.Base(path))
-	}
-	return path
-}
-
 // errTrackFileType refuses a track file that is not a regular file.
-var errTrackFileType = errors.New("not a regular file; read as 0")
+var errTrackFileType = errors.New("not a regular file (a symbolic link, a FIFO, a device): read as 0")
 
 // readTrackFile reads a track file's value: 0 when it is missing or empty; false when it
 // holds a number out of range, which keepalived ignores. It runs in the daemon's loop, so
 // nothing in it may block: the file is opened O_NONBLOCK (a FIFO's open returns at once),
 // O_NOFOLLOW (a symbolic link is refused) and checked with fstat on the open descriptor,
 // so whatever is swapped in between the look and the read, only a regular file is read.
-// Anything else counts as a missing file (0, refused says why): keepalived reads a FIFO
-// non-blocking and follows links; vrrpd reads neither.
+// Anything else counts as a missing file (0, refused says why). keepalived reads a FIFO
+// non-blocking, and resolves a symbolic link once (realpath) when it loads the
+// configuration; vrrpd reads neither: a link planted by whoever may write the directory
+// would have root read a file of its choosing.
 func readTrackFile(path string) (v int64, ok bool, refused error) {
 	var st unix.Stat_t
 	// Look first: opening a device could have effects of its own.
@@ -228,10 +214,10 @@ func (d *Daemon) checkTrackers(now time.Time) {
 	}
 	changedFile := map[string]bool{}
 	for name, f := range o.files {
-		v, ok, refused := readTrackFile(f.path)
+		v, ok, refused := readTrackFile(f.spec.Path)
 		if (refused == nil) != (f.refused == nil) {
 			if refused != nil {
-				d.log.Warn("track file refused", "track_file", name, "path", f.path, "err", refused)
+				d.log.Warn("track file refused", "track_file", name, "path", f.spec.Path, "err", refused)
 			}
 			f.refused = refused
 		}
