@@ -115,6 +115,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	cfg, ws, err := config.LoadWith(*path, *opts)
+	if err == nil {
+		ws = append(ws, sandboxWarnings(cfg)...)
+	}
 	fmt.Fprint(stderr, config.FormatWarnings(prefixWarnings(ws)))
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
