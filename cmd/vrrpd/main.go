@@ -251,6 +251,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "vrrpd:", err)
 			return exitFail
 		}
+	} else if err := proc.SpawnWithoutAmbientCapabilities(); err != nil {
+		// Nor the capabilities a unit gave vrrpd as ambient ones.
+		fmt.Fprintln(stderr, "vrrpd:", err)
+		return exitFail
 	}
 	if *lockMem {
 		if err := lockMemory(); err != nil {
