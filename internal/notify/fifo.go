@@ -15,6 +15,9 @@ type FIFO struct {
 	fd      int // raw: an *os.File would wait in the poller for room in the pipe
 	path    string
 	created bool
+	// dev and ino are the FIFO's, so Close removes it and nothing put in its place.
+	dev uint64
+	ino uint64
 }
 
 // errNotFIFO refuses a path that holds something other than a FIFO.
@@ -42,8 +45,8 @@ func OpenFIFO(path string) (*FIFO, error) {
 		}
 	}
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_NONBLOCK|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	var st syscall.Stat_t
 	if err == nil {
-		var st syscall.Stat_t
 		if err = syscall.Fstat(fd, &st); err == nil && st.Mode&syscall.S_IFMT != syscall.S_IFIFO {
 			err = errNotFIFO
 		}
@@ -52,12 +55,12 @@ func OpenFIFO(path string) (*FIFO, error) {
 		}
 	}
 	if err != nil {
-		if created {
+		if created && !errors.Is(err, errNotFIFO) && !errors.Is(err, syscall.ELOOP) {
 			_ = os.Remove(path)
 		}
 		return nil, fmt.Errorf("notify fifo %s: %w", path, err)
 	}
-	return &FIFO{fd: fd, path: path, created: created}, nil
+	return &FIFO{fd: fd, path: path, created: created, dev: uint64(st.Dev), ino: uint64(st.Ino)}, nil
 }
 
 // Path is where the FIFO is.
@@ -74,10 +77,12 @@ func (f *FIFO) WriteKind(kind, name, state string, priority uint8) {
 	_, _ = syscall.Write(f.fd, fmt.Appendf(nil, "%s \"%s\" %s %d\n", kind, name, state, priority))
 }
 
-// Close closes the FIFO and removes it if OpenFIFO created it, as keepalived does.
+// Close closes the FIFO and removes it if OpenFIFO created it, as keepalived does; not
+// whatever else has taken its name since.
 func (f *FIFO) Close() {
 	_ = syscall.Close(f.fd)
-	if f.created {
+	var st syscall.Stat_t
+	if f.created && syscall.Lstat(f.path, &st) == nil && uint64(st.Dev) == f.dev && uint64(st.Ino) == f.ino {
 		_ = os.Remove(f.path)
 	}
 }

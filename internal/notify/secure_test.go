@@ -87,3 +87,22 @@ func TestHooksRunAsTheirOwnUsers(t *testing.T) {
 		}
 	}
 }
+
+// Close removes the FIFO it made, and not a file that took its name meanwhile.
+func TestFIFOCloseRemovesOnlyItsOwn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	f, err := OpenFIFO(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("other\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, err := os.ReadFile(path); err != nil || string(b) != "other\n" {
+		t.Errorf("the file in the FIFO's place: %q %v, want it kept", b, err)
+	}
+}
