@@ -116,7 +116,7 @@ func check(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, ws, err := config.LoadWith(*path, *opts)
 	if err == nil {
-		ws = append(ws, sandboxWarnings(cfg)...)
+		ws = append(ws, scriptWarnings(cfg)...)
 	}
 	fmt.Fprint(stderr, config.FormatWarnings(prefixWarnings(ws)))
 	if err != nil {

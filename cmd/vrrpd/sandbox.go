@@ -24,20 +24,21 @@ const unitRuntimeDir = "/run/vrrpd"
 // dropIn is how every sandbox warning ends.
 const dropIn = "the default systemd unit (vrrpd.service) does not allow this; install deploy/vrrpd/vrrpd-scripts.conf as /etc/systemd/system/vrrpd.service.d/scripts.conf"
 
-// sandboxWarnings lists what in cfg the default unit's sandbox would break. Under a
-// systemd unit that runs vrrpd as root (INVOCATION_ID is set: the ExecStartPre of the
-// drop-in's unit) the choice was made, and it says nothing.
-func sandboxWarnings(cfg *config.Config) []config.Warning {
-	if os.Getenv("INVOCATION_ID") != "" && os.Geteuid() == 0 {
-		return nil
-	}
+// scriptWarnings lists the scripts whose path fails the security check, and what in cfg
+// the default unit's sandbox would break. Under a systemd unit that runs vrrpd as root
+// (INVOCATION_ID is set: the ExecStartPre of the drop-in's unit) the choice of unit was
+// made, and it says nothing of the sandbox.
+func scriptWarnings(cfg *config.Config) []config.Warning {
+	quiet := os.Getenv("INVOCATION_ID") != "" && os.Geteuid() == 0
 	file := config.Position{}
 	if len(cfg.Files) > 0 {
 		file.File = cfg.Files[0]
 	}
 	var ws []config.Warning
 	warn := func(pos config.Position, format string, a ...any) {
-		ws = append(ws, config.Warning{Pos: pos, Message: fmt.Sprintf(format, a...) + "; " + dropIn})
+		if !quiet {
+			ws = append(ws, config.Warning{Pos: pos, Message: fmt.Sprintf(format, a...) + "; " + dropIn})
+		}
 	}
 	defUser := defaultUserName(cfg.ScriptSettings)
 	// Who runs the scripts and hooks: a user needs CAP_SETUID/CAP_SETGID; root needs
@@ -56,6 +57,7 @@ func sandboxWarnings(cfg *config.Config) []config.Warning {
 			user = defUser
 		}
 		byUser[user] = append(byUser[user], run{what, pos, args[0]})
+		ws = append(ws, securityWarnings(what, pos, args[0], user, cfg.ScriptSettings.Security)...)
 	}
 	for _, sc := range cfg.Scripts {
 		if !sc.IsCheck() {
@@ -116,6 +118,27 @@ func sandboxWarnings(cfg *config.Config) []config.Warning {
 		}
 	}
 	return ws
+}
+
+// securityWarnings is what the daemon will say of a script's path (track.Resolve): one
+// it cannot walk, or one someone else could change, which enable_script_security refuses.
+func securityWarnings(what string, pos config.Position, prog, user string, enforced bool) []config.Warning {
+	cred, err := track.LookupCredential(user, "")
+	if err != nil {
+		return nil // the load has refused an unknown user already; root has none
+	}
+	r, err := track.Resolve(prog, cred)
+	if err == nil {
+		err = r.Insecure
+	}
+	if err == nil {
+		return nil
+	}
+	verdict := "only a warning, without enable_script_security"
+	if enforced {
+		verdict = "enable_script_security: it will not run"
+	}
+	return []config.Warning{{Pos: pos, Message: fmt.Sprintf("%s: %v; %s", what, err, verdict)}}
 }
 
 // defaultUserName is who runs a script that names no user, as the daemon decides it.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/privtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 )
 
@@ -58,6 +59,7 @@ vrrp_instance VI_2 {
 		"(VI_2) notify_master runs as user daemon",
 		"vrrp_script chk_root runs as " + defUser,
 		"/root/check.sh, under /home or /root",
+		"vrrp_script chk_root: lstat /root/check.sh: no such file or directory; only a warning",
 		"notify FIFO /tmp/vrrpd.fifo: the default unit's /tmp is private",
 		"install deploy/vrrpd/vrrpd-scripts.conf as /etc/systemd/system/vrrpd.service.d/scripts.conf",
 	} {
@@ -71,10 +73,11 @@ vrrp_instance VI_2 {
 	if !strings.Contains(out, "OK") || !strings.Contains(e, "keepalived.conf:") {
 		t.Errorf("stdout %q; warnings without file:line:\n%s", out, e)
 	}
-	// The drop-in's unit (root) runs vrrpd check as its ExecStartPre: nothing to say then.
+	// The drop-in's unit (root) runs vrrpd check as its ExecStartPre: nothing to say of
+	// the sandbox then, but still of the scripts' paths.
 	if os.Geteuid() == 0 {
 		t.Setenv("INVOCATION_ID", "0123")
-		if _, e := check1(conf); strings.Contains(e, "vrrpd-scripts.conf") {
+		if _, e := check1(conf); strings.Contains(e, "vrrpd-scripts.conf") || !strings.Contains(e, "lstat /root/check.sh") {
 			t.Errorf("under a root unit:\n%s", e)
 		}
 	}
@@ -129,5 +132,25 @@ func TestSystemdUnits(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// vrrpd check reports a script whose path someone else could change (here a link in a
+// directory everyone may write), and that enable_script_security will not run it.
+func TestCheckReportsInsecureScripts(t *testing.T) {
+	dir := privtest.SharedDir(t)
+	link := filepath.Join(dir, "check")
+	if err := os.Symlink("/bin/true", link); err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.Replace(goodConf, "  router_id h1\n", "  router_id h1\n  enable_script_security\n  script_user nobody\n", 1) +
+		"vrrp_script chk {\n  script " + link + "\n}\n"
+	conf = strings.Replace(conf, "  priority 100\n", "  priority 100\n  track_script {\n    chk\n  }\n", 1)
+	var out, errb bytes.Buffer
+	if code := run([]string{"check", "--config", writeFile(t, conf)}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "vrrp_script chk: " + dir; !strings.Contains(errb.String(), want) || !strings.Contains(errb.String(), "enable_script_security: it will not run") {
+		t.Errorf("stderr lacks %q and the verdict:\n%s", want, errb.String())
 	}
 }

@@ -48,7 +48,8 @@ type tracking struct {
 	notifier *notify.Notifier
 	settings config.ScriptSettings
 	// defaultCred is who runs scripts and hooks that name nobody (nil: root), for the
-	// settings credSet says it was computed from.
+	// settings credSet says it was computed from; defaultErr, when set, says why they
+	// do not run at all (never root in place of an unknown user).
 	defaultCred *syscall.Credential
 	defaultErr  error
 	credSet     bool
