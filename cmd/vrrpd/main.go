@@ -120,6 +120,9 @@ func check(args []string, stdout, stderr io.Writer) int {
 		return exitConfig
 	}
 	cfg, ws, err := config.LoadWith(*path, *opts)
+	if err == nil {
+		ws = append(ws, scriptWarnings(cfg)...)
+	}
 	fmt.Fprint(stderr, config.FormatWarnings(prefixWarnings(ws)))
 	if err != nil {
 		fmt.Fprintf(stderr, "%v\n", err)
@@ -253,6 +256,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "vrrpd:", err)
 			return exitFail
 		}
+	} else if err := proc.SpawnWithoutAmbientCapabilities(); err != nil {
+		// Nor the capabilities a unit gave vrrpd as ambient ones.
+		fmt.Fprintln(stderr, "vrrpd:", err)
+		return exitFail
 	}
 	if *lockMem {
 		if err := lockMemory(); err != nil {

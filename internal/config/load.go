@@ -131,7 +131,7 @@ func parseKeepalivedConf(name string, data []byte, o LoadOptions) (*Config, []Wa
 // finish resolves every draft and checks the instances against each other. It reports
 // every invalid instance, not just the first, so "vrrpd check" shows them all.
 func finish(cfg *Config, drafts []Draft, g Globals, ws []Warning) (*Config, []Warning, error) {
-	var errs []error
+	errs := scriptUserErrors(g, drafts)
 	for _, d := range drafts {
 		in, iws, err := Resolve(&d, g, Options{})
 		ws = append(ws, iws...)

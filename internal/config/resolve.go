@@ -30,6 +30,7 @@ type Globals struct {
 	// comparable), and scriptSettings script_user and enable_script_security (scripts.go).
 	scripts        *scriptTable
 	scriptSettings ScriptSettings
+	scriptUserPos  Position // where script_user is set, for its error
 	// host is net_namespace and the static blocks (routes.go), nil when none is set.
 	host *hostSettings
 	// trk are the track_file blocks and sync groups (tracking.go).

@@ -70,6 +70,22 @@ type Notify struct {
 	NotifyDeleted bool
 }
 
+// Commands returns the hooks in the order of notify.Scripts.Hooks: master, backup,
+// fault, stop, the generic notify, deleted.
+func (n Notify) Commands() []Command {
+	return []Command{n.Master, n.Backup, n.Fault, n.Stop, n.Generic, n.Deleted}
+}
+
+// Empty reports whether there is no hook.
+func (n Notify) Empty() bool {
+	for _, c := range n.Commands() {
+		if len(c.Args) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Equal reports whether a and b are the same hooks.
 func (a Notify) Equal(b Notify) bool {
 	return a.Master.equal(b.Master) && a.Backup.equal(b.Backup) && a.Fault.equal(b.Fault) &&
@@ -148,7 +164,7 @@ func weight(s *statement) (int, bool, error) {
 	return w, reverse, nil
 }
 
-// userGroup reads "user USER [GROUP]".
+// userGroup reads "user USER [GROUP]"; both must exist (knownUser).
 func userGroup(s *statement) (string, string, error) {
 	if len(s.args) == 0 {
 		return "", "", fmt.Errorf("%s needs a user name", s.key)
@@ -160,7 +176,63 @@ func userGroup(s *statement) (string, string, error) {
 	if len(s.args) > 2 {
 		s.note("%s takes a user and a group; ignoring %q", s.key, strings.Join(s.args[2:], " "))
 	}
+	if err := knownUser(s.key, s.args[0], g); err != nil {
+		return "", "", err
+	}
 	return s.args[0], g, nil
+}
+
+// knownUser checks that a script's user and group exist on this host. keepalived logs
+// an unknown one and then runs the scripts of an unknown script_user as root, or drops
+// the hook; vrrpd refuses the whole configuration instead: a script meant to run
+// unprivileged never runs as root, and nothing is silently left out.
+func knownUser(what, user, group string) error {
+	if user == "" {
+		return nil
+	}
+	if _, err := track.LookupCredential(user, group); err != nil {
+		return fmt.Errorf("%s %s: %v (a script is never run as root in its place)", what, strings.TrimSpace(user+" "+group), err)
+	}
+	return nil
+}
+
+// scriptUserErrors checks every user the scripts, the hooks and script_user name, where
+// the parser did not (the YAML form): one error per unknown user, at its place.
+func scriptUserErrors(g Globals, drafts []Draft) []error {
+	var errs []error
+	add := func(pos Position, what, user, group string) {
+		if err := knownUser(what, user, group); err != nil {
+			errs = append(errs, errAt(pos, "%v", err))
+		}
+	}
+	add(g.scriptUserPos, "script_user", g.scriptSettings.User, g.scriptSettings.Group)
+	if g.scripts != nil {
+		names := make([]string, 0, len(g.scripts.byName))
+		for name := range g.scripts.byName {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			sc := g.scripts.byName[name]
+			add(sc.Source, "vrrp_script "+name+": user", sc.User, sc.Group)
+		}
+	}
+	hooks := func(pos Position, owner string, n Notify) {
+		for _, c := range n.Commands() {
+			if len(c.Args) > 0 {
+				add(pos, owner+": notify script "+c.Args[0]+": user", c.User, c.Group)
+			}
+		}
+	}
+	for _, d := range drafts {
+		hooks(d.pos, d.name, d.notify)
+	}
+	if g.trk != nil {
+		for _, sd := range g.trk.groups {
+			hooks(sd.pos, "vrrp_sync_group "+sd.name, sd.notify)
+		}
+	}
+	return errs
 }
 
 // set applies one keyword of a vrrp_script block.
@@ -210,6 +282,9 @@ func hook(s *statement) (Command, error) {
 	}
 	if len(s.args) > 2 {
 		c.Group = s.args[2]
+	}
+	if err := knownUser(s.key+" "+args[0]+": user", c.User, c.Group); err != nil {
+		return Command{}, err
 	}
 	if len(s.args) > 3 {
 		s.note("%s: ignoring %q after the user and group", s.key, strings.Join(s.args[3:], " "))
@@ -420,6 +495,7 @@ func (p *kaParser) scriptGlobal(n node) (bool, error) {
 	switch n.key() {
 	case "script_user":
 		p.g.scriptSettings.User, p.g.scriptSettings.Group, err = userGroup(st)
+		p.g.scriptUserPos = n.pos
 	case "enable_script_security":
 		st.noValue()
 		p.g.scriptSettings.Security = true

@@ -209,3 +209,37 @@ func TestYAMLScripts(t *testing.T) {
 		}
 	}
 }
+
+// An unknown user or group fails the whole configuration at its line, in both forms:
+// keepalived would run the scripts of an unknown script_user as root, or drop the hook.
+func TestUnknownScriptUser(t *testing.T) {
+	const nouser = "vrrpd-no-such-user"
+	for _, c := range []struct{ name, from, to, at string }{
+		{"s.conf", "script_user nobody nogroup", "script_user " + nouser, "s.conf:3:"},
+		{"s.conf", "script_user nobody nogroup", "script_user nobody vrrpd-no-such-group", "s.conf:3:"},
+		{"s.conf", "user www-data", "user " + nouser, "s.conf:14:"},
+		{"s.conf", `notify_master "/etc/n.sh master" root`, `notify_master "/etc/n.sh master" ` + nouser, "s.conf:32:"},
+		{"s.conf", `notify_stop /etc/s.sh`, `notify_stop /etc/s.sh root vrrpd-no-such-group`, "s.conf:35:"},
+		{"s.yaml", "scriptUser: nobody", "scriptUser: " + nouser, "s.yaml:2:"},
+		{"s.yaml", "scriptGroup: nogroup", "scriptGroup: vrrpd-no-such-group", "s.yaml:2:"},
+		{"s.yaml", "user: www-data", "user: " + nouser, "s.yaml:6:"},
+		{"s.yaml", "      all: /etc/all.sh\n", "      all: /etc/all.sh\n      user: " + nouser + "\n", "s.yaml:20:"},
+	} {
+		src := scriptsConf
+		if strings.HasSuffix(c.name, ".yaml") {
+			src = scriptsYAML
+		}
+		bad := strings.Replace(src, c.from, c.to, 1)
+		if bad == src {
+			t.Fatalf("%s: %q not found", c.name, c.from)
+		}
+		cfg, _, err := Parse(c.name, []byte(bad))
+		if err == nil || cfg != nil {
+			t.Errorf("%s %q: cfg %v err %v, want an error and nothing", c.name, c.to, cfg != nil, err)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), c.at) || !strings.Contains(err.Error(), "never run as root") {
+			t.Errorf("%s %q: %v, want it at %s", c.name, c.to, err, c.at)
+		}
+	}
+}

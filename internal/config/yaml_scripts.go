@@ -58,6 +58,7 @@ type yamlNotify struct {
 // scripts reads the top-level scripts into g.
 func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) error {
 	g.scriptSettings = ScriptSettings{User: f.ScriptUser, Group: f.ScriptGroup, Security: f.EnableScriptSecurity, NotifyFIFO: f.NotifyFIFO}
+	g.scriptUserPos = ix.at("scriptUser")
 	for i, r := range raw {
 		var y yamlScript
 		if err := strictJSON(r, &y); err != nil {

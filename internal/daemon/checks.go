@@ -16,13 +16,7 @@ func (d *Daemon) runnable(sc config.Script) (track.Script, error) {
 	if sc.IsCheck() {
 		return ts, nil
 	}
-	cred, err := d.credFor(sc.User, sc.Group)
-	if err == nil && len(sc.Command) == 0 {
-		err = errNoCommand
-	}
-	if err == nil {
-		err = d.checkSecurity(sc.Command[0])
-	}
-	ts.Cred = cred
+	c, err := d.command(sc.Command, sc.User, sc.Group)
+	ts.Path, ts.Cred = c.Path, c.Cred
 	return ts, err
 }

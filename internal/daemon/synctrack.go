@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
+	"golang.org/x/sys/unix"
 )
 
 // This file is keepalived's trackers beyond scripts and its sync groups, tied to the
@@ -43,6 +45,9 @@ type otherTrackers struct {
 type fileState struct {
 	spec  config.TrackFileSpec
 	value int64
+	// refused says why the last read found something other than a regular file at the
+	// path, to warn once per change rather than at every read.
+	refused error
 }
 
 type groupState struct {
@@ -75,10 +80,13 @@ func (d *Daemon) setTrackers(cfg *config.Config) {
 	for _, f := range cfg.TrackFiles {
 		st := &fileState{spec: f}
 		if prev := old[f.Name]; prev != nil && prev.spec.Path == f.Path {
-			st.value = prev.value
+			st.value, st.refused = prev.value, prev.refused
 		} else {
 			d.initTrackFile(f, o.applied)
-			st.value, _ = readTrackFile(f.Path)
+			st.value, _, st.refused = readTrackFile(f.Path)
+			if st.refused != nil {
+				d.log.Warn("track file refused", "track_file", f.Name, "path", f.Path, "err", st.refused)
+			}
 		}
 		o.files[f.Name] = st
 	}
@@ -101,39 +109,90 @@ func (d *Daemon) setTrackers(cfg *config.Config) {
 }
 
 // initTrackFile is init_file: the file is written with the initial value when it does
-// not exist, or at start (not on a reload) with overwrite, as keepalived does.
+// not exist, or at start (not on a reload) with overwrite, as keepalived does. Like
+// keepalived's fopen_safe, it writes a new file beside it and renames that over the path:
+// a symbolic link or a FIFO swapped in at the path is replaced, never followed or
+// written into, and readers never see a half-written file. Unlike keepalived, which
+// looks through a symbolic link already there, vrrpd leaves one alone with a warning.
 func (d *Daemon) initTrackFile(f config.TrackFileSpec, reload bool) {
 	if !f.Init {
 		return
 	}
-	fi, err := os.Stat(f.Path)
+	fi, err := os.Lstat(f.Path)
 	switch {
 	case err == nil && (!f.Overwrite || reload):
 		return
 	case err == nil && !fi.Mode().IsRegular():
-		d.log.Warn("cannot initialise track file: not a regular file", "track_file", f.Name)
+		d.log.Warn("cannot initialise track file: not a regular file", "track_file", f.Name, "path", f.Path, "type", fi.Mode().Type().String())
 		return
 	}
-	if err := os.WriteFile(f.Path, []byte(strconv.Itoa(f.InitValue)+"\n"), 0o644); err != nil {
+	if err := writeFileAtomic(f.Path, []byte(strconv.Itoa(f.InitValue)+"\n")); err != nil {
 		d.log.Warn("unable to initialise track file", "track_file", f.Name, "err", err)
 	}
 }
 
-// readTrackFile reads a track file's value: 0 when it is missing or empty; false when it
-// holds a number out of range, which keepalived ignores.
-func readTrackFile(path string) (int64, bool) {
-	// Not a FIFO or device, whose open or read could block the loop.
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
-		return 0, true
-	}
-	f, err := os.Open(path)
+// writeFileAtomic writes data to a new file in path's directory (created with O_EXCL,
+// so never through a link) and renames it to path.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".vrrpd-*")
 	if err != nil {
-		return 0, true
+		return err
 	}
-	defer f.Close()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes it 0600; readers are often not root
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
+}
+
+// errTrackFileType refuses a track file that is not a regular file.
+var errTrackFileType = errors.New("not a regular file (a symbolic link, a FIFO, a device): read as 0")
+
+// readTrackFile reads a track file's value: 0 when it is missing or empty; false when it
+// holds a number out of range, which keepalived ignores. It runs in the daemon's loop, so
+// nothing in it may block: the file is opened O_NONBLOCK (a FIFO's open returns at once),
+// O_NOFOLLOW (a symbolic link is refused) and checked with fstat on the open descriptor,
+// so whatever is swapped in between the look and the read, only a regular file is read.
+// Anything else counts as a missing file (0, refused says why). keepalived reads a FIFO
+// non-blocking, and resolves a symbolic link once (realpath) when it loads the
+// configuration; vrrpd reads neither: a link planted by whoever may write the directory
+// would have root read a file of its choosing.
+func readTrackFile(path string) (v int64, ok bool, refused error) {
+	var st unix.Stat_t
+	// Look first: opening a device could have effects of its own.
+	if err := unix.Lstat(path, &st); err != nil {
+		return 0, true, nil // missing: 0, as in keepalived
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, true, errTrackFileType
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return 0, true, errTrackFileType
+		}
+		return 0, true, nil
+	}
+	defer unix.Close(fd)
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return 0, true, errTrackFileType
+	}
 	buf := make([]byte, 127) // keepalived reads no more
-	n, _ := f.Read(buf)
-	return track.FileValue(buf[:n])
+	n, err := unix.Read(fd, buf)
+	if err != nil || n < 0 {
+		return 0, true, nil
+	}
+	v, ok = track.FileValue(buf[:n])
+	return v, ok, nil
 }
 
 // checkTrackers re-reads the tracked interfaces and files, and retracks the instances
@@ -155,7 +214,13 @@ func (d *Daemon) checkTrackers(now time.Time) {
 	}
 	changedFile := map[string]bool{}
 	for name, f := range o.files {
-		v, ok := readTrackFile(f.spec.Path)
+		v, ok, refused := readTrackFile(f.spec.Path)
+		if (refused == nil) != (f.refused == nil) {
+			if refused != nil {
+				d.log.Warn("track file refused", "track_file", name, "path", f.spec.Path, "err", refused)
+			}
+			f.refused = refused
+		}
 		if !ok {
 			d.log.Info("invalid number read from track file; ignored", "track_file", name)
 			continue

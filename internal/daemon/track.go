@@ -13,6 +13,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/notify"
+	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -47,8 +48,10 @@ type tracking struct {
 	notifier *notify.Notifier
 	settings config.ScriptSettings
 	// defaultCred is who runs scripts and hooks that name nobody (nil: root), for the
-	// settings credSet says it was computed from.
+	// settings credSet says it was computed from; defaultErr, when set, says why they
+	// do not run at all (never root in place of an unknown user).
 	defaultCred *syscall.Credential
+	defaultErr  error
 	credSet     bool
 	// fifos are the open notify_fifo and vrrp_notify_fifo, by path.
 	fifos map[string]*notify.FIFO
@@ -89,7 +92,10 @@ func (d *Daemon) setScripts(cfg *config.Config) {
 	t := &d.trk
 	if !t.credSet || t.settings != cfg.ScriptSettings {
 		t.settings = cfg.ScriptSettings
-		t.defaultCred = d.defaultScriptCred(cfg)
+		t.defaultCred, t.defaultErr = d.defaultScriptCred(cfg)
+		if t.defaultErr != nil && (len(cfg.Scripts) > 0 || hasHooks(cfg)) {
+			d.log.Warn("scripts and hooks that name no user are not run", "err", t.defaultErr)
+		}
 		t.credSet = true
 		d.openFIFOs()
 	}
@@ -163,28 +169,40 @@ func (d *Daemon) openFIFOs() {
 }
 
 // defaultScriptCred is keepalived's choice of script user: script_user, else
-// keepalived_script if it exists, else root, with a warning.
-func (d *Daemon) defaultScriptCred(cfg *config.Config) *syscall.Credential {
+// keepalived_script if it exists, else root, with a warning; but with
+// enable_script_security and neither, nobody: keepalived 2.2.7 then refuses to run the
+// scripts that name no user as root, and so does vrrpd (ErrNoDefaultUser). An unknown
+// script_user is a config error at load; should it vanish before the daemon applies the
+// configuration, those scripts are not run either. Never root by failure.
+func (d *Daemon) defaultScriptCred(cfg *config.Config) (*syscall.Credential, error) {
 	s := cfg.ScriptSettings
 	if s.User != "" {
 		cred, err := track.LookupCredential(s.User, s.Group)
 		if err != nil {
-			d.log.Warn("script_user unknown; scripts run as root", "user", s.User, "err", err)
+			return nil, fmt.Errorf("script_user %s: %w", s.User, err)
 		}
-		return cred
+		return cred, nil
 	}
 	if cred, err := track.LookupCredential(track.DefaultScriptUser, ""); err == nil {
-		return cred
+		return cred, nil
+	}
+	if s.Security {
+		return nil, track.ErrNoDefaultUser
 	}
 	if len(cfg.Scripts) > 0 || hasHooks(cfg) {
 		d.log.Warn("no script_user and no user " + track.DefaultScriptUser + "; scripts run as root, as keepalived does")
 	}
-	return nil
+	return nil, nil
 }
 
 func hasHooks(cfg *config.Config) bool {
 	for _, in := range cfg.Instances {
-		if !hooksOf(in.Notify).Empty() {
+		if !in.Notify.Empty() {
+			return true
+		}
+	}
+	for _, sg := range cfg.SyncGroups {
+		if !sg.Notify.Empty() {
 			return true
 		}
 	}
@@ -192,63 +210,61 @@ func hasHooks(cfg *config.Config) bool {
 }
 
 // credFor returns the credential of user and group, or the default when user is empty.
+// An error means the script must not run.
 func (d *Daemon) credFor(user, group string) (*syscall.Credential, error) {
 	if user == "" {
-		return d.trk.defaultCred, nil
+		return d.trk.defaultCred, d.trk.defaultErr
 	}
 	return track.LookupCredential(user, group)
 }
 
-// checkSecurity refuses a script a non-root user could change when
-// enable_script_security is set, and otherwise only warns about it.
-func (d *Daemon) checkSecurity(program string) error {
-	err := track.Insecure(program)
-	if err == nil {
-		return nil
-	}
-	if d.trk.settings.Security {
-		return fmt.Errorf("enable_script_security: %w", err)
-	}
-	d.log.Warn("unsafe permissions for script "+program, "err", err)
-	return nil
-}
-
-// hooksOf returns an instance's notify hooks without their credential.
-func hooksOf(n config.Notify) notify.Scripts {
-	return notify.Scripts{Master: n.Master.Args, Backup: n.Backup.Args, Fault: n.Fault.Args,
-		Stop: n.Stop.Args, Generic: n.Generic.Args, Deleted: n.Deleted.Args}
-}
-
-// hooksFor resolves an instance's hooks. keepalived gives each hook its own user; here
-// one instance's hooks share the first user named among them (or the default), and a
-// hook that fails the security check is dropped.
-func (d *Daemon) hooksFor(ic config.Instance) notify.Scripts {
-	n := ic.Notify
-	s := hooksOf(n)
-	if s.Empty() {
-		return s
-	}
-	for _, c := range []*[]string{&s.Master, &s.Backup, &s.Fault, &s.Stop, &s.Generic, &s.Deleted} {
-		if *c != nil {
-			if err := d.checkSecurity((*c)[0]); err != nil {
-				d.log.Warn(fmt.Sprintf("(%s) notify script disabled", ic.Name), "script", (*c)[0], "err", err)
-				*c = nil
-			}
-		}
-	}
-	user, group := "", ""
-	for _, c := range []config.Command{n.Master, n.Backup, n.Fault, n.Stop, n.Generic, n.Deleted} {
-		if c.User != "" {
-			user, group = c.User, c.Group
-			break
-		}
+// command resolves a script or hook to what runs: its user, and the file the security
+// check walked (track.Resolve). With enable_script_security a path someone else could
+// change, or one that cannot be walked, is refused; without it, it is only warned about,
+// and one that cannot be walked runs as written (and fails, as keepalived's would).
+func (d *Daemon) command(args []string, user, group string) (proc.Command, error) {
+	if len(args) == 0 {
+		return proc.Command{}, errNoCommand
 	}
 	cred, err := d.credFor(user, group)
 	if err != nil {
-		d.log.Warn(fmt.Sprintf("(%s) notify user unknown; hooks disabled", ic.Name), "user", user, "err", err)
-		return notify.Scripts{}
+		return proc.Command{}, err
 	}
-	s.Cred = cred
+	c := proc.Command{Args: args, Cred: cred}
+	r, err := track.Resolve(args[0], cred)
+	switch {
+	case err != nil && d.trk.settings.Security:
+		return c, fmt.Errorf("enable_script_security: %w", err)
+	case err != nil:
+		d.log.Warn("script "+args[0]+" cannot be checked", "err", err)
+		return c, nil
+	case r.Insecure != nil && d.trk.settings.Security:
+		return c, fmt.Errorf("enable_script_security: %w", r.Insecure)
+	case r.Insecure != nil:
+		d.log.Warn("unsafe permissions for script "+args[0], "err", r.Insecure)
+	}
+	c.Path = r.Path
+	return c, nil
+}
+
+// hooksFor resolves an instance's hooks, each as its own user (keepalived's notify_*
+// SCRIPT [USER [GROUP]]); a hook whose user is unknown or that fails the security check
+// is dropped with a warning, the others stay.
+func (d *Daemon) hooksFor(ic config.Instance) notify.Scripts {
+	n := ic.Notify
+	var s notify.Scripts
+	for i, h := range s.Hooks() {
+		c := n.Commands()[i]
+		if len(c.Args) == 0 {
+			continue
+		}
+		cmd, err := d.command(c.Args, c.User, c.Group)
+		if err != nil {
+			d.log.Warn(fmt.Sprintf("(%s) notify script disabled", ic.Name), "script", c.Args[0], "user", c.User, "err", err)
+			continue
+		}
+		*h = cmd
+	}
 	return s
 }
 

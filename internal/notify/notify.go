@@ -13,29 +13,35 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/proc"
 )
 
-// Scripts are one instance's hooks; each is a command and its arguments, nil for none.
+// Hook is one hook: its command, the file that runs and the user it runs as, each hook
+// its own, as in keepalived. An empty Args is no hook.
+type Hook = proc.Command
+
+// Scripts are one instance's hooks.
 type Scripts struct {
-	Master, Backup, Fault, Stop []string
+	Master, Backup, Fault, Stop Hook
 	// Generic is keepalived's notify: called on every transition with four more
 	// arguments.
-	Generic []string
+	Generic Hook
 	// Deleted is notify_deleted's script (state Deleted).
-	Deleted []string
+	Deleted Hook
 	// Kind is the first argument of Generic: Instance (when empty) or Group.
 	Kind string
-	// Cred is the user they run as; nil for the daemon's own.
-	Cred *syscall.Credential
 }
 
 // Empty reports whether there is no hook at all.
 func (s Scripts) Empty() bool {
-	return s.Master == nil && s.Backup == nil && s.Fault == nil && s.Stop == nil && s.Generic == nil && s.Deleted == nil
+	return s.Master.Empty() && s.Backup.Empty() && s.Fault.Empty() && s.Stop.Empty() && s.Generic.Empty() && s.Deleted.Empty()
+}
+
+// Hooks returns pointers to every hook, for a caller that resolves them in turn.
+func (s *Scripts) Hooks() []*Hook {
+	return []*Hook{&s.Master, &s.Backup, &s.Fault, &s.Stop, &s.Generic, &s.Deleted}
 }
 
 // The states a hook hears of, spelt as keepalived passes them.
@@ -155,17 +161,17 @@ func (n *Notifier) Failed() uint64 { return n.failed.Load() }
 
 func (n *Notifier) drain(q chan job) {
 	for j := range q {
-		if specific := j.s.forState(j.state); specific != nil {
+		if specific := j.s.forState(j.state); !specific.Empty() {
 			n.run(j, specific)
 		}
-		if j.s.Generic != nil {
-			args := append(append([]string(nil), j.s.Generic...), j.s.kind(), j.name, j.state, strconv.Itoa(int(j.priority)))
-			n.run(j, args)
+		if g := j.s.Generic; !g.Empty() {
+			g.Args = append(append([]string(nil), g.Args...), j.s.kind(), j.name, j.state, strconv.Itoa(int(j.priority)))
+			n.run(j, g)
 		}
 	}
 }
 
-func (s Scripts) forState(state string) []string {
+func (s Scripts) forState(state string) Hook {
 	switch state {
 	case Master:
 		return s.Master
@@ -178,16 +184,16 @@ func (s Scripts) forState(state string) []string {
 	case Deleted:
 		return s.Deleted
 	}
-	return nil
+	return Hook{}
 }
 
-func (n *Notifier) run(j job, args []string) {
-	ok, timedOut, err := proc.Run(n.ctx, args, j.s.Cred, n.timeout)
+func (n *Notifier) run(j job, h Hook) {
+	ok, timedOut, err := proc.Run(n.ctx, h, n.timeout)
 	if ok {
 		return
 	}
 	n.failed.Add(1)
-	n.log.Warn("("+j.name+") notify script failed", "script", args[0], "state", j.state, "timedOut", timedOut, "err", err)
+	n.log.Warn("("+j.name+") notify script failed", "script", h.Args[0], "state", j.state, "timedOut", timedOut, "err", err)
 }
 
 // Close stops taking transitions and waits for the queued hooks to run, at most until

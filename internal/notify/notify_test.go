@@ -14,8 +14,8 @@ import (
 )
 
 // logScript returns a command that appends its tag and arguments to file, one line a run.
-func logScript(file, tag string) []string {
-	return []string{"/bin/sh", "-c", `echo "` + tag + ` $*" >> ` + file, "sh"}
+func logScript(file, tag string) Hook {
+	return Hook{Args: []string{"/bin/sh", "-c", `echo "` + tag + ` $*" >> ` + file, "sh"}}
 }
 
 func TestHooksRunInOrder(t *testing.T) {
@@ -58,7 +58,7 @@ func TestHangingHook(t *testing.T) {
 	proc.KillGrace = 100 * time.Millisecond
 	file := filepath.Join(t.TempDir(), "log")
 	n := New(300*time.Millisecond, nil)
-	hang := Scripts{Master: []string{"/bin/sleep", "60"}}
+	hang := Scripts{Master: Hook{Args: []string{"/bin/sleep", "60"}}}
 	other := Scripts{Generic: logScript(file, "other")}
 	start := time.Now()
 	for range QueueLen + 5 {

@@ -16,7 +16,10 @@ type Script struct {
 	Name string
 	// Args is the command: the program (a path, or a name looked up in PATH) and its
 	// arguments.
-	Args     []string
+	Args []string
+	// Path is the file to execute, as Resolve found and checked it; empty runs Args[0]
+	// (a bare name looked up in the scripts' PATH).
+	Path     string
 	Interval time.Duration
 	// Timeout bounds one run; zero means Interval (keepalived's default).
 	Timeout  time.Duration
@@ -32,7 +35,7 @@ type Script struct {
 
 // Equal reports whether a and b run the same way, so a reload can keep a's state.
 func (a Script) Equal(b Script) bool {
-	return a.Name == b.Name && slices.Equal(a.Args, b.Args) && a.Interval == b.Interval &&
+	return a.Name == b.Name && slices.Equal(a.Args, b.Args) && a.Path == b.Path && a.Interval == b.Interval &&
 		a.Timeout == b.Timeout && a.Rise == b.Rise && a.Fall == b.Fall && a.InitFail == b.InitFail &&
 		credEqual(a.Cred, b.Cred) && a.Check == b.Check
 }
@@ -201,7 +204,7 @@ func (rs *running) loop(ctx context.Context, events chan<- Event) {
 		if rs.s.Check.Kind != CheckNone {
 			ev.OK, ev.TimedOut, ev.Err = rs.s.Check.Run(ctx, timeout)
 		} else {
-			ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, rs.s.Args, rs.s.Cred, timeout)
+			ev.OK, ev.TimedOut, ev.Err = proc.Run(ctx, proc.Command{Args: rs.s.Args, Path: rs.s.Path, Cred: rs.s.Cred}, timeout)
 		}
 		leave()
 		if ctx.Err() != nil {
