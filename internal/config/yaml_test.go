@@ -164,6 +164,7 @@ func TestYAMLErrors(t *testing.T) {
 		{"key case", inst + "  Priority: 5\n", `y.yaml:6: instance "A": unknown key "Priority"`},
 		{"nested key case", inst + "  unicast: {Peers: [10.0.0.2]}\n", `y.yaml:6: instance "A": unknown key "unicast.Peers"`},
 		{"a string is not a boolean", inst + "  preempt: maybe\n", `y.yaml:6: instance "A": key "preempt": want true or false, not string`},
+		{"quoted true is a string", inst + "  preempt: \"true\"\n", `y.yaml:6: instance "A": key "preempt": want true or false, not string`},
 		{"wrong type in a list", inst + "  unicast: {peers: [10.0.0.2, [10.0.0.3]]}\n", `y.yaml:6: instance "A": key "peers": want a string, not list`},
 		{"wrong type in a route", inst + "  routes: [{to: 10.1.0.0/16, table: true}]\n", `y.yaml:6: instance "A": key "table": want a string or a number, not bool`},
 		{"duration not a scalar", inst + "  advertInterval: [1s]\n", `y.yaml:6: instance "A": key "advertInterval": want a duration, not list`},
@@ -216,7 +217,8 @@ func TestYAMLErrors(t *testing.T) {
 // TestYAMLResolvesAsYAML11: configurations were written against sigs.k8s.io/yaml (YAML
 // 1.1): yaml.v3 keeps what they rely on. yes/no/on/off set a boolean key, a leading 0 is
 // octal, and anchors, aliases and merge keys (<<) work, the mapping's own keys winning
-// over merged ones. What changed: a string key takes yes, on or 123 as written.
+// over merged ones. What changed: a string key takes yes, on or 123 as written, and a
+// boolean key a quoted "no" (yaml.v3's compatibility; a quoted "true" is refused).
 func TestYAMLResolvesAsYAML11(t *testing.T) {
 	doc := `instances:
 - &base
@@ -235,6 +237,7 @@ func TestYAMLResolvesAsYAML11(t *testing.T) {
 - name: yes
   interface: 123
   vrid: 3
+  preempt: "no"
   vips: [10.0.0.3/24]
 `
 	cfg, _, err := Parse("y.yaml", []byte(doc))
@@ -248,8 +251,8 @@ func TestYAMLResolvesAsYAML11(t *testing.T) {
 	if b.Name != "B" || b.Priority != 50 || !b.Preempt || b.Interface != "eth0" || b.VRID != 2 {
 		t.Errorf("B = %+v; want its own name, vrid and priority over the merged ones, preempt on, interface merged", b)
 	}
-	if c := cfg.Instances[2]; c.Name != "yes" || c.Interface != "123" {
-		t.Errorf("C = %+v; want name yes and interface 123 as written", c)
+	if c := cfg.Instances[2]; c.Name != "yes" || c.Interface != "123" || c.Preempt {
+		t.Errorf("C = %+v; want name yes and interface 123 as written, and a quoted \"no\" false", c)
 	}
 }
 
