@@ -60,6 +60,9 @@ func (p *yamlPart[T]) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	// Anything else (too many aliases, a bad merge) stops the decoder, whose state it
 	// leaves behind is not to be trusted: the whole file fails, at this part.
+	if n.node == nil { // never: the decoder calls no Unmarshaler for a null
+		n.node = &yamlv3.Node{}
+	}
 	return &yamlPartFailure{part: n.node, err: err}
 }
 
@@ -75,7 +78,7 @@ func (e *yamlPartFailure) Error() string { return e.err.Error() }
 func textOrMapping(unmarshal func(any) error, text *string, m any) error {
 	var n yamlNodeOf
 	_ = unmarshal(&n)
-	if n.node.Kind == yamlv3.MappingNode {
+	if n.node != nil && n.node.Kind == yamlv3.MappingNode {
 		return unmarshal(m)
 	}
 	return unmarshal(text)
