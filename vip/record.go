@@ -34,6 +34,11 @@ func readRecord(dir string) ([]VIP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read VIP record: %w", err)
 	}
+	return parseRecord(path, b)
+}
+
+// parseRecord reads the content b of the record at path.
+func parseRecord(path string, b []byte) ([]VIP, error) {
 	if len(b) == 0 {
 		// Only a machine crash can leave an empty file (atomicfile.Write does not sync),
 		// and it took every address with it: nothing is left to remove.
@@ -66,6 +71,16 @@ func readRecord(dir string) ([]VIP, error) {
 // is written before its VIP is added, and on a state directory on disk the two syncs cost
 // milliseconds (none on the default tmpfs /run).
 func writeRecord(dir string, vips []VIP) error {
+	b, err := encodeRecord(vips)
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(dir, recordFile, b)
+}
+
+// encodeRecord is the record's content for vips: sorted, so that one set of VIPs is
+// always one file.
+func encodeRecord(vips []VIP) ([]byte, error) {
 	vips = slices.Clone(vips)
 	slices.SortFunc(vips, func(a, b VIP) int {
 		if c := strings.Compare(a.Dev, b.Dev); c != 0 {
@@ -78,8 +93,7 @@ func writeRecord(dir string, vips []VIP) error {
 	})
 	b, err := json.MarshalIndent(recordDoc{Version: recordVersion, VIPs: vips}, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b = append(b, '\n')
-	return atomicfile.Write(dir, recordFile, b)
+	return append(b, '\n'), nil
 }

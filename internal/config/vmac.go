@@ -146,10 +146,10 @@ func (r *resolver) vmac() error {
 // yamlVMAC is the YAML form of use_vmac / vmac_xmit_base:
 // vmac: {enabled: true, interface: vrrp.51, mac: "02:00:00:00:00:33", xmitBase: false}.
 type yamlVMAC struct {
-	Enabled   bool   `json:"enabled"`
-	Interface string `json:"interface"`
-	MAC       string `json:"mac"`
-	XmitBase  bool   `json:"xmitBase"`
+	Enabled   bool   `yaml:"enabled"`
+	Interface string `yaml:"interface"`
+	MAC       string `yaml:"mac"`
+	XmitBase  bool   `yaml:"xmitBase"`
 }
 
 // draft checks the YAML setting; where keepalived.conf notes and ignores a bad word, the

@@ -1,8 +1,10 @@
 package config
 
 import (
-	"encoding/json"
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"regexp"
 	"strconv"
@@ -14,124 +16,127 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
-// The native YAML schema (documented in README.md, "vrrpd configuration"). Every struct
-// is decoded strictly: an unknown key is an error, never silently dropped.
+// The native YAML schema (documented in README.md, "vrrpd configuration"), decoded by
+// yaml.v3 with KnownFields: an unknown key is an error, never silently dropped, and keys
+// match the tags exactly (routerId is not routerID). The parts that are checked one by
+// one (defaults, each instance, script, check, track file and sync group) are yamlParts,
+// so that a key or value that does not fit is reported with the part it is in.
 type yamlFile struct {
-	RouterID  string            `json:"routerID"`
-	Defaults  json.RawMessage   `json:"defaults"`
-	Instances []json.RawMessage `json:"instances"`
+	RouterID  string                   `yaml:"routerID"`
+	Defaults  yamlPart[yamlDefaults]   `yaml:"defaults"`
+	Instances []yamlPart[yamlInstance] `yaml:"instances"`
 	// Scripts and the settings after it: yaml_scripts.go.
-	Scripts              []json.RawMessage `json:"scripts"`
-	ScriptUser           string            `json:"scriptUser"`
-	ScriptGroup          string            `json:"scriptGroup"`
-	EnableScriptSecurity bool              `json:"enableScriptSecurity"`
-	NotifyFIFO           string            `json:"notifyFifo"`
+	Scripts              []yamlPart[yamlScript] `yaml:"scripts"`
+	ScriptUser           string                 `yaml:"scriptUser"`
+	ScriptGroup          string                 `yaml:"scriptGroup"`
+	EnableScriptSecurity bool                   `yaml:"enableScriptSecurity"`
+	NotifyFIFO           string                 `yaml:"notifyFifo"`
 	// HealthChecks: yaml_checks.go.
-	HealthChecks    []json.RawMessage `json:"healthChecks"`
-	yamlHostRouting                   // netNamespace, static*: yaml_routes.go
+	HealthChecks    []yamlPart[yamlHealthCheck] `yaml:"healthChecks"`
+	yamlHostRouting `yaml:",inline"`            // netNamespace, static*: yaml_routes.go
 	// TrackFiles and SyncGroups: yaml_tracking.go.
-	TrackFiles []json.RawMessage `json:"trackFiles"`
-	SyncGroups []json.RawMessage `json:"syncGroups"`
+	TrackFiles []yamlPart[yamlTrackFileSpec] `yaml:"trackFiles"`
+	SyncGroups []yamlPart[yamlSyncGroup]     `yaml:"syncGroups"`
 }
 
 type yamlDefaults struct {
-	Version         *int           `json:"version"`
-	AdvertInterval  *yamlDuration  `json:"advertInterval"`
-	MulticastGroup4 string         `json:"multicastGroup4"`
-	MulticastGroup6 string         `json:"multicastGroup6"`
-	GARP            yamlGlobalGARP `json:"garp"`
-	yamlAdvertHandling
+	Version            *int           `yaml:"version"`
+	AdvertInterval     *yamlDuration  `yaml:"advertInterval"`
+	MulticastGroup4    string         `yaml:"multicastGroup4"`
+	MulticastGroup6    string         `yaml:"multicastGroup6"`
+	GARP               yamlGlobalGARP `yaml:"garp"`
+	yamlAdvertHandling `yaml:",inline"`
 }
 
 // yamlAdvertHandling are the settings that both defaults and an instance carry, each
 // keepalived's keyword of the same meaning (ownerIgnoreAdverts has none in 2.2.7).
 type yamlAdvertHandling struct {
-	Strict             *bool `json:"strict"`
-	LowerPrioNoAdvert  *bool `json:"lowerPrioNoAdvert"`
-	OwnerIgnoreAdverts *bool `json:"ownerIgnoreAdverts"`
-	V3ChecksumAsV2     *bool `json:"v3ChecksumAsV2"`
+	Strict             *bool `yaml:"strict"`
+	LowerPrioNoAdvert  *bool `yaml:"lowerPrioNoAdvert"`
+	OwnerIgnoreAdverts *bool `yaml:"ownerIgnoreAdverts"`
+	V3ChecksumAsV2     *bool `yaml:"v3ChecksumAsV2"`
 }
 
 type yamlGlobalGARP struct {
-	yamlGARP
-	Interval   *yamlDuration `json:"interval"`
-	NAInterval *yamlDuration `json:"naInterval"`
+	yamlGARP   `yaml:",inline"`
+	Interval   *yamlDuration `yaml:"interval"`
+	NAInterval *yamlDuration `yaml:"naInterval"`
 }
 
 type yamlGARP struct {
-	MasterDelay         *yamlDuration `json:"masterDelay"`
-	MasterRepeat        *int          `json:"masterRepeat"`
-	MasterRefresh       *yamlDuration `json:"masterRefresh"`
-	MasterRefreshRepeat *int          `json:"masterRefreshRepeat"`
+	MasterDelay         *yamlDuration `yaml:"masterDelay"`
+	MasterRepeat        *int          `yaml:"masterRepeat"`
+	MasterRefresh       *yamlDuration `yaml:"masterRefresh"`
+	MasterRefreshRepeat *int          `yaml:"masterRefreshRepeat"`
 }
 
 type yamlInstance struct {
-	Name           string            `json:"name"`
-	Interface      string            `json:"interface"`
-	VRID           *int              `json:"vrid"`
-	Priority       *int              `json:"priority"`
-	Version        *int              `json:"version"`
-	State          string            `json:"state"`
-	AdvertInterval *yamlDuration     `json:"advertInterval"`
-	Preempt        *bool             `json:"preempt"`
-	PreemptDelay   *yamlDuration     `json:"preemptDelay"`
-	Accept         *bool             `json:"accept"`
-	VIPs           []yamlVIP         `json:"vips"`
-	ExcludedVIPs   []yamlVIP         `json:"excludedVIPs"`
-	Unicast        *yamlUnicast      `json:"unicast"`
-	MulticastGroup string            `json:"multicastGroup"`
-	Auth           *yamlAuth         `json:"auth"`
-	GARP           yamlGARP          `json:"garp"`
-	VMAC           *yamlVMAC         `json:"vmac"`
-	TrackScripts   []yamlTrackScript `json:"trackScripts"`
-	TrackChecks    []yamlTrackScript `json:"trackChecks"`
-	Notify         *yamlNotify       `json:"notify"`
-	yamlAdvertHandling
-	yamlInstanceRouting // routes, rules, trackSourceIP: yaml_routes.go
-	yamlInstanceTracking
+	Name                 string            `yaml:"name"`
+	Interface            string            `yaml:"interface"`
+	VRID                 *int              `yaml:"vrid"`
+	Priority             *int              `yaml:"priority"`
+	Version              *int              `yaml:"version"`
+	State                string            `yaml:"state"`
+	AdvertInterval       *yamlDuration     `yaml:"advertInterval"`
+	Preempt              *bool             `yaml:"preempt"`
+	PreemptDelay         *yamlDuration     `yaml:"preemptDelay"`
+	Accept               *bool             `yaml:"accept"`
+	VIPs                 []yamlVIP         `yaml:"vips"`
+	ExcludedVIPs         []yamlVIP         `yaml:"excludedVIPs"`
+	Unicast              *yamlUnicast      `yaml:"unicast"`
+	MulticastGroup       string            `yaml:"multicastGroup"`
+	Auth                 *yamlAuth         `yaml:"auth"`
+	GARP                 yamlGARP          `yaml:"garp"`
+	VMAC                 *yamlVMAC         `yaml:"vmac"`
+	TrackScripts         []yamlTrackScript `yaml:"trackScripts"`
+	TrackChecks          []yamlTrackScript `yaml:"trackChecks"`
+	Notify               *yamlNotify       `yaml:"notify"`
+	yamlAdvertHandling   `yaml:",inline"`
+	yamlInstanceRouting  `yaml:",inline"` // routes, rules, trackSourceIP: yaml_routes.go
+	yamlInstanceTracking `yaml:",inline"`
 }
 
 type yamlUnicast struct {
-	Source string   `json:"source"`
-	Peers  []string `json:"peers"`
+	Source string   `yaml:"source"`
+	Peers  []string `yaml:"peers"`
 }
 
 type yamlAuth struct {
-	Type     string `json:"type"`
-	Password string `json:"password"`
+	Type     string `yaml:"type"`
+	Password string `yaml:"password"`
 }
 
 // yamlVIP is either the keepalived form as a string ("10.0.0.1/24 dev eth0 label
 // eth0:1") or a mapping {address, dev, label}.
 type yamlVIP struct {
-	Text    string `json:"-"`
-	Address string `json:"address"`
-	Dev     string `json:"dev"`
-	Label   string `json:"label"`
+	Text    string `yaml:"-"`
+	Address string `yaml:"address"`
+	Dev     string `yaml:"dev"`
+	Label   string `yaml:"label"`
 }
 
-func (v *yamlVIP) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &v.Text)
-	}
+func (v *yamlVIP) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain yamlVIP
-	var p plain
-	if err := strictJSON(b, &p); err != nil {
-		return err
-	}
-	*v = yamlVIP(p)
-	return nil
+	return textOrMapping(unmarshal, &v.Text, (*plain)(v))
 }
 
 // yamlDuration is a Go duration string ("100ms", "1.5s") or a number of seconds.
 type yamlDuration struct{ text string }
 
-func (d *yamlDuration) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &d.text)
+func (d *yamlDuration) UnmarshalYAML(n *yamlv3.Node) error {
+	if n.Kind != yamlv3.ScalarNode {
+		return yamlTypeError(n, "config.yamlDuration")
+	}
+	d.text = n.Value
+	// A number is taken as the YAML library resolves it (0144 is octal, 1e-3 a float),
+	// then written in decimal for parseDecimalSeconds.
+	if tag := n.ShortTag(); tag == "!!int" || tag == "!!float" {
+		var f float64
+		if n.Decode(&f) == nil {
+			d.text = strconv.FormatFloat(f, 'f', -1, 64)
+		}
 	}
 	// Anything else is kept as written and rejected by value, which knows the key.
-	d.text = string(b)
 	return nil
 }
 
@@ -149,34 +154,34 @@ func (d yamlDuration) value() (time.Duration, error) {
 // yamlLine finds "line N" in a YAML library error.
 var yamlLine = regexp.MustCompile(`line (\d+)`)
 
-// jsonField finds the key a JSON decoding error is about, and for a type error what was
-// found (group 3) and what was wanted (group 4).
-var jsonField = regexp.MustCompile(`(?:unknown field "([^"]+)"|cannot unmarshal (\w+) into Go struct field \S*?\.?([A-Za-z0-9_]+) of type (\S+))`)
-
 func parseYAML(name string, data []byte) (*Config, []Warning, error) {
-	// Parse once, with yaml.v3 for its line numbers, then decode the JSON made from it.
-	var root yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &root); err != nil {
-		return nil, nil, yamlSyntaxError(name, err)
+	// One parse: yamlDoc keeps the node tree, for the lines of the checks below, and
+	// decodes it strictly into the schema.
+	var doc yamlDoc
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(&doc)
+	if errors.Is(err, io.EOF) { // nothing but comments
+		err = nil
 	}
-	ix := yamlIndex{file: name, root: &root}
-	js, err := yamlToJSON(&root)
+	ix := yamlIndex{file: name, root: doc.root}
+	if ix.root == nil {
+		ix.root = &yamlv3.Node{Kind: yamlv3.MappingNode, Line: 1}
+	}
 	if err != nil {
-		return nil, nil, yamlSyntaxError(name, err)
+		return nil, nil, ix.documentError(err)
 	}
-	var f yamlFile
-	if err := strictJSON(js, &f); err != nil {
-		return nil, nil, ix.decodeError(err, nil, "")
+	if l := yamlEmptyItem(ix.root, 0); l > 0 {
+		return nil, nil, errAt(Position{File: name, Line: l}, "YAML: line %d: an empty list item", l)
 	}
+	f := &doc.file
 	var ws []Warning
 	g := DefaultGlobals()
 	g.routerID = f.RouterID
-	if len(f.Defaults) > 0 && string(f.Defaults) != "null" {
-		if err := ix.defaults(f.Defaults, &g, &ws); err != nil {
-			return nil, ws, err
-		}
+	if err := ix.defaults(f.Defaults, &g, &ws); err != nil {
+		return nil, ws, err
 	}
-	if err := ix.scripts(f.Scripts, &f, &g); err != nil {
+	if err := ix.scripts(f.Scripts, f, &g); err != nil {
 		return nil, ws, err
 	}
 	if err := ix.healthChecks(f.HealthChecks, &g); err != nil {
@@ -193,24 +198,14 @@ func parseYAML(name string, data []byte) (*Config, []Warning, error) {
 		return nil, ws, err
 	}
 	var drafts []Draft
-	for i, raw := range f.Instances {
-		d, err := ix.instance(i, raw, &ws)
+	for i, p := range f.Instances {
+		d, err := ix.instance(i, p, &ws)
 		if err != nil {
 			return nil, ws, err
 		}
 		drafts = append(drafts, d)
 	}
 	return finish(&Config{RouterID: g.routerID, Files: []string{name}}, drafts, g, ws)
-}
-
-func yamlSyntaxError(name string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
-	msg = strings.Join(strings.Fields(msg), " ") // the library's errors span lines
-	pos := Position{File: name}
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		pos.Line, _ = strconv.Atoi(m[1])
-	}
-	return &Error{Pos: pos, Message: "YAML: " + msg}
 }
 
 // yamlIndex maps paths in the document to line numbers.
@@ -258,76 +253,11 @@ func (ix yamlIndex) at(path ...any) Position {
 	return Position{File: ix.file, Line: line}
 }
 
-// keyLine returns the line of a dotted key path ("garp.delay", as the strict decoder
-// reports nested keys) under n, or of the first key called like its last part.
-func keyLine(n *yamlv3.Node, path string) int {
-	parts := strings.Split(path, ".")
-	cur, line := n, 0
-	for _, p := range parts {
-		var next *yamlv3.Node
-		if cur != nil && cur.Kind == yamlv3.MappingNode {
-			for i := 0; i+1 < len(cur.Content); i += 2 {
-				if cur.Content[i].Value == p {
-					next, line = cur.Content[i+1], cur.Content[i].Line
-					break
-				}
-			}
-		}
-		if next == nil {
-			return findKey(n, parts[len(parts)-1])
-		}
-		cur = next
+func (ix yamlIndex) defaults(p yamlPart[yamlDefaults], g *Globals, ws *[]Warning) error {
+	if p.err != nil {
+		return ix.decodeError(p.err, []any{"defaults"}, "defaults")
 	}
-	return line
-}
-
-// findKey returns the line of the first mapping key called key under n.
-func findKey(n *yamlv3.Node, key string) int {
-	if n == nil {
-		return 0
-	}
-	if n.Kind == yamlv3.MappingNode {
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == key {
-				return n.Content[i].Line
-			}
-		}
-	}
-	for _, c := range n.Content {
-		if l := findKey(c, key); l > 0 {
-			return l
-		}
-	}
-	return 0
-}
-
-// decodeError places a JSON decoding error of the part at path on the line of the key it
-// names, and says which instance it is in.
-func (ix yamlIndex) decodeError(err error, path []any, what string) error {
-	n, line := ix.node(path...)
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if m := jsonField.FindStringSubmatch(err.Error()); m != nil {
-		key := m[1] + m[3]
-		if l := keyLine(n, key); l > 0 {
-			line = l
-		}
-		if m[1] != "" {
-			msg = fmt.Sprintf("unknown key %q", key)
-		} else {
-			msg = fmt.Sprintf("key %q: want %s, not %s", key, yamlKind(m[4]), m[2])
-		}
-	}
-	if what != "" {
-		msg = what + ": " + msg
-	}
-	return &Error{Pos: Position{File: ix.file, Line: line}, Message: msg}
-}
-
-func (ix yamlIndex) defaults(raw json.RawMessage, g *Globals, ws *[]Warning) error {
-	var d yamlDefaults
-	if err := strictJSON(raw, &d); err != nil {
-		return ix.decodeError(err, []any{"defaults"}, "defaults")
-	}
+	d := p.v
 	at := func(k ...any) Position { return ix.at(append([]any{"defaults"}, k...)...) }
 	if d.Version != nil {
 		if *d.Version != 2 && *d.Version != 3 {
@@ -464,16 +394,16 @@ func advertInterval(y yamlDuration) (time.Duration, error) {
 	return v, nil
 }
 
-func (ix yamlIndex) instance(i int, raw json.RawMessage, ws *[]Warning) (Draft, error) {
+func (ix yamlIndex) instance(i int, p yamlPart[yamlInstance], ws *[]Warning) (Draft, error) {
 	base := []any{"instances", i}
 	at := func(k ...any) Position { return ix.at(append(append([]any{}, base...), k...)...) }
-	var y yamlInstance
+	y := p.v
 	what := fmt.Sprintf("instances[%d]", i)
-	if err := strictJSON(raw, &y); err != nil {
+	if p.err != nil {
 		if n, _ := ix.node(append(base, "name")...); n != nil && n.Kind == yamlv3.ScalarNode {
 			what = fmt.Sprintf("instance %q", n.Value)
 		}
-		return Draft{}, ix.decodeError(err, base, what)
+		return Draft{}, ix.decodeError(p.err, base, what)
 	}
 	if y.Name != "" {
 		what = fmt.Sprintf("instance %q", y.Name)
@@ -625,19 +555,4 @@ func (ix yamlIndex) vips(ys []yamlVIP, base []any, key, what string, ws *[]Warni
 		out = append(out, draftVIP{VIP: v, pos: pos})
 	}
 	return out, nil
-}
-
-// yamlKind names a Go type of the schema the way a YAML author thinks of it.
-func yamlKind(goType string) string {
-	switch {
-	case strings.HasPrefix(goType, "[]"):
-		return "a list"
-	case strings.HasPrefix(goType, "int") || strings.HasPrefix(goType, "uint"):
-		return "an integer"
-	case goType == "bool":
-		return "true or false"
-	case goType == "string":
-		return "a string"
-	}
-	return "a mapping"
 }

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -14,34 +13,34 @@ import (
 // trackScripts. Checks and scripts share one namespace of names.
 
 type yamlHealthCheck struct {
-	Name string         `json:"name"`
-	HTTP *yamlHTTPCheck `json:"http"`
-	TCP  *yamlTCPCheck  `json:"tcp"`
-	yamlSchedule
+	Name         string         `yaml:"name"`
+	HTTP         *yamlHTTPCheck `yaml:"http"`
+	TCP          *yamlTCPCheck  `yaml:"tcp"`
+	yamlSchedule `yaml:",inline"`
 }
 
 type yamlHTTPCheck struct {
-	URL        string `json:"url"`
-	StatusCode int    `json:"statusCode"`
+	URL        string `yaml:"url"`
+	StatusCode int    `yaml:"statusCode"`
 	// Connect is "IP" or "IP:port" (IPv6 as "[IP]:port"): where to connect instead of
 	// the URL's host.
-	Connect       string `json:"connect"`
-	TLSSkipVerify bool   `json:"tlsSkipVerify"`
+	Connect       string `yaml:"connect"`
+	TLSSkipVerify bool   `yaml:"tlsSkipVerify"`
 	// CAFile is a PEM file of the CAs to trust instead of the system's (ca_file).
-	CAFile string `json:"caFile"`
+	CAFile string `yaml:"caFile"`
 }
 
 type yamlTCPCheck struct {
 	// Connect is "IP:port" (IPv6 as "[IP]:port").
-	Connect string `json:"connect"`
+	Connect string `yaml:"connect"`
 }
 
 // healthChecks reads the top-level healthChecks into g.
-func (ix yamlIndex) healthChecks(raw []json.RawMessage, g *Globals) error {
-	for i, r := range raw {
-		var y yamlHealthCheck
-		if err := strictJSON(r, &y); err != nil {
-			return ix.decodeError(err, []any{"healthChecks", i}, fmt.Sprintf("healthChecks[%d]", i))
+func (ix yamlIndex) healthChecks(parts []yamlPart[yamlHealthCheck], g *Globals) error {
+	for i, p := range parts {
+		y := p.v
+		if p.err != nil {
+			return ix.decodeError(p.err, []any{"healthChecks", i}, fmt.Sprintf("healthChecks[%d]", i))
 		}
 		at := func(k string) Position { return ix.at("healthChecks", i, k) }
 		if y.Name == "" {

@@ -1,10 +1,10 @@
 package config
 
 import (
-	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
 )
 
 // The YAML form of routes.go. Top level: netNamespace, staticAddresses (as vips),
@@ -13,58 +13,61 @@ import (
 // parseRouteWords and parseRuleWords, so both follow keepalived.conf's rules.
 
 type yamlHostRouting struct {
-	NetNamespace    string      `json:"netNamespace"`
-	StaticAddresses []yamlVIP   `json:"staticAddresses"`
-	StaticRoutes    []yamlRoute `json:"staticRoutes"`
-	StaticRules     []yamlRule  `json:"staticRules"`
+	NetNamespace    string      `yaml:"netNamespace"`
+	StaticAddresses []yamlVIP   `yaml:"staticAddresses"`
+	StaticRoutes    []yamlRoute `yaml:"staticRoutes"`
+	StaticRules     []yamlRule  `yaml:"staticRules"`
 }
 
 type yamlInstanceRouting struct {
-	Routes        []yamlRoute `json:"routes"`
-	Rules         []yamlRule  `json:"rules"`
-	TrackSourceIP bool        `json:"trackSourceIP"`
+	Routes        []yamlRoute `yaml:"routes"`
+	Rules         []yamlRule  `yaml:"rules"`
+	TrackSourceIP bool        `yaml:"trackSourceIP"`
 }
 
 // yamlWord is a value written as a string or a number (a table, a mark).
 type yamlWord string
 
-func (w *yamlWord) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, (*string)(w))
+func (w *yamlWord) UnmarshalYAML(n *yamlv3.Node) error {
+	switch n.ShortTag() {
+	case "!!str":
+		*w = yamlWord(n.Value)
+	case "!!int":
+		// As the YAML library resolves it (0x10, 0o20 and 020 are 16), in decimal.
+		var i int64
+		var u uint64
+		if n.Decode(&i) == nil {
+			*w = yamlWord(strconv.FormatInt(i, 10))
+		} else if n.Decode(&u) == nil {
+			*w = yamlWord(strconv.FormatUint(u, 10))
+		} else {
+			*w = yamlWord(n.Value)
+		}
+	case "!!float":
+		*w = yamlWord(n.Value)
+	default:
+		return yamlTypeError(n, "config.yamlWord")
 	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("want a string or a number, not %s", b)
-	}
-	*w = yamlWord(n.String())
 	return nil
 }
 
 type yamlRoute struct {
-	Text     string   `json:"-"`
-	To       string   `json:"to"`
-	Type     string   `json:"type"`
-	Src      string   `json:"src"`
-	Via      string   `json:"via"`
-	Dev      string   `json:"dev"`
-	Table    yamlWord `json:"table"`
-	Metric   yamlWord `json:"metric"`
-	Scope    yamlWord `json:"scope"`
-	Protocol yamlWord `json:"protocol"`
-	OnLink   bool     `json:"onlink"`
+	Text     string   `yaml:"-"`
+	To       string   `yaml:"to"`
+	Type     string   `yaml:"type"`
+	Src      string   `yaml:"src"`
+	Via      string   `yaml:"via"`
+	Dev      string   `yaml:"dev"`
+	Table    yamlWord `yaml:"table"`
+	Metric   yamlWord `yaml:"metric"`
+	Scope    yamlWord `yaml:"scope"`
+	Protocol yamlWord `yaml:"protocol"`
+	OnLink   bool     `yaml:"onlink"`
 }
 
-func (r *yamlRoute) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &r.Text)
-	}
+func (r *yamlRoute) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain yamlRoute
-	var p plain
-	if err := strictJSON(b, &p); err != nil {
-		return err
-	}
-	*r = yamlRoute(p)
-	return nil
+	return textOrMapping(unmarshal, &r.Text, (*plain)(r))
 }
 
 // words are the route's keepalived words.
@@ -88,33 +91,25 @@ func (r yamlRoute) words() []string {
 }
 
 type yamlRule struct {
-	Text     string   `json:"-"`
-	From     string   `json:"from"`
-	To       string   `json:"to"`
-	Not      bool     `json:"not"`
-	Fwmark   yamlWord `json:"fwmark"`
-	IIF      string   `json:"iif"`
-	OIF      string   `json:"oif"`
-	Priority yamlWord `json:"priority"`
-	Table    yamlWord `json:"table"`
+	Text     string   `yaml:"-"`
+	From     string   `yaml:"from"`
+	To       string   `yaml:"to"`
+	Not      bool     `yaml:"not"`
+	Fwmark   yamlWord `yaml:"fwmark"`
+	IIF      string   `yaml:"iif"`
+	OIF      string   `yaml:"oif"`
+	Priority yamlWord `yaml:"priority"`
+	Table    yamlWord `yaml:"table"`
 	// Type is blackhole, unreachable or prohibit instead of a table.
-	Type     string   `json:"type"`
-	Protocol yamlWord `json:"protocol"`
+	Type     string   `yaml:"type"`
+	Protocol yamlWord `yaml:"protocol"`
 	// Family "inet6" makes a rule without addresses IPv6.
-	Family string `json:"family"`
+	Family string `yaml:"family"`
 }
 
-func (r *yamlRule) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		return json.Unmarshal(b, &r.Text)
-	}
+func (r *yamlRule) UnmarshalYAML(unmarshal func(any) error) error {
 	type plain yamlRule
-	var p plain
-	if err := strictJSON(b, &p); err != nil {
-		return err
-	}
-	*r = yamlRule(p)
-	return nil
+	return textOrMapping(unmarshal, &r.Text, (*plain)(r))
 }
 
 func (r yamlRule) words() []string {

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -16,53 +15,53 @@ const minScriptDuration = 100 * time.Millisecond
 // as keepalived splits a script line.
 
 type yamlScript struct {
-	Name    string `json:"name"`
-	Command string `json:"command"`
-	yamlSchedule
-	User  string `json:"user"`
-	Group string `json:"group"`
+	Name         string `yaml:"name"`
+	Command      string `yaml:"command"`
+	yamlSchedule `yaml:",inline"`
+	User         string `yaml:"user"`
+	Group        string `yaml:"group"`
 }
 
 // yamlSchedule are the keys a script and a native check (yaml_checks.go) share.
 type yamlSchedule struct {
-	Interval *yamlDuration `json:"interval"`
-	Timeout  *yamlDuration `json:"timeout"`
-	Weight   *int          `json:"weight"`
-	Reverse  bool          `json:"reverse"`
-	Rise     *int          `json:"rise"`
-	Fall     *int          `json:"fall"`
-	InitFail bool          `json:"initFail"`
+	Interval *yamlDuration `yaml:"interval"`
+	Timeout  *yamlDuration `yaml:"timeout"`
+	Weight   *int          `yaml:"weight"`
+	Reverse  bool          `yaml:"reverse"`
+	Rise     *int          `yaml:"rise"`
+	Fall     *int          `yaml:"fall"`
+	InitFail bool          `yaml:"initFail"`
 }
 
 type yamlTrackScript struct {
-	Name    string `json:"name"`
-	Weight  *int   `json:"weight"`
-	Reverse bool   `json:"reverse"`
+	Name    string `yaml:"name"`
+	Weight  *int   `yaml:"weight"`
+	Reverse bool   `yaml:"reverse"`
 }
 
 type yamlNotify struct {
-	Master string `json:"master"`
-	Backup string `json:"backup"`
-	Fault  string `json:"fault"`
-	Stop   string `json:"stop"`
+	Master string `yaml:"master"`
+	Backup string `yaml:"backup"`
+	Fault  string `yaml:"fault"`
+	Stop   string `yaml:"stop"`
 	// All is keepalived's notify: every transition, with the four arguments.
-	All string `json:"all"`
+	All string `yaml:"all"`
 	// Deleted is notify_deleted's script; ReportDeleted (implied by Deleted) makes the
 	// hooks and the FIFO hear DELETED when a reload removes the instance.
-	Deleted       string `json:"deleted"`
-	ReportDeleted bool   `json:"reportDeleted"`
-	User          string `json:"user"`
-	Group         string `json:"group"`
+	Deleted       string `yaml:"deleted"`
+	ReportDeleted bool   `yaml:"reportDeleted"`
+	User          string `yaml:"user"`
+	Group         string `yaml:"group"`
 }
 
 // scripts reads the top-level scripts into g.
-func (ix yamlIndex) scripts(raw []json.RawMessage, f *yamlFile, g *Globals) error {
+func (ix yamlIndex) scripts(parts []yamlPart[yamlScript], f *yamlFile, g *Globals) error {
 	g.scriptSettings = ScriptSettings{User: f.ScriptUser, Group: f.ScriptGroup, Security: f.EnableScriptSecurity, NotifyFIFO: f.NotifyFIFO}
 	g.scriptUserPos = ix.at("scriptUser")
-	for i, r := range raw {
-		var y yamlScript
-		if err := strictJSON(r, &y); err != nil {
-			return ix.decodeError(err, []any{"scripts", i}, fmt.Sprintf("scripts[%d]", i))
+	for i, p := range parts {
+		y := p.v
+		if p.err != nil {
+			return ix.decodeError(p.err, []any{"scripts", i}, fmt.Sprintf("scripts[%d]", i))
 		}
 		at := func(k string) Position { return ix.at("scripts", i, k) }
 		if y.Name == "" {

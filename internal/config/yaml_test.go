@@ -163,10 +163,21 @@ func TestYAMLErrors(t *testing.T) {
 		{"duplicate key", "routerID: a\nrouterID: b\n", `y.yaml:2: YAML: line 2: key "routerID" set twice (first at line 1)`},
 		{"key case", inst + "  Priority: 5\n", `y.yaml:6: instance "A": unknown key "Priority"`},
 		{"nested key case", inst + "  unicast: {Peers: [10.0.0.2]}\n", `y.yaml:6: instance "A": unknown key "unicast.Peers"`},
-		{"quoted no is a string", inst + "  preempt: \"no\"\n", `y.yaml:6: instance "A": key "preempt": want true or false, not string`},
-		{"aliases past the limit", "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
+		{"a string is not a boolean", inst + "  preempt: maybe\n", `y.yaml:6: instance "A": key "preempt": want true or false, not string`},
+		{"quoted true is a string", inst + "  preempt: \"true\"\n", `y.yaml:6: instance "A": key "preempt": want true or false, not string`},
+		{"wrong type in a list", inst + "  unicast: {peers: [10.0.0.2, [10.0.0.3]]}\n", `y.yaml:6: instance "A": key "peers": want a string, not list`},
+		{"wrong type in a route", inst + "  routes: [{to: 10.1.0.0/16, table: true}]\n", `y.yaml:6: instance "A": key "table": want a string or a number, not bool`},
+		{"duration not a scalar", inst + "  advertInterval: [1s]\n", `y.yaml:6: instance "A": key "advertInterval": want a duration, not list`},
+		{"defaults not a mapping", "defaults: 5\n", `y.yaml:1: defaults: want a mapping, not number`},
+		{"duplicate key in an instance", inst + "  vrid: 2\n", `y.yaml:6: YAML: line 6: key "vrid" set twice (first at line 4)`},
+		{"empty list item", inst + "  excludedVIPs: [10.0.0.9, ~]\n", `y.yaml:6: YAML: line 6: an empty list item`},
+		{"value that cannot have its tag", inst + "  dontTrackPrimary: !!bool 3\n", "y.yaml:6: YAML: yaml: cannot decode !!int `3` as a !!bool"},
+		{"bad merge", inst + "  <<: 5\n", `y.yaml:2: YAML: yaml: map merge requires map or sequence of maps as the value`},
+		// An alias bomb: the schema has no key that takes nested lists, so nothing is
+		// expanded; the first unknown key is the error.
+		{"aliases", "a: &a [1,1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n" +
 			"d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\ng: [*f,*f,*f,*f,*f,*f,*f,*f,*f,*f]\n",
-			`y.yaml:7: YAML: line 7: the document expands to more than 16 MiB (aliases?)`},
+			`y.yaml:1: unknown key "a"`},
 		{"vrid range", "instances:\n- name: A\n  interface: eth0\n  vrid: 300\n", `y.yaml:4: instance "A": vrid must be between 1 and 255, not 300`},
 		{"priority range", inst + "  priority: 0\n", `y.yaml:6: instance "A": priority must be between 1 and 255, not 0`},
 		{"version", inst + "  version: 4\n", `y.yaml:6: instance "A": version must be 2 or 3, not 4`},
@@ -204,8 +215,10 @@ func TestYAMLErrors(t *testing.T) {
 }
 
 // TestYAMLResolvesAsYAML11: configurations were written against sigs.k8s.io/yaml (YAML
-// 1.1): unquoted yes/no/on/off are booleans, a leading 0 is octal, and anchors, aliases
-// and merge keys (<<) work, the mapping's own keys winning over merged ones.
+// 1.1): yaml.v3 keeps what they rely on. yes/no/on/off set a boolean key, a leading 0 is
+// octal, and anchors, aliases and merge keys (<<) work, the mapping's own keys winning
+// over merged ones. What changed: a string key takes yes, on or 123 as written, and a
+// boolean key a quoted "no" (yaml.v3's compatibility; a quoted "true" is refused).
 func TestYAMLResolvesAsYAML11(t *testing.T) {
 	doc := `instances:
 - &base
@@ -221,6 +234,11 @@ func TestYAMLResolvesAsYAML11(t *testing.T) {
   priority: 50
   preempt: on
   vips: [10.0.0.2/24]
+- name: yes
+  interface: 123
+  vrid: 3
+  preempt: "no"
+  vips: [10.0.0.3/24]
 `
 	cfg, _, err := Parse("y.yaml", []byte(doc))
 	if err != nil {
@@ -232,6 +250,9 @@ func TestYAMLResolvesAsYAML11(t *testing.T) {
 	}
 	if b.Name != "B" || b.Priority != 50 || !b.Preempt || b.Interface != "eth0" || b.VRID != 2 {
 		t.Errorf("B = %+v; want its own name, vrid and priority over the merged ones, preempt on, interface merged", b)
+	}
+	if c := cfg.Instances[2]; c.Name != "yes" || c.Interface != "123" || c.Preempt {
+		t.Errorf("C = %+v; want name yes and interface 123 as written, and a quoted \"no\" false", c)
 	}
 }
 

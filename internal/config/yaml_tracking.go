@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
@@ -12,54 +11,54 @@ import (
 // The rules are the keepalived.conf ones: both end in the same Draft and Globals.
 
 type yamlTrackFileSpec struct {
-	Name    string `json:"name"`
-	File    string `json:"file"`
-	Weight  *int   `json:"weight"`
-	Reverse bool   `json:"reverse"`
+	Name    string `yaml:"name"`
+	File    string `yaml:"file"`
+	Weight  *int   `yaml:"weight"`
+	Reverse bool   `yaml:"reverse"`
 	// Init is init_file: the value written when the file does not exist (or at every
 	// start, with overwrite).
 	Init *struct {
-		Value     int  `json:"value"`
-		Overwrite bool `json:"overwrite"`
-	} `json:"init"`
+		Value     int  `yaml:"value"`
+		Overwrite bool `yaml:"overwrite"`
+	} `yaml:"init"`
 }
 
 type yamlTrackInterface struct {
-	Name    string `json:"name"`
-	Weight  int    `json:"weight"`
-	Reverse bool   `json:"reverse"`
+	Name    string `yaml:"name"`
+	Weight  int    `yaml:"weight"`
+	Reverse bool   `yaml:"reverse"`
 }
 
 type yamlTrackFile struct {
-	Name    string `json:"name"`
-	Weight  *int   `json:"weight"`
-	Reverse *bool  `json:"reverse"`
+	Name    string `yaml:"name"`
+	Weight  *int   `yaml:"weight"`
+	Reverse *bool  `yaml:"reverse"`
 }
 
 type yamlSyncGroup struct {
-	Name            string               `json:"name"`
-	Members         []string             `json:"members"`
-	TrackInterfaces []yamlTrackInterface `json:"trackInterfaces"`
-	TrackFiles      []yamlTrackFile      `json:"trackFiles"`
-	TrackScripts    []yamlTrackScript    `json:"trackScripts"`
-	Notify          *yamlNotify          `json:"notify"`
+	Name            string               `yaml:"name"`
+	Members         []string             `yaml:"members"`
+	TrackInterfaces []yamlTrackInterface `yaml:"trackInterfaces"`
+	TrackFiles      []yamlTrackFile      `yaml:"trackFiles"`
+	TrackScripts    []yamlTrackScript    `yaml:"trackScripts"`
+	Notify          *yamlNotify          `yaml:"notify"`
 	// TrackingWeight is sync_group_tracking_weight: members keep their own weights.
-	TrackingWeight bool `json:"trackingWeight"`
+	TrackingWeight bool `yaml:"trackingWeight"`
 }
 
 // yamlInstanceTracking are an instance's tracking fields beyond trackScripts.
 type yamlInstanceTracking struct {
-	TrackInterfaces  []yamlTrackInterface `json:"trackInterfaces"`
-	TrackFiles       []yamlTrackFile      `json:"trackFiles"`
-	DontTrackPrimary bool                 `json:"dontTrackPrimary"`
+	TrackInterfaces  []yamlTrackInterface `yaml:"trackInterfaces"`
+	TrackFiles       []yamlTrackFile      `yaml:"trackFiles"`
+	DontTrackPrimary bool                 `yaml:"dontTrackPrimary"`
 }
 
 // trackFiles reads the top-level trackFiles into g.
-func (ix yamlIndex) trackFiles(raw []json.RawMessage, g *Globals) error {
-	for i, r := range raw {
-		var y yamlTrackFileSpec
-		if err := strictJSON(r, &y); err != nil {
-			return ix.decodeError(err, []any{"trackFiles", i}, fmt.Sprintf("trackFiles[%d]", i))
+func (ix yamlIndex) trackFiles(parts []yamlPart[yamlTrackFileSpec], g *Globals) error {
+	for i, p := range parts {
+		y := p.v
+		if p.err != nil {
+			return ix.decodeError(p.err, []any{"trackFiles", i}, fmt.Sprintf("trackFiles[%d]", i))
 		}
 		pos := ix.at("trackFiles", i)
 		if y.Name == "" || y.File == "" {
@@ -129,11 +128,11 @@ func (ix yamlIndex) instanceTracking(i int, y yamlInstanceTracking, d *Draft) er
 }
 
 // syncGroups reads the top-level syncGroups into g.
-func (ix yamlIndex) syncGroups(raw []json.RawMessage, g *Globals) error {
-	for i, r := range raw {
-		var y yamlSyncGroup
-		if err := strictJSON(r, &y); err != nil {
-			return ix.decodeError(err, []any{"syncGroups", i}, fmt.Sprintf("syncGroups[%d]", i))
+func (ix yamlIndex) syncGroups(parts []yamlPart[yamlSyncGroup], g *Globals) error {
+	for i, p := range parts {
+		y := p.v
+		if p.err != nil {
+			return ix.decodeError(p.err, []any{"syncGroups", i}, fmt.Sprintf("syncGroups[%d]", i))
 		}
 		pos := ix.at("syncGroups", i)
 		if y.Name == "" || len(y.Members) == 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -53,17 +54,26 @@ func readCache(dir string, group types.NamespacedName) (*cacheEntry, error) {
 	if !st.Mode().IsRegular() || st.Size() > maxCacheSize {
 		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, maxCacheSize)
 	}
-	var e cacheEntry
-	dec := json.NewDecoder(f)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&e); err != nil {
+	e, err := decodeCache(f)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if e.Group == nil {
-		return nil, fmt.Errorf("%s: no group", path)
 	}
 	if got := (types.NamespacedName{Namespace: e.Group.Namespace, Name: e.Group.Name}); got != group {
 		return nil, fmt.Errorf("%s: holds group %s, not %s", path, got, group)
+	}
+	return e, nil
+}
+
+// decodeCache reads the content of a cache file.
+func decodeCache(r io.Reader) (*cacheEntry, error) {
+	var e cacheEntry
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		return nil, err
+	}
+	if e.Group == nil {
+		return nil, errors.New("no group")
 	}
 	return &e, nil
 }

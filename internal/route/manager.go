@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,15 +61,9 @@ func open(stateDir string, nl *netlink.Handle) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("route: read record: %w", err)
 	}
-	if len(b) == 0 {
-		return m, nil // left by a machine crash, which took the routes too (atomicfile.Write)
-	}
-	var doc recordDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("route: record %s is corrupt: %w", filepath.Join(stateDir, recordFile), err)
-	}
-	if doc.Version != recordVersion {
-		return nil, fmt.Errorf("route: record %s has version %d, this vrrpd understands %d", filepath.Join(stateDir, recordFile), doc.Version, recordVersion)
+	doc, err := parseRecord(filepath.Join(stateDir, recordFile), b)
+	if err != nil {
+		return nil, err
 	}
 	for _, r := range doc.Routes {
 		m.routes[r] = map[string]bool{}
@@ -79,26 +74,74 @@ func open(stateDir string, nl *netlink.Handle) (*Manager, error) {
 	return m, nil
 }
 
+// parseRecord reads the content b of the record at path.
+func parseRecord(path string, b []byte) (recordDoc, error) {
+	var doc recordDoc
+	if len(b) == 0 {
+		return doc, nil // left by a machine crash, which took the routes too (atomicfile.Write)
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return recordDoc{}, fmt.Errorf("route: record %s is corrupt: %w", path, err)
+	}
+	if doc.Version != recordVersion {
+		return recordDoc{}, fmt.Errorf("route: record %s has version %d, this vrrpd understands %d", path, doc.Version, recordVersion)
+	}
+	// Only valid entries are ever recorded (Hold validates first): anything else is a
+	// damaged or foreign file, and Recover would hand the kernel what it cannot mean.
+	for _, r := range doc.Routes {
+		if err := r.Validate(); err != nil {
+			return recordDoc{}, fmt.Errorf("route: record %s: route %s: %w", path, r, err)
+		}
+	}
+	for _, r := range doc.Rules {
+		if err := r.Validate(); err != nil {
+			return recordDoc{}, fmt.Errorf("route: record %s: rule %s: %w", path, r, err)
+		}
+	}
+	return doc, nil
+}
+
 // write saves the record (under m.mu).
 func (m *Manager) write() error {
-	doc := recordDoc{Version: recordVersion, Routes: []Route{}, Rules: []Rule{}}
-	for r := range m.routes {
-		doc.Routes = append(doc.Routes, r)
-	}
-	for r := range m.rules {
-		doc.Rules = append(doc.Rules, r)
-	}
-	// Sorted, so that one set of entries is always one file.
-	slices.SortFunc(doc.Routes, func(a, b Route) int { return cmpString(a.String(), b.String()) })
-	slices.SortFunc(doc.Rules, func(a, b Rule) int { return cmpString(a.String(), b.String()) })
-	b, err := json.MarshalIndent(doc, "", "  ")
+	b, err := encodeRecord(m.routes, m.rules)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
 		return fmt.Errorf("route: state directory: %w", err)
 	}
-	return atomicfile.Write(m.dir, recordFile, append(b, '\n'))
+	return atomicfile.Write(m.dir, recordFile, b)
+}
+
+// encodeRecord is the record's content for the keys of routes and rules.
+func encodeRecord[R, U any](routes map[Route]R, rules map[Rule]U) ([]byte, error) {
+	doc := recordDoc{Version: recordVersion, Routes: []Route{}, Rules: []Rule{}}
+	for r := range routes {
+		doc.Routes = append(doc.Routes, r)
+	}
+	for r := range rules {
+		doc.Rules = append(doc.Rules, r)
+	}
+	// Sorted, so that one set of entries is always one file: as ip prints them, then by
+	// every field (table 0 and table main print alike).
+	slices.SortFunc(doc.Routes, func(a, b Route) int { return cmpEntries(a, b, a.String(), b.String()) })
+	slices.SortFunc(doc.Rules, func(a, b Rule) int { return cmpEntries(a, b, a.String(), b.String()) })
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// cmpEntries orders two entries by their text as ip prints them (sa, sb), then by their
+// JSON, which holds every field.
+func cmpEntries(a, b any, sa, sb string) int {
+	if c := cmpString(sa, sb); c != 0 {
+		return c
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Compare(ja, jb)
 }
 
 func cmpString(a, b string) int {
