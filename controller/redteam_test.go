@@ -526,3 +526,38 @@ func TestRedTeamGroupAuthorCannotPickSegment(t *testing.T) {
 	// The admin's group kept its ID.
 	waitRouterIDs(t, admin, "lan", map[string]int{admin + "/a": 1})
 }
+
+// TestRedTeamVrrpdCannotReachBeyondItsGroup: impersonating a group's vrrpd
+// ServiceAccount (a compromised vrrpd pod), with the RBAC the operator made
+// for it under the install's policy: it reads its own group, and may not
+// read another group or any Secret, write its group or its status, create
+// Pods or DaemonSets, or list Services. (This held on main already; it guards
+// the threat model's row against regressions.)
+func TestRedTeamVrrpdCannotReachBeyondItsGroup(t *testing.T) {
+	ns := newNamespace(t, "rt-vrrpd")
+	policyOperator(t, []string{ns}, ns)
+	newGroup(t, ns, "g", nil)
+	newGroup(t, ns, "other", nil)
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pw"}, StringData: map[string]string{"password": "x"}}
+	if err := k8s.Create(context.Background(), sec); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, vrrpd := impersonate(t, "system:serviceaccount:"+ns+":g-vrrpd")
+	eventually(t, 30*time.Second, func() error {
+		var g v1alpha1.KeepalivedGroup
+		return vrrpd.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &g)
+	})
+	refused(t, "get another group", vrrpd.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, &v1alpha1.KeepalivedGroup{}))
+	refused(t, "get a Secret", vrrpd.Get(ctx, client.ObjectKeyFromObject(sec), &corev1.Secret{}))
+	refused(t, "list Services", vrrpd.List(ctx, &corev1.ServiceList{}, client.InNamespace(ns)))
+	g := getGroup(t, ns, "g")
+	g.Spec.Image = "docker.io/library/busybox:latest"
+	refused(t, "update its group", vrrpd.Update(ctx, g, client.DryRunAll))
+	g = getGroup(t, ns, "g")
+	g.Status.RouterIDs = map[string]int{"x/y": 7}
+	refused(t, "update its group's status", vrrpd.Status().Update(ctx, g, client.DryRunAll))
+	refused(t, "create a DaemonSet", vrrpd.Create(ctx, vrrpdShaped(ns, "docker.io/library/busybox:latest"), client.DryRunAll))
+	refused(t, "create a Pod", vrrpd.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "docker.io/library/busybox:latest"}}}}, client.DryRunAll))
+}
