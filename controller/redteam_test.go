@@ -13,6 +13,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -318,8 +319,9 @@ func TestRedTeamOperatorCannotRunPrivilegedWorkloads(t *testing.T) {
 // operator's ServiceAccount, deleting a ConfigMap in kube-system, deleting a
 // ConfigMap no group controls in a group namespace, listing Pods cluster-wide
 // or in kube-system, binding cluster-admin (or a Role of its own rights) to a
-// ServiceAccount, and writing a ServiceAccount outside the group namespaces
-// are all refused. (On main its ClusterRole allowed every one except the
+// ServiceAccount, writing a ServiceAccount outside the group namespaces,
+// changing a Service's spec or labels and writing a Lease in kube-system are
+// all refused. (On main its ClusterRole allowed every one except the
 // cluster-admin binding.)
 func TestRedTeamOperatorCannotReachBeyondItsObjects(t *testing.T) {
 	installOperator(t)
@@ -363,6 +365,32 @@ func TestRedTeamOperatorCannotReachBeyondItsObjects(t *testing.T) {
 		}, client.DryRunAll))
 	}
 	refused(t, "create ServiceAccount in kube-system", op.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "x-vrrpd"}}, client.DryRunAll))
+
+	// Services: their finalizers, nothing else (externalIPs would redirect a
+	// Service's traffic through kube-proxy).
+	svc := newService(t, groupNS, "victim", "", func(s *corev1.Service) { s.Finalizers = []string{serviceFinalizer} })
+	var cur corev1.Service
+	if err := op.Get(ctx, client.ObjectKeyFromObject(svc), &cur); err != nil {
+		t.Fatal(err)
+	}
+	hijack := cur.DeepCopy()
+	hijack.Spec.ExternalIPs = []string{"10.99.0.66"}
+	refused(t, "set a Service's externalIPs", op.Update(ctx, hijack, client.DryRunAll))
+	relabel := cur.DeepCopy()
+	relabel.Labels = map[string]string{"x": "y"}
+	refused(t, "label a Service", op.Update(ctx, relabel, client.DryRunAll))
+	unfinalized := cur.DeepCopy()
+	unfinalized.Finalizers = nil
+	if err := op.Update(ctx, unfinalized, client.DryRunAll); err != nil {
+		t.Errorf("removing the old finalizer of a Service (what the operator does): %v", err)
+	}
+
+	// Leases: its own namespace only (not kube-system's leader elections).
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "rt-leader"}}
+	refused(t, "create a Lease in kube-system", op.Create(ctx, lease, client.DryRunAll))
+	if err := op.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: installNamespace, Name: "rt-leader"}}, client.DryRunAll); err != nil {
+		t.Errorf("a Lease in the operator's namespace (leader election): %v", err)
+	}
 }
 
 // policyOperator installs the operator's manifests and runs the operator as
