@@ -152,6 +152,7 @@ manifests:
 	$(CONTROLLER_GEN) rbac:roleName=vrrp-operator paths=./controller/... output:rbac:artifacts:config=deploy/operator/rbac
 	cp deploy/crds/*_*.yaml $(CHART)/crds/
 	cp deploy/operator/rbac/role.yaml $(CHART)/files/role.yaml
+	cp deploy/operator/policy/admission_policy.yaml $(CHART)/files/admission_policy.yaml
 	cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/dashboard.json $(CHART)/files/
 
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale

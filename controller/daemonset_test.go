@@ -43,7 +43,9 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		g.Spec.DaemonsetPodAnnotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/keepalived": "unconfined"}
 		g.Spec.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "vrrp-pw"}}
 	})
-	startManager(t, ns)
+	// The admin allows the repository of the custom image the spec change
+	// below names (--allowed-vrrpd-images).
+	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, AllowedImages: []string{"example.com/vrrpd"}}, ns)
 	ctx := context.Background()
 	key := types.NamespacedName{Namespace: ns, Name: "g-vrrpd"}
 

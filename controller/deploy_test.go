@@ -19,22 +19,24 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 )
 
-// TestOperatorRBACIsEnough installs deploy/operator's namespace, ClusterRole,
-// ServiceAccount and binding, then runs the operator impersonating that
-// ServiceAccount: it must do all its work (status, DaemonSet, vrrpd's Role,
-// address allocation, events) with exactly those rights, which include no
+// TestOperatorRBACIsEnough installs deploy/operator's namespaces, ClusterRole,
+// ServiceAccount, bindings and admission policy (installOperator), lets the
+// test's namespace hold groups (as an admin would: the policy's ConfigMap and
+// --group-namespaces), then runs the operator impersonating that
+// ServiceAccount with the install's flags: it must do all its work (status,
+// DaemonSet, vrrpd's Role, address allocation, events) with exactly those
+// rights and within the policy, which include no
 // Secret: a group with passwordAuth gets its Secret as a volume of the
 // DaemonSet's pods, and vrrpd's Role has no Secret either.
 // The Deployment manifest is checked by a server-side dry run.
 func TestOperatorRBACIsEnough(t *testing.T) {
 	needAPIServer(t)
 	dir := filepath.Join("..", "deploy", "operator")
-	for _, f := range []string{"namespace.yaml", "rbac/role.yaml", "rbac/service_account.yaml", "rbac/role_binding.yaml"} {
-		applyFileIfAbsent(t, filepath.Join(dir, f))
-	}
+	installOperator(t)
 	dryRun(t, filepath.Join(dir, "deployment.yaml"))
 
 	ns := newNamespace(t, "rbac")
+	allowGroupNamespaces(t, ns)
 	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.PasswordAuth = &v1alpha1.PasswordAuth{SecretRef: corev1.LocalObjectReference{Name: "pw"}}
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.240-10.99.0.243"}}
@@ -54,8 +56,7 @@ func TestOperatorRBACIsEnough(t *testing.T) {
 		t.Fatalf("unbound ServiceAccount listing Services: %v, want Forbidden", err)
 	}
 
-	cfg := rest.CopyConfig(testConfig)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:vrrp-operator:vrrp-operator"}
+	cfg, _ := impersonate(t, operatorUser)
 	// The deployed ClusterRole grants nothing on Secrets, and the API
 	// server agrees: the operator's ServiceAccount may not read one.
 	for _, r := range readObjects(t, filepath.Join(dir, "rbac/role.yaml"))[0].Object["rules"].([]any) {
@@ -72,7 +73,7 @@ func TestOperatorRBACIsEnough(t *testing.T) {
 	if err := opc.List(context.Background(), &corev1.SecretList{}, client.InNamespace(ns)); !apierrors.IsForbidden(err) {
 		t.Fatalf("the operator listing Secrets: %v, want Forbidden", err)
 	}
-	startManagerAs(t, cfg, ns)
+	startManagerWith(t, cfg, installOptions(t, ns), ns)
 	eventually(t, 30*time.Second, func() error {
 		g := getGroup(t, ns, "g")
 		if len(g.Status.Instances) != 1 || g.Status.Instances[0].VIPs[0] != "10.99.0.240" {

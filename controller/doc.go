@@ -40,8 +40,9 @@
 // Existing assignments are never renumbered unless blacklisted; new keys
 // take the lowest free ID in sorted key order; beyond 255 the remaining keys
 // are left out, the group is Degraded (RouterIDsExhausted) and each Service
-// left out gets one Event. Groups of one spec.segment (every group without
-// one is on the cluster's default segment, whatever its interface) share an
+// left out gets one Event. Groups of one segment (spec.segment where the
+// admin's --segment-namespaces allows it, policy.go; every other group is on
+// the cluster's default segment, whatever its interface) share an
 // ID space: an ID held by one is never handed out by another, and when two
 // collide anyway (status carried over from the original operator, or from
 // before segments, when each interface had a space of its own), the

@@ -45,6 +45,9 @@ const (
 	// change because an earlier group on the segment holds it or it was
 	// blacklisted.
 	ReasonRouterIDRenumbered = "RouterIDRenumbered"
+	// ReasonGroupNotAllowed: the Service's group is in a namespace that
+	// may not hold groups (Options.GroupNamespaces); no VIP.
+	ReasonGroupNotAllowed = "GroupNotAllowed"
 )
 
 // Event actions (events.k8s.io/v1 requires one).

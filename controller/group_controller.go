@@ -55,6 +55,11 @@ type GroupReconciler struct {
 	VrrpdResources corev1.ResourceRequirements
 	// PodMonitorRecheck is Options.PodMonitorRecheck, the default filled in.
 	PodMonitorRecheck time.Duration
+	// GroupNamespaces, AllowedImages and SegmentNamespaces are the
+	// Options' (policy.go).
+	GroupNamespaces   []string
+	AllowedImages     []string
+	SegmentNamespaces []string
 
 	podSecurity podSecurityReports
 
@@ -173,6 +178,9 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		// The garbage collector removes the owned objects.
 		return ctrl.Result{}, nil
 	}
+	if !r.groupAllowed(&g) {
+		return ctrl.Result{}, r.refuseGroup(ctx, &g)
+	}
 	if wait > 0 {
 		// A new or changed group while its Services are being given
 		// addresses: its DaemonSet and the rest now, its status (with
@@ -182,8 +190,8 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		done := r.ownedFor[req.NamespacedName] == g.Generation
 		r.mu.Unlock()
 		if !done {
-			image, _ := effectiveImage(g.Spec.Image, r.VrrpdImage)
-			if err := r.applyOwned(ctx, &g, image); err != nil {
+			img := effectiveImage(g.Spec.Image, r.VrrpdImage, r.AllowedImages)
+			if err := r.applyOwned(ctx, &g, img.image); err != nil {
 				return ctrl.Result{}, err
 			}
 			r.checkPodSecurity(ctx, &g)
@@ -193,7 +201,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		}
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	unlock := r.segments.lock(segment(&g))
+	unlock := r.segments.lock(r.segment(&g))
 	defer unlock()
 	r.catchUp(&g)
 
@@ -235,8 +243,8 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	r.reportLeftOut(&g, services.Items, p.leftOutServices)
 	r.reportRenumbered(&g, p)
 
-	image, substituted := effectiveImage(g.Spec.Image, r.VrrpdImage)
-	applyErr := r.applyOwned(ctx, &g, image)
+	img := effectiveImage(g.Spec.Image, r.VrrpdImage, r.AllowedImages)
+	applyErr := r.applyOwned(ctx, &g, img.image)
 	r.checkPodSecurity(ctx, &g)
 
 	// A takeover from keepalived-operator replaces the instances' settings
@@ -247,7 +255,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 
 	writeStatus := func() error {
-		status := buildStatus(&g, p, image, substituted, applyErr)
+		status := buildStatus(&g, p, img, r.segment(&g) != g.Spec.Segment, applyErr)
 		status.Migration = mig
 		migrationCondition(&status, g.Generation, mig)
 		slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
@@ -354,16 +362,6 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	}
 }
 
-// segment names the L2 segment a group's VRRP traffic lives on: its
-// spec.segment, or "" for the cluster's default segment. Groups of one
-// segment must not share router IDs (the original's issues 26, 32 and 66).
-// The interface name says nothing about the wire: one group may name eth0,
-// another interfaceFromIP, and both reach the same switch, so without an
-// admin's word every group is on the one default segment.
-func segment(g *v1alpha1.KeepalivedGroup) string {
-	return g.Spec.Segment
-}
-
 // before orders groups by age, then name: on a collision the later group
 // yields.
 func before(a, b *v1alpha1.KeepalivedGroup) bool {
@@ -389,10 +387,13 @@ func (r *GroupReconciler) reservedIDs(ctx context.Context, g *v1alpha1.Keepalive
 	if err := r.Client.List(ctx, &groups); err != nil {
 		return nil, err
 	}
-	seg := segment(g)
+	seg := r.segment(g)
 	for i := range groups.Items {
 		o := &groups.Items[i]
-		if o.UID == g.UID || segment(o) != seg {
+		// A group the operator runs nothing for holds no ID; every other
+		// group counts, by the segment the operator gives it (not the one
+		// it asks for).
+		if o.UID == g.UID || !r.groupAllowed(o) || r.segment(o) != seg {
 			continue
 		}
 		ids := o.Status.RouterIDs
@@ -463,17 +464,19 @@ func (r *GroupReconciler) reportRenumbered(g *v1alpha1.KeepalivedGroup, p plan) 
 		parts[i] = fmt.Sprintf("%s %d->%d", k, g.Status.RouterIDs[k], p.routerIDs[k])
 	}
 	r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeWarning, ReasonRouterIDRenumbered, actionAssignRouterID,
-		"router IDs changed because an earlier group on segment %q holds them or they are blacklisted: %s", segment(g), strings.Join(parts, ", "))
+		"router IDs changed because an earlier group on segment %q holds them or they are blacklisted: %s", r.segment(g), strings.Join(parts, ", "))
 }
 
-// reportConditions sends an Event on the group when Degraded or
-// ImageSubstituted becomes true or changes its message, and when Degraded
-// clears, so the group's Events tell its history without repeating.
+// reportConditions sends an Event on the group when Degraded,
+// ImageSubstituted or SegmentIgnored becomes true or changes its message, and
+// when Degraded clears, so the group's Events tell its history without
+// repeating. A refusal of the cluster admin's policy (an image not allowed, a
+// segment ignored) is a Warning.
 func (r *GroupReconciler) reportConditions(g *v1alpha1.KeepalivedGroup, old, now []metav1.Condition) {
 	if r.Recorder == nil {
 		return
 	}
-	for _, typ := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionImageSubstituted} {
+	for _, typ := range []string{v1alpha1.ConditionDegraded, v1alpha1.ConditionImageSubstituted, v1alpha1.ConditionSegmentIgnored} {
 		was, is := meta.FindStatusCondition(old, typ), meta.FindStatusCondition(now, typ)
 		if is == nil {
 			continue
@@ -481,7 +484,7 @@ func (r *GroupReconciler) reportConditions(g *v1alpha1.KeepalivedGroup, old, now
 		changed := was == nil || was.Status != is.Status || was.Message != is.Message
 		switch {
 		case !changed:
-		case is.Status == metav1.ConditionTrue && typ == v1alpha1.ConditionDegraded:
+		case is.Status == metav1.ConditionTrue && (typ == v1alpha1.ConditionDegraded || is.Reason == v1alpha1.ReasonImageNotAllowed || typ == v1alpha1.ConditionSegmentIgnored):
 			r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeWarning, is.Reason, actionReconcile, "%s", is.Message)
 		case is.Status == metav1.ConditionTrue:
 			r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeNormal, is.Reason, actionReconcile, "%s", is.Message)
@@ -489,18 +492,6 @@ func (r *GroupReconciler) reportConditions(g *v1alpha1.KeepalivedGroup, old, now
 			r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeNormal, "Recovered", actionReconcile, "no longer degraded: %s", is.Message)
 		}
 	}
-}
-
-// effectiveImage is the image the DaemonSet runs and whether spec.image was
-// replaced because it names keepalived.
-func effectiveImage(spec, vrrpd string) (string, bool) {
-	if spec == "" {
-		return vrrpd, false
-	}
-	if strings.Contains(strings.ToLower(spec), "keepalived") {
-		return vrrpd, true
-	}
-	return spec, false
 }
 
 // applyOwned server-side-applies the DaemonSet, ServiceAccount, Role,
@@ -591,7 +582,7 @@ func (r *GroupReconciler) applyIfChanged(ctx context.Context, g *v1alpha1.Keepal
 
 // buildStatus assembles the group's new status from the plan, keeping the
 // existing conditions' transition times.
-func buildStatus(g *v1alpha1.KeepalivedGroup, p plan, image string, substituted bool, applyErr error) v1alpha1.KeepalivedGroupStatus {
+func buildStatus(g *v1alpha1.KeepalivedGroup, p plan, img imageChoice, segmentIgnored bool, applyErr error) v1alpha1.KeepalivedGroupStatus {
 	st := v1alpha1.KeepalivedGroupStatus{
 		ObservedGeneration: g.Generation,
 		Conditions:         slices.Clone(g.Status.Conditions),
@@ -601,13 +592,14 @@ func buildStatus(g *v1alpha1.KeepalivedGroup, p plan, image string, substituted 
 		Nodes:              p.nodes,
 		Instances:          p.instances,
 	}
-	setConditions(&st, g, p, image, substituted, applyErr)
+	setConditions(&st, g, p, img, segmentIgnored, applyErr)
 	return st
 }
 
-// setConditions fills Ready, Degraded and ImageSubstituted. Messages depend
-// only on the inputs, so an unchanged group keeps byte-identical status.
-func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGroup, p plan, image string, substituted bool, applyErr error) {
+// setConditions fills Ready, Degraded, ImageSubstituted and SegmentIgnored.
+// Messages depend only on the inputs, so an unchanged group keeps
+// byte-identical status.
+func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGroup, p plan, img imageChoice, segmentIgnored bool, applyErr error) {
 	gen := g.Generation
 	set := func(typ string, ok bool, reason, msg string) {
 		s := metav1.ConditionFalse
@@ -657,11 +649,21 @@ func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGro
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionPasswordAuthVRRPv2)
 	}
 
-	if substituted {
+	switch img.reason {
+	case v1alpha1.ReasonKeepalivedImage:
 		set(v1alpha1.ConditionImageSubstituted, true, v1alpha1.ReasonKeepalivedImage,
-			fmt.Sprintf("spec.image %q is a keepalived image; the DaemonSet runs vrrpd image %q instead", g.Spec.Image, image))
+			fmt.Sprintf("spec.image %q is a keepalived image; the DaemonSet runs vrrpd image %q instead", g.Spec.Image, img.image))
+	case v1alpha1.ReasonImageNotAllowed:
+		set(v1alpha1.ConditionImageSubstituted, true, v1alpha1.ReasonImageNotAllowed,
+			fmt.Sprintf("spec.image %q is not an image the cluster admin allowed (the operator's --allowed-vrrpd-images); the DaemonSet runs vrrpd image %q instead", g.Spec.Image, img.image))
+	default:
+		set(v1alpha1.ConditionImageSubstituted, false, v1alpha1.ReasonVrrpdImage, fmt.Sprintf("the DaemonSet runs %q", img.image))
+	}
+	if segmentIgnored {
+		set(v1alpha1.ConditionSegmentIgnored, true, v1alpha1.ReasonSegmentNotAllowed,
+			fmt.Sprintf("spec.segment %q is not honoured in namespace %s (the operator's --segment-namespaces): the group shares the default router-ID space", g.Spec.Segment, g.Namespace))
 	} else {
-		set(v1alpha1.ConditionImageSubstituted, false, v1alpha1.ReasonVrrpdImage, fmt.Sprintf("the DaemonSet runs %q", image))
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionSegmentIgnored)
 	}
 	slices.SortFunc(st.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -87,7 +88,17 @@ func TestGroupSettingsVersion(t *testing.T) {
 // collector and the kubelets: found old objects -> shadow settings, old
 // objects kept until vrrpd is ready -> deleted -> waits for the old pods ->
 // settles -> the group's own settings.
-func TestMigrationFromKeepalivedOperator(t *testing.T) {
+func TestMigrationFromKeepalivedOperator(t *testing.T) { testMigration(t, false) }
+
+// TestMigrationUnderInstallPolicy: the same takeover with the operator as the
+// install runs it (its ServiceAccount, ClusterRole, admission policy and
+// flags) in a namespace the admin added as the migration guide says: to
+// --group-namespaces and the policy's ConfigMap, with the install's takeover
+// Role (list Pods, get and delete ConfigMaps) copied into it. The takeover
+// needs nothing more.
+func TestMigrationUnderInstallPolicy(t *testing.T) { testMigration(t, true) }
+
+func testMigration(t *testing.T, underPolicy bool) {
 	ctx := context.Background()
 	ns := newNamespace(t, "migrate")
 	nodes := newNodes(t, ns, 3, map[string]string{"migrate": ns})
@@ -114,7 +125,26 @@ func TestMigrationFromKeepalivedOperator(t *testing.T) {
 	newService(t, ns, "db", ns+"/edge", withExternalIPs("10.99.0.101", "fd00:99::101"))
 
 	dwell := time.Second
-	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, MigrationDwell: dwell}, ns)
+	if underPolicy {
+		installOperator(t)
+		allowGroupNamespaces(t, ns)
+		for _, u := range readObjects(t, filepath.Join("..", "deploy", "operator", "policy", "groups_namespace.yaml")) {
+			if u.GetKind() == "Namespace" {
+				continue
+			}
+			u.SetNamespace(ns)
+			if err := k8s.Create(ctx, u); err != nil {
+				t.Fatal(err)
+			}
+		}
+		opts := installOptions(t, ns)
+		opts.MigrationDwell = dwell
+		cfg, op := impersonate(t, operatorUser)
+		waitPolicyActive(t, op, ns, opts.VrrpdImage)
+		startManagerWith(t, cfg, opts, ns)
+	} else {
+		startManagerWith(t, testConfig, Options{VrrpdImage: testImage, MigrationDwell: dwell}, ns)
+	}
 
 	// 1. Shadowing: the old pods' settings, below their priority.
 	eventually(t, 10*time.Second, func() error {

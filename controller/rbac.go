@@ -3,6 +3,15 @@ package controller
 // The operator's ClusterRole, generated into deploy/operator/rbac by
 // `make manifests`.
 //
+// Not here: what only the takeover from keepalived-operator needs (migration.go:
+// list a group's old Pods, get and delete its old ConfigMap) is a Role in each
+// namespace that may hold groups (deploy/operator/policy/groups_namespace.yaml,
+// the chart's policy.yaml), not a cluster-wide right to every Pod's environment
+// and every ConfigMap. What the operator may write with the rights below is
+// narrowed by the install's ValidatingAdmissionPolicy
+// (deploy/operator/policy/admission_policy.yaml): vrrpd-shaped DaemonSets,
+// ServiceAccounts, Roles, RoleBindings and PodMonitors in those namespaces.
+//
 // Namespaces: read for their labels, which a group's allowedNamespaces
 // selector matches (tenancy.go), and for their Pod Security label, to warn on
 // a group whose namespace will refuse vrrpd's pods (podsecurity.go).
@@ -25,7 +34,5 @@ package controller
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=monitoring.coreos.com,resources=podmonitors,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch;update
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete

@@ -89,8 +89,9 @@ func TestSampleManifestsApply(t *testing.T) {
 	}
 }
 
-// TestSampleManifestsBehave: with the operator running, the original's
-// samples do what they did there: the spreadvips Service gets one instance
+// TestSampleManifestsBehave: with the operator running as the install runs
+// it (its ServiceAccount, RBAC, admission policy and flags), the original's
+// samples, in the namespace the README recommends, do what they did there: the spreadvips Service gets one instance
 // per external IP with router IDs past the blacklist (1, 2), its verbatim
 // keyword is carried, the keepalived image is replaced by vrrpd (and the
 // condition says so), and the LoadBalancer Service of a group without a
@@ -107,7 +108,14 @@ func TestSampleManifestsBehave(t *testing.T) {
 	}
 	newNodes(t, "sample-lb", 3, map[string]string{"node-role.kubernetes.io/loadbalancer": ""})
 	newNodes(t, "sample-worker", 2, map[string]string{"node-role.kubernetes.io/worker": ""})
-	startManager(t, "keepalived-operator", "demo")
+	// The operator as the install runs it: its ServiceAccount, RBAC, admission policy
+	// and flags, whose default --group-namespaces is the namespace the original's
+	// manifests use.
+	installOperator(t)
+	opts := installOptions(t)
+	cfg, op := impersonate(t, operatorUser)
+	waitPolicyActive(t, op, "keepalived-operator", opts.VrrpdImage)
+	startManagerWith(t, cfg, opts, "keepalived-operator", "demo")
 
 	eventually(t, 20*time.Second, func() error {
 		g := getGroup(t, "keepalived-operator", "keepalivedgroup-router")
@@ -128,7 +136,7 @@ func TestSampleManifestsBehave(t *testing.T) {
 			return fmt.Errorf("both VIPs mastered by %s", m0)
 		}
 		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionImageSubstituted)
-		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, testImage) {
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, opts.VrrpdImage) {
 			return fmt.Errorf("ImageSubstituted condition %+v", c)
 		}
 		if ev := groupEvents(t, "keepalived-operator", "keepalivedgroup-router", v1alpha1.ReasonKeepalivedImage); len(ev) != 1 {
@@ -149,7 +157,7 @@ func TestSampleManifestsBehave(t *testing.T) {
 		if err := k8s.Get(ctx, types.NamespacedName{Namespace: "keepalived-operator", Name: "keepalivedgroup-workers-vrrpd"}, &ds); err != nil {
 			return err
 		}
-		if got := ds.Spec.Template.Spec.Containers[0].Image; got != testImage {
+		if got := ds.Spec.Template.Spec.Containers[0].Image; got != opts.VrrpdImage {
 			return fmt.Errorf("DaemonSet image %q", got)
 		}
 		return nil

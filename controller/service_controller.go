@@ -39,6 +39,9 @@ type ServiceReconciler struct {
 	// held sends the IPAllocated Events of a bulk allocation after it
 	// (heldevents.go). Nil: at once.
 	held *heldEvents
+	// groupNamespaces is Options.GroupNamespaces: a group elsewhere
+	// serves no Service (nil: any namespace).
+	groupNamespaces namespaceList
 }
 
 // Reconcile handles one Service.
@@ -60,7 +63,15 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	v := newVetter(ctx, r.Client)
 	admitted := true
-	if group != nil {
+	if group != nil && r.groupNamespaces != nil && !r.groupNamespaces.allows(group.Namespace) {
+		// The operator runs nothing for such a group (policy.go), so
+		// its pool hands out no address either: a group author outside
+		// the admin's namespaces must not be able to hold addresses.
+		r.event(&svc, group, corev1.EventTypeWarning, ReasonGroupNotAllowed, actionValidate,
+			"KeepalivedGroup %s/%s is in a namespace that may not hold groups; no VIP", group.Namespace, group.Name)
+		admitted = false
+	}
+	if group != nil && admitted {
 		ns, err := v.namespace(svc.Namespace)
 		if err != nil {
 			return ctrl.Result{}, err

@@ -62,6 +62,22 @@ type Options struct {
 	// the Prometheus operator is rarely installed after this one. Default
 	// one minute; negative: ask every time.
 	PodMonitorRecheck time.Duration
+	// GroupNamespaces are the namespaces whose KeepalivedGroups the operator
+	// runs (AnyNamespace: every one). A group elsewhere gets no DaemonSet,
+	// ServiceAccount or RBAC, Ready=False NamespaceNotAllowed and a Warning
+	// Event, and its Services get no address (policy.go). Nil: every
+	// namespace (cmd/operator's --group-namespaces defaults to
+	// keepalived-operator).
+	GroupNamespaces []string
+	// AllowedImages are the images a group's spec.image may name besides
+	// VrrpdImage: references (a repository allows any of its tags and
+	// digests) or prefixes ending in "/". Nil: VrrpdImage only.
+	AllowedImages []string
+	// SegmentNamespaces are the namespaces whose groups' spec.segment is
+	// honoured (AnyNamespace: every one); elsewhere a group is on the
+	// default segment. Nil: every namespace (cmd/operator's
+	// --segment-namespaces defaults to none).
+	SegmentNamespaces []string
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -75,6 +91,9 @@ type Reconcilers struct {
 func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	if opts.VrrpdImage == "" {
 		return nil, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
+	}
+	if err := ValidateImagePatterns(opts.AllowedImages); err != nil {
+		return nil, fmt.Errorf("controller: --allowed-vrrpd-images: %w", err)
 	}
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = DefaultServiceWorkers
@@ -138,6 +157,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		MigrationDwell:    opts.MigrationDwell,
 		VrrpdResources:    opts.VrrpdResources,
 		PodMonitorRecheck: opts.PodMonitorRecheck,
+		GroupNamespaces:   opts.GroupNamespaces,
+		AllowedImages:     opts.AllowedImages,
+		SegmentNamespaces: opts.SegmentNamespaces,
 	}
 	groups.init()
 	groups.pending = newPendingAllocations()
@@ -167,6 +189,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		pending:  groups.pending,
 		wake:     make(chan event.GenericEvent, 4096),
 		held:     newHeldEvents(rec, groups.pending),
+
+		groupNamespaces: opts.GroupNamespaces,
 	}
 	if err := mgr.Add(services.held); err != nil {
 		return nil, err

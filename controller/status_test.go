@@ -51,7 +51,7 @@ func bigGroup(nServices, nNodes int) (*v1alpha1.KeepalivedGroup, []corev1.Servic
 func statusJSON(t testing.TB, g *v1alpha1.KeepalivedGroup, svcs []corev1.Service, nodes []corev1.Node) []byte {
 	t.Helper()
 	p := computePlan(g, svcs, nodes, nil)
-	st := buildStatus(g, p, testImage, false, nil)
+	st := buildStatus(g, p, imageChoice{image: testImage}, false, nil)
 	for i := range st.Conditions {
 		st.Conditions[i].LastTransitionTime = metav1.Unix(1700000000, 0)
 	}

@@ -39,9 +39,15 @@ const (
 	// out, the address pool does not parse, or an owned object could not be
 	// written. The reason says which.
 	ConditionDegraded = "Degraded"
-	// ConditionImageSubstituted is true when spec.image names a keepalived
-	// image and the operator's vrrpd image runs instead.
+	// ConditionImageSubstituted is true when spec.image is not run: it names
+	// a keepalived image (reason KeepalivedImage) or one the cluster admin
+	// did not allow (reason ImageNotAllowed), and the operator's vrrpd image
+	// runs instead.
 	ConditionImageSubstituted = "ImageSubstituted"
+	// ConditionSegmentIgnored is true when spec.segment is set but the
+	// cluster admin does not let the group's namespace name a segment: the
+	// group shares the default router-ID space.
+	ConditionSegmentIgnored = "SegmentIgnored"
 	// ConditionMigrating is true while the operator takes the group over
 	// from keepalived-operator's objects (status.migration has the phase),
 	// and false with reason Migrated once it has.
@@ -59,6 +65,18 @@ const (
 	ReasonApplyFailed        = "ApplyFailed"
 	ReasonKeepalivedImage    = "KeepalivedImage"
 	ReasonVrrpdImage         = "VrrpdImage"
+	// ReasonImageNotAllowed (ImageSubstituted true, and a Warning Event):
+	// spec.image is neither the operator's vrrpd image nor on the cluster
+	// admin's allow-list (--allowed-vrrpd-images).
+	ReasonImageNotAllowed = "ImageNotAllowed"
+	// ReasonNamespaceNotAllowed (Ready false, and a Warning Event): the
+	// group's namespace is not one the cluster admin lets hold groups
+	// (--group-namespaces); the operator creates nothing for it.
+	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
+	// ReasonSegmentNotAllowed (SegmentIgnored true, and a Warning Event):
+	// spec.segment in a namespace the admin did not allow to name one
+	// (--segment-namespaces).
+	ReasonSegmentNotAllowed = "SegmentNotAllowed"
 
 	// ReasonKeepalivedOperatorObjects (Migrating true, phase Shadowing):
 	// keepalived-operator's objects of the group were found.

@@ -24,9 +24,11 @@ type KeepalivedGroupSpec struct {
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// Image is the vrrpd container image. Empty means the operator's
-	// --vrrpd-image. An image that names keepalived (a manifest written for
-	// the original operator) is not run: the operator's vrrpd image is used
-	// instead and the ImageSubstituted condition says so.
+	// --vrrpd-image. Another image runs only if the cluster admin allowed it
+	// (the operator's --allowed-vrrpd-images); an image that names
+	// keepalived (a manifest written for the original operator) or one not
+	// allowed is not run: the operator's vrrpd image is used instead and the
+	// ImageSubstituted condition says so.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
@@ -153,7 +155,10 @@ type KeepalivedGroupSpec struct {
 	// default segment, shared by every group without one, whatever its
 	// interface: groups on one wire may name their NICs differently, so an
 	// interface name proves nothing. Give groups on segments that really are
-	// separate different names to let them reuse router IDs.
+	// separate different names to let them reuse router IDs. Honoured only
+	// in namespaces the cluster admin allowed (the operator's
+	// --segment-namespaces); elsewhere the group stays on the default
+	// segment and the SegmentIgnored condition says so.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`

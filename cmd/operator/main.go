@@ -5,7 +5,13 @@
 //
 //	operator --vrrpd-image IMAGE [--leader-elect] [--metrics-bind-address :8080]
 //	         [--health-probe-bind-address :8081] [--service-workers 16] [--log-format json|text] [-v N]
+//	         [--group-namespaces keepalived-operator] [--allowed-vrrpd-images LIST]
+//	         [--segment-namespaces LIST]
 //	operator --version
+//
+// The last three are the cluster admin's limits on group authors
+// (controller/policy.go); the install's ValidatingAdmissionPolicy holds the
+// operator itself to the same namespaces and images.
 //
 // Logs are structured (log/slog through logr). /healthz and /readyz answer on
 // the probe address; controller-runtime's metrics on the metrics address.
@@ -41,6 +47,12 @@ import (
 // group names one.
 const defaultVrrpdImage = "ghcr.io/vrrp-operator/vrrpd:latest"
 
+// defaultGroupNamespaces is where groups may live unless the admin says
+// otherwise: the namespace the README's samples and the original's manifests
+// put them in. Creating a group is as privileged as creating a host-network
+// pod with NET_ADMIN, so not every namespace.
+const defaultGroupNamespaces = "keepalived-operator"
+
 // stdout is where --version prints; a variable for the tests.
 var stdout io.Writer = os.Stdout
 
@@ -71,6 +83,9 @@ func run(ctx context.Context, args []string) error {
 		groupWorkers  = fs.Int("group-workers", controller.DefaultGroupWorkers, "KeepalivedGroups reconciled concurrently (groups of one segment take turns; more workers write group statuses more often)")
 		apiQPS        = fs.Float64("kube-api-qps", controller.DefaultClientQPS, "requests per second the operator's API client may make (sustained)")
 		apiBurst      = fs.Int("kube-api-burst", controller.DefaultClientBurst, "requests the operator's API client may make in a burst")
+		groupNS       = fs.String("group-namespaces", defaultGroupNamespaces, "comma-separated namespaces whose KeepalivedGroups the operator runs (* for every namespace); a group elsewhere gets no DaemonSet and Ready=False NamespaceNotAllowed")
+		allowedImages = fs.String("allowed-vrrpd-images", "", "comma-separated images a group's spec.image may name besides --vrrpd-image: references (a repository allows its tags and digests) or prefixes ending in /; others run --vrrpd-image with a Warning Event")
+		segmentNS     = fs.String("segment-namespaces", "", "comma-separated namespaces whose groups' spec.segment is honoured (* for every namespace); elsewhere a group shares the default router-ID space")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
 		defRes        = controller.DefaultVrrpdResources()
 		cpuRequest    = fs.String("vrrpd-cpu-request", quantity(defRes.Requests, corev1.ResourceCPU), "CPU request of each vrrpd container")
@@ -131,7 +146,17 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res}); err != nil {
+	opts := controller.Options{
+		VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res,
+		// Never nil: the controller takes nil as "no limit"; an empty flag means none.
+		GroupNamespaces:   append([]string{}, controller.SplitList(*groupNS)...),
+		AllowedImages:     controller.SplitList(*allowedImages),
+		SegmentNamespaces: append([]string{}, controller.SplitList(*segmentNS)...),
+	}
+	if len(opts.GroupNamespaces) == 0 {
+		return fmt.Errorf("--group-namespaces is empty: no group could run (* allows every namespace)")
+	}
+	if _, err := controller.Setup(mgr, opts); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -140,7 +165,8 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting", "vrrpdImage", *vrrpdImage, "leaderElection", *leaderElect)
+	log.Info("starting", "vrrpdImage", *vrrpdImage, "leaderElection", *leaderElect,
+		"groupNamespaces", opts.GroupNamespaces, "allowedVrrpdImages", opts.AllowedImages, "segmentNamespaces", opts.SegmentNamespaces)
 	return mgr.Start(ctx)
 }
 

@@ -60,7 +60,10 @@ func TestOperatorBinary(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--vrrpd-image", "example.com/vrrpd:smoke", "--metrics-bind-address", "0",
 			"--health-probe-bind-address", probe, "--leader-elect", "--leader-election-namespace", "default", "--log-format", "text",
-			"--vrrpd-memory-limit", "200Mi"})
+			"--vrrpd-memory-limit", "200Mi",
+			// The group below lives in default, which --group-namespaces must name
+			// (its default is keepalived-operator).
+			"--group-namespaces", "default"})
 	}()
 	defer func() {
 		cancel()

@@ -176,6 +176,26 @@ func TestChartValues(t *testing.T) {
 	objs = decode(t, out)
 	checkWiring(t, objs, "lb-vrrp-operator")
 	checkOpenShift(t, objs, "lb-vrrp-operator")
+	checkPolicy(t, objs, "lb-vrrp-operator")
+
+	// The policy values: two group namespaces get a Role each (and are created, or not),
+	// "*" a ClusterRole; the allow-list and segment namespaces reach the flags.
+	objs = decode(t, mustHelmTemplate(t, "--set", "policy.groupNamespaces={lb-a,lb-b}", "--set", "policy.createGroupNamespaces=false",
+		"--set", "policy.allowedVrrpdImages={registry.example/vrrpd,mirror.example/}", "--set", "policy.segmentNamespaces={lb-a}"))
+	checkPolicy(t, objs, "vrrp-operator")
+	a = args(t, find(t, objs, "Deployment", "vrrp-operator"))
+	for _, want := range []string{"--group-namespaces=lb-a,lb-b", "--allowed-vrrpd-images=registry.example/vrrpd,mirror.example/", "--segment-namespaces=lb-a"} {
+		if !slices.Contains(a, want) {
+			t.Errorf("args %v lack %s", a, want)
+		}
+	}
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
+			t.Errorf("createGroupNamespaces=false, yet %s", key(u))
+		}
+	}
+	objs = decode(t, mustHelmTemplate(t, "--set", "policy.groupNamespaces={*}"))
+	checkPolicy(t, objs, "vrrp-operator")
 }
 
 // TestChartRefusesContradictions: values that would break the operator fail the rendering
@@ -187,6 +207,7 @@ func TestChartRefusesContradictions(t *testing.T) {
 	}{
 		"two replicas without leader election": {[]string{"--set", "leaderElection.enabled=false"}, "needs leaderElection.enabled"},
 		"ServiceMonitor without metrics":       {[]string{"--set", "metrics.enabled=false", "--set", "metrics.serviceMonitor.enabled=true"}, "needs metrics.enabled"},
+		"no group namespace":                   {[]string{"--set", "policy.groupNamespaces=null"}, "policy.groupNamespaces is empty"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := helmTemplate(t, tc.set...)
@@ -212,9 +233,10 @@ func TestChartCopiesInSync(t *testing.T) {
 		t.Fatalf("deploy/crds has %d CRDs, the chart %d files: run make manifests", len(gen), len(copies))
 	}
 	pairs := map[string]string{
-		filepath.Join("deploy", "operator", "rbac", "role.yaml"):     filepath.Join(chartDir, "files", "role.yaml"),
-		filepath.Join("deploy", "monitoring", "prometheusrule.yaml"): filepath.Join(chartDir, "files", "prometheusrule.yaml"),
-		filepath.Join("deploy", "monitoring", "dashboard.json"):      filepath.Join(chartDir, "files", "dashboard.json"),
+		filepath.Join("deploy", "operator", "rbac", "role.yaml"):               filepath.Join(chartDir, "files", "role.yaml"),
+		filepath.Join("deploy", "operator", "policy", "admission_policy.yaml"): filepath.Join(chartDir, "files", "admission_policy.yaml"),
+		filepath.Join("deploy", "monitoring", "prometheusrule.yaml"):           filepath.Join(chartDir, "files", "prometheusrule.yaml"),
+		filepath.Join("deploy", "monitoring", "dashboard.json"):                filepath.Join(chartDir, "files", "dashboard.json"),
 	}
 	for _, g := range gen {
 		rel, _ := filepath.Rel(root, g)

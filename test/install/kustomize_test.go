@@ -1,6 +1,7 @@
 package install
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -93,35 +94,47 @@ func TestEveryKustomizationApplies(t *testing.T) {
 }
 
 // TestInstallContents: deploy/operator is the whole install, every object in namespace
-// vrrp-operator, the CRD and ClusterRole exactly the generated ones, and the parts naming
-// each other consistently.
+// vrrp-operator but the operator's Role in the namespace that may hold groups
+// (keepalived-operator), the CRD and ClusterRole exactly the generated ones, and the parts
+// naming each other consistently.
 func TestInstallContents(t *testing.T) {
 	objs := decode(t, kustomize(t, "deploy/operator"))
 	var keys []string
 	for k, u := range index(t, objs) {
 		keys = append(keys, k)
-		if ns := u.GetNamespace(); ns != "" && ns != "vrrp-operator" {
-			t.Errorf("%s: namespace %q, want vrrp-operator", k, ns)
+		if ns := u.GetNamespace(); ns != "" && ns != "vrrp-operator" && ns != "keepalived-operator" {
+			t.Errorf("%s: namespace %q, want vrrp-operator or keepalived-operator", k, ns)
 		}
 	}
 	slices.Sort(keys)
 	want := []string{
 		"ClusterRole /vrrp-operator",
 		"ClusterRoleBinding /vrrp-operator",
+		"ConfigMap vrrp-operator/vrrp-operator-policy",
 		"CustomResourceDefinition /keepalivedgroups.redhatcop.redhat.io",
 		"Deployment vrrp-operator/vrrp-operator",
+		"Namespace /keepalived-operator",
 		"Namespace /vrrp-operator",
+		"Role keepalived-operator/vrrp-operator-takeover",
+		"RoleBinding keepalived-operator/vrrp-operator-takeover",
 		"Service vrrp-operator/vrrp-operator-metrics",
 		"ServiceAccount vrrp-operator/vrrp-operator",
+		"ValidatingAdmissionPolicy /vrrp-operator",
+		"ValidatingAdmissionPolicyBinding /vrrp-operator",
 	}
 	if !slices.Equal(keys, want) {
 		t.Fatalf("objects:\n%s\nwant:\n%s", strings.Join(keys, "\n"), strings.Join(want, "\n"))
 	}
 
-	// The operator's pods meet "restricted", so its namespace enforces it.
+	// The operator's pods meet "restricted", so its namespace enforces it; vrrpd's need
+	// "privileged" (host network, hostPath, NET_ADMIN), as pool.yaml says too.
 	ns := find(t, objs, "Namespace", "vrrp-operator")
 	if got := ns.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "restricted" {
 		t.Errorf("namespace vrrp-operator enforces %q, want restricted", got)
+	}
+	groups := find(t, objs, "Namespace", "keepalived-operator")
+	if got := groups.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "privileged" {
+		t.Errorf("namespace keepalived-operator enforces %q, want privileged", got)
 	}
 
 	// The generated files, unchanged.
@@ -135,6 +148,87 @@ func TestInstallContents(t *testing.T) {
 	}
 
 	checkWiring(t, objs, "vrrp-operator")
+	checkPolicy(t, objs, "vrrp-operator")
+}
+
+// checkPolicy: the admission policy's parameters (the ConfigMap) are the operator's
+// flags, the policy matches the Deployment's ServiceAccount and its binding names the
+// ConfigMap; the takeover's rights (list Pods, get and delete ConfigMaps) are a Role in
+// each namespace that may hold groups bound to that ServiceAccount (a ClusterRole for
+// "*"), and the operator's ClusterRole has neither.
+func checkPolicy(t *testing.T, objs []*unstructured.Unstructured, name string) {
+	t.Helper()
+	deploy := find(t, objs, "Deployment", name)
+	ns := deploy.GetNamespace()
+	sa := field(t, deploy, "spec", "template", "spec", "serviceAccountName").(string)
+	flags := map[string]string{}
+	for _, a := range args(t, deploy) {
+		k, v, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		flags[k] = v
+	}
+	cm := find(t, objs, "ConfigMap", name+"-policy")
+	if cm.GetNamespace() != ns {
+		t.Errorf("ConfigMap %s in %q, the operator in %q", cm.GetName(), cm.GetNamespace(), ns)
+	}
+	data, _ := field(t, cm, "data").(map[string]any)
+	for key, flag := range map[string]string{"groupNamespaces": "group-namespaces", "vrrpdImage": "vrrpd-image",
+		"allowedVrrpdImages": "allowed-vrrpd-images", "sccClusterRole": "scc-cluster-role"} {
+		if data[key] != flags[flag] {
+			t.Errorf("ConfigMap %s %s=%q, the operator's --%s=%q", cm.GetName(), key, data[key], flag, flags[flag])
+		}
+	}
+	vap := find(t, objs, "ValidatingAdmissionPolicy", name)
+	conds, _ := field(t, vap, "spec", "matchConditions").([]any)
+	wantUser := fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", ns, sa)
+	if len(conds) != 1 || conds[0].(map[string]any)["expression"] != wantUser {
+		t.Errorf("policy matchConditions %v, want only %s", conds, wantUser)
+	}
+	b := find(t, objs, "ValidatingAdmissionPolicyBinding", name)
+	if field(t, b, "spec", "policyName") != name || !reflect.DeepEqual(field(t, b, "spec", "paramRef"),
+		map[string]any{"name": cm.GetName(), "namespace": ns, "parameterNotFoundAction": "Deny"}) ||
+		!reflect.DeepEqual(field(t, b, "spec", "validationActions"), []any{"Deny"}) {
+		t.Errorf("policy binding spec %v", b.Object["spec"])
+	}
+
+	takeover := []any{
+		map[string]any{"apiGroups": []any{""}, "resources": []any{"pods"}, "verbs": []any{"list"}},
+		map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"get", "delete"}},
+	}
+	subject := []any{map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": ns}}
+	for _, r := range field(t, find(t, objs, "ClusterRole", name), "rules").([]any) {
+		for _, res := range r.(map[string]any)["resources"].([]any) {
+			if res == "pods" || res == "configmaps" {
+				t.Errorf("the operator's ClusterRole has a rule on %s: %v", res, r)
+			}
+		}
+	}
+	for _, gns := range strings.Split(flags["group-namespaces"], ",") {
+		kind, bkind, rns := "Role", "RoleBinding", gns
+		if gns == "*" {
+			kind, bkind, rns = "ClusterRole", "ClusterRoleBinding", ""
+		}
+		var role, rb *unstructured.Unstructured
+		for _, u := range objs {
+			if u.GetName() == name+"-takeover" && u.GetNamespace() == rns {
+				switch u.GetKind() {
+				case kind:
+					role = u
+				case bkind:
+					rb = u
+				}
+			}
+		}
+		if role == nil || rb == nil {
+			t.Errorf("no %s and %s %s-takeover for group namespace %q", kind, bkind, name, gns)
+			continue
+		}
+		if !reflect.DeepEqual(role.Object["rules"], takeover) {
+			t.Errorf("%s %s rules %v, want %v", kind, key(role), role.Object["rules"], takeover)
+		}
+		if !reflect.DeepEqual(rb.Object["subjects"], subject) || field(t, rb, "roleRef", "name") != role.GetName() || field(t, rb, "roleRef", "kind") != kind {
+			t.Errorf("%s %s binds %v to %v", bkind, key(rb), rb.Object["roleRef"], rb.Object["subjects"])
+		}
+	}
 }
 
 // checkWiring: the Deployment runs as the bound ServiceAccount, the metrics Service
@@ -230,8 +324,8 @@ func TestOpenShiftOverlay(t *testing.T) {
 			t.Errorf("the overlay lacks %s", k)
 			continue
 		}
-		if k == "ClusterRole /vrrp-operator" || k == "Deployment vrrp-operator/vrrp-operator" {
-			continue // checked by checkOpenShift
+		if k == "ClusterRole /vrrp-operator" || k == "Deployment vrrp-operator/vrrp-operator" || k == "ConfigMap vrrp-operator/vrrp-operator-policy" {
+			continue // checked by checkOpenShift and checkPolicy
 		}
 		if !reflect.DeepEqual(u.Object, o.Object) {
 			t.Errorf("the overlay changes %s", k)
@@ -257,6 +351,7 @@ func TestOpenShiftOverlay(t *testing.T) {
 		t.Errorf("the overlay's operator args %v are not the install's %v plus one", overArgs, baseArgs)
 	}
 	checkOpenShift(t, objs, "vrrp-operator")
+	checkPolicy(t, objs, "vrrp-operator")
 }
 
 // checkOpenShift checks the SCC field by field and the RBAC around it.
