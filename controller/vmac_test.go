@@ -76,29 +76,41 @@ func TestRedTeamServiceUseVMACRefused(t *testing.T) {
 	sel := map[string]string{"test": ns}
 	nodes := newNodes(t, ns, 2, sel)
 	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) { g.Spec.NodeSelector = sel })
-	newService(t, ns, "tenant", ns+"/g", func(s *corev1.Service) {
-		s.Spec.ExternalIPs = []string{"10.99.0.130"}
-		s.Annotations[v1alpha1.AnnotationVerbatimConfig] = `{"use_vmac": "", "vmac_xmit_base": "", "garp_master_repeat": "3"}`
-	})
+	// One Service per keyword: the Events of one Service, reason and action fold into
+	// one series that keeps the last note.
+	for i, verbatim := range []string{
+		`{"use_vmac": "", "garp_master_repeat": "3"}`,
+		`{"use_vmac": "vrrp.7 00:00:5e:00:01:07", "vmac_xmit_base": "", "garp_master_repeat": "3"}`,
+		`{"vmac_xmit_base": "", "garp_master_repeat": "3"}`,
+	} {
+		newService(t, ns, fmt.Sprintf("tenant-%d", i), ns+"/g", func(s *corev1.Service) {
+			s.Spec.ExternalIPs = []string{fmt.Sprintf("10.99.0.%d", 130+i)}
+			s.Annotations[v1alpha1.AnnotationVerbatimConfig] = verbatim
+		})
+	}
 	var g *v1alpha1.KeepalivedGroup
 	eventually(t, 30*time.Second, func() error {
 		g = getGroup(t, ns, "g")
-		if len(g.Status.Instances) != 1 || len(g.Status.Nodes) != 2 {
+		if len(g.Status.Instances) != 3 || len(g.Status.Nodes) != 2 {
 			return fmt.Errorf("status %+v", g.Status)
 		}
 		return nil
 	})
-	set := g.Status.Instances[0].Settings
-	if set.UseVMAC || set.VMACXmitBase || set.Verbatim["use_vmac"] != "" || len(set.Verbatim) != 1 {
-		t.Errorf("the Service's use_vmac reached the status: %+v", set)
+	for _, in := range g.Status.Instances {
+		if set := in.Settings; set.UseVMAC || set.VMACXmitBase || len(set.Verbatim) != 1 || set.Verbatim["garp_master_repeat"] != "3" {
+			t.Errorf("%s: the Service's use_vmac reached the status: %+v", in.Key, set)
+		}
 	}
 	cfg, _, err := groupsource.Translate(g, nodes[0], nil, nil)
-	if err != nil || len(cfg.Instances) != 1 {
+	if err != nil || len(cfg.Instances) != 3 {
 		t.Fatalf("vrrpd runs %+v (%v)", cfg, err)
 	}
-	if in := cfg.Instances[0]; in.VMAC.Enabled || in.VMAC.XmitBase || in.GARP.MasterRepeat != 3 {
-		t.Errorf("vrrpd runs %s with VMAC %+v, garp_master_repeat %d", in.Name, in.VMAC, in.GARP.MasterRepeat)
+	for _, in := range cfg.Instances {
+		if in.VMAC.Enabled || in.VMAC.XmitBase || in.GARP.MasterRepeat != 3 {
+			t.Errorf("vrrpd runs %s with VMAC %+v, garp_master_repeat %d", in.Name, in.VMAC, in.GARP.MasterRepeat)
+		}
 	}
-	waitEvent(t, ns, "tenant", ReasonInvalidAnnotation, `"use_vmac" is the group's decision (spec.useVMAC`)
-	waitEvent(t, ns, "tenant", ReasonInvalidAnnotation, `"vmac_xmit_base" is the group's decision (spec.vmacXmitBase`)
+	waitEvent(t, ns, "tenant-0", ReasonInvalidAnnotation, `"use_vmac" is the group's decision (spec.useVMAC`)
+	waitEvent(t, ns, "tenant-1", ReasonInvalidAnnotation, `is the group's decision`)
+	waitEvent(t, ns, "tenant-2", ReasonInvalidAnnotation, `"vmac_xmit_base" is the group's decision (spec.vmacXmitBase`)
 }
