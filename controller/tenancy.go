@@ -234,7 +234,7 @@ func firstHolders(cs []claimant) []types.NamespacedName {
 		return nil
 	}
 	cs = slices.Clone(cs)
-	first := func(a, b bool) int {
+	trueFirst := func(a, b bool) int {
 		switch {
 		case a == b:
 			return 0
@@ -244,10 +244,10 @@ func firstHolders(cs []claimant) []types.NamespacedName {
 		return 1
 	}
 	slices.SortFunc(cs, func(a, b claimant) int {
-		if c := first(a.granted, b.granted); c != 0 {
+		if c := trueFirst(a.granted, b.granted); c != 0 {
 			return c
 		}
-		if c := first(a.ingress, b.ingress); c != 0 {
+		if c := trueFirst(a.ingress, b.ingress); c != 0 {
 			return c
 		}
 		if !a.created.Equal(&b.created) {
@@ -258,13 +258,13 @@ func firstHolders(cs []claimant) []types.NamespacedName {
 		}
 		return cmp.Or(cmp.Compare(a.svc.Namespace, b.svc.Namespace), cmp.Compare(a.svc.Name, b.svc.Name))
 	})
-	first0 := cs[0]
-	out := []types.NamespacedName{first0.svc}
-	if first0.share == "" {
+	holder := cs[0]
+	out := []types.NamespacedName{holder.svc}
+	if holder.share == "" {
 		return out
 	}
 	for _, c := range cs[1:] {
-		if c.svc.Namespace == first0.svc.Namespace && c.share == first0.share && !slices.Contains(out, c.svc) {
+		if c.svc.Namespace == holder.svc.Namespace && c.share == holder.share && !slices.Contains(out, c.svc) {
 			out = append(out, c.svc)
 		}
 	}
