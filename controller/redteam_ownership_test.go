@@ -185,3 +185,34 @@ func TestUnsyncedViewGrantsNothingNew(t *testing.T) {
 	all[ns+"/lb"] = "10.99.0.200"
 	waitInstances(t, ns, "g", all)
 }
+
+// TestVetterDefersWhatTheIndexDoesNotShow: a Service the operator's cache (and so its
+// address index) does not show yet gets no VIP and marks the decision deferred (the
+// reconcile retries), where before its own claim was taken as all there was. The
+// operator's cache here sees only one namespace; the Service lives in another, as a
+// Service just created does until its watch event arrives.
+func TestVetterDefersWhatTheIndexDoesNotShow(t *testing.T) {
+	ns := newNamespace(t, "lag")
+	unseen := newNamespace(t, "lag-unseen")
+	newGroup(t, ns, "g", nil)
+	m := startManager(t, ns)
+	newService(t, ns, "seen", ns+"/g", withExternalIPs("10.99.0.75"))
+	waitInstances(t, ns, "g", map[string]string{ns + "/seen": "10.99.0.75"})
+	lagging := newService(t, unseen, "lagging", ns+"/g", withExternalIPs("10.99.0.76"))
+
+	ctx := context.Background()
+	v := newVetter(ctx, m.r.Services.Client)
+	got, refused, err := v.vips(lagging)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 0 || len(refused) != 0 || !v.deferred {
+		t.Errorf("a Service the index does not show: VIPs %v, refused %v, deferred %v; want none, none, true", got, refused, v.deferred)
+	}
+	// The same question about a Service the cache shows is answered.
+	v = newVetter(ctx, m.r.Services.Client)
+	got, _, err = v.vips(getService(t, ns, "seen"))
+	if err != nil || fmt.Sprint(got) != "[10.99.0.75]" || v.deferred {
+		t.Errorf("a Service the index shows: VIPs %v (%v), deferred %v", got, err, v.deferred)
+	}
+}
