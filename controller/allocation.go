@@ -104,6 +104,32 @@ func (a *allocator) inUseBy(v *vetter, addr netip.Addr, svc *corev1.Service, sha
 	return types.NamespacedName{}, false, nil
 }
 
+// keeps is inUseBy for an address svc names (requested, or its own
+// ingress). An address svc already has in its ingress stays its own unless
+// another Service holds it by the ownership rule (vetter.holdersOf: the
+// first grant wins), or this process has just given it to another: a
+// Service listing it in externalIPs, whatever its age, takes nothing away,
+// across a restart of the operator too. Call with mu held.
+func (a *allocator) keeps(v *vetter, addr netip.Addr, svc *corev1.Service, current []netip.Addr) (types.NamespacedName, bool, error) {
+	if !slices.Contains(current, addr) {
+		return a.inUseBy(v, addr, svc, true)
+	}
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	if h, ok := a.held[addr]; ok && a.now().Sub(h.at) < cacheGrace && h.svc != self && !v.sharesWith(svc, h.svc) {
+		return h.svc, true, nil // given to another since; the cache shows self's old status
+	}
+	h, err := v.holdersOf(addr)
+	if err != nil {
+		return types.NamespacedName{}, false, err
+	}
+	if len(h) == 0 || slices.Contains(h, self) {
+		// Held by self (or the index has not caught up with self's
+		// claim yet: the write that gave it is there already).
+		return types.NamespacedName{}, false, nil
+	}
+	return h[0], true, nil
+}
+
 // reserve marks addrs as held by svc before the write that gives them to
 // it, so no other Service can pick them while the write is in flight, and
 // returns a function that undoes exactly that if the write fails. The

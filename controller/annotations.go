@@ -83,6 +83,12 @@ func serviceVIPs(svc *corev1.Service) (vips []netip.Addr, bad []string) {
 	return slices.Compact(vips), bad
 }
 
+// groupFieldOf is v1alpha1.GroupField, "" for none.
+func groupFieldOf(k string) string {
+	f, _ := v1alpha1.GroupField(k)
+	return f
+}
+
 // spreadVIPs reports the spreadvips annotation; anything but "true" is
 // false, as in the original.
 func spreadVIPs(svc *corev1.Service) bool {
@@ -117,6 +123,8 @@ func parseVerbatim(s string) (map[string]string, []string) {
 		switch {
 		case !known:
 			problems = append(problems, fmt.Sprintf("%s key %q is not a keepalived vrrp_instance keyword; ignored", v1alpha1.AnnotationVerbatimConfig, k))
+		case owner == v1alpha1.OwnerOperator && groupFieldOf(k) != "":
+			problems = append(problems, fmt.Sprintf("%s key %q is the group's decision (%s of the KeepalivedGroup), not a Service's; ignored", v1alpha1.AnnotationVerbatimConfig, k, groupFieldOf(k)))
 		case owner == v1alpha1.OwnerOperator:
 			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
 		case owner == v1alpha1.OwnerNode:

@@ -45,9 +45,11 @@ func TestParseVerbatim(t *testing.T) {
 		{`{"advert_int": "2", "unicast_src_ip": "10.0.0.1", "mcast_dst_ip": "224.0.0.19"}`, map[string]string{"mcast_dst_ip": "224.0.0.19"},
 			[]string{`key "advert_int" is set by the operator`, `key "unicast_src_ip" is set by the operator`}},
 		{`{"notify_master": "/bin/sh -c reboot"}`, nil, []string{`key "notify_master" would run a program`}},
-		// use_vmac, but not another instance's macvlan name or another host's MAC.
-		{`{"use_vmac": ""}`, map[string]string{"use_vmac": ""}, nil},
-		{`{"use_vmac": "vrrp.7 00:00:5e:00:01:07"}`, nil, []string{`key "use_vmac" takes no interface name or MAC from a Service`}},
+		// use_vmac and vmac_xmit_base are the group's (spec.useVMAC, spec.vmacXmitBase):
+		// they change the member nodes' interfaces (issue 27).
+		{`{"use_vmac": "", "accept": ""}`, map[string]string{"accept": ""}, []string{`key "use_vmac" is the group's decision (spec.useVMAC of the KeepalivedGroup)`}},
+		{`{"use_vmac": "vrrp.7 00:00:5e:00:01:07"}`, nil, []string{`key "use_vmac" is the group's decision`}},
+		{`{"vmac_xmit_base": ""}`, nil, []string{`key "vmac_xmit_base" is the group's decision (spec.vmacXmitBase of the KeepalivedGroup)`}},
 	}
 	for _, tc := range cases {
 		got, problems := parseVerbatim(tc.in)

@@ -40,18 +40,14 @@ func TestVerbatimContract(t *testing.T) {
 		"mcast_dst_ip": {"224.0.0.19", func(in config.Instance) bool {
 			return in.MulticastGroup == netip.MustParseAddr("224.0.0.19")
 		}},
-		"use_vmac": {"", func(in config.Instance) bool {
-			return in.VMAC.Enabled && in.VMAC.Interface == "" && in.VMAC.MAC == nil
-		}},
-		"vmac_xmit_base":       {"", func(in config.Instance) bool { return !in.VMAC.XmitBase }},
 		"lower_prio_no_advert": {"", func(in config.Instance) bool { return in.LowerPrioNoAdvert }},
 		"strict_mode": {"", func(in config.Instance) bool {
 			return in.Strict && in.LowerPrioNoAdvert && !in.AcceptMode
 		}},
 	}
-	// The warning keepalived gives for an applied keyword alone: vmac_xmit_base needs
-	// use_vmac and is dropped with this message without it.
-	warns := map[string]string{"vmac_xmit_base": "vmac_xmit_base is only valid with a vmac"}
+	// The warning keepalived gives for an applied keyword alone (none since
+	// use_vmac and vmac_xmit_base became the group's).
+	warns := map[string]string{}
 	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2")}
 	seenApplied := map[string]bool{}
 	for _, kw := range append(v1alpha1.InstanceKeywords(), "bogus_keyword") {

@@ -63,6 +63,10 @@ type GroupReconciler struct {
 
 	podSecurity podSecurityReports
 
+	// viewSync reports whether the operator's view of the Services is
+	// complete (ServiceReconciler.viewSync); nil: always.
+	viewSync func() bool
+
 	// pending tells which groups have LoadBalancer Services waiting for
 	// an address (pending.go); their status write waits for those. Nil:
 	// never wait.
@@ -222,7 +226,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
 	// refused address or namespace leaves out that address or Service,
 	// never the group.
-	v := newVetter(ctx, r.Client).withNodes(nodes.Items)
+	v := newVetter(ctx, r.Client).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync())
 	v.seed(&g, nodes.Items)
 	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
 	for i := range services.Items {
@@ -305,6 +309,11 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	r.mu.Unlock()
 	if applyErr == nil {
 		applyErr = migErr
+	}
+	if v.deferred && (requeue == 0 || requeue > viewRetry) {
+		// An address the view could not decide yet (vetter.deferred) is
+		// left out until it can.
+		requeue = viewRetry
 	}
 	return ctrl.Result{RequeueAfter: requeue}, applyErr
 }

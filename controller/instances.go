@@ -206,6 +206,7 @@ func groupSettings(g *v1alpha1.KeepalivedGroup) v1alpha1.InstanceSettings {
 		Preempt:        true,
 		Unicast:        g.Spec.UnicastEnabled,
 		UseVMAC:        g.Spec.UseVMAC,
+		VMACXmitBase:   g.Spec.UseVMAC && g.Spec.VMACXmitBase,
 	}
 	switch {
 	case g.Spec.VRRPVersion != 0:

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,6 +43,9 @@ type ServiceReconciler struct {
 	// groupNamespaces is Options.GroupNamespaces: a group elsewhere
 	// serves no Service (nil: any namespace).
 	groupNamespaces namespaceList
+	// viewSync reports whether the operator's view of the Services is
+	// complete (Setup: the Service informer has synced); nil: always.
+	viewSync func() bool
 }
 
 // Reconcile handles one Service.
@@ -61,7 +65,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if annotated && svc.DeletionTimestamp == nil {
 		group = r.checkAnnotations(ctx, &svc, value)
 	}
-	v := newVetter(ctx, r.Client)
+	v := newVetter(ctx, r.Client).withSynced(r.viewSynced())
 	admitted := true
 	if group != nil && r.groupNamespaces != nil && !r.groupNamespaces.allows(group.Namespace) {
 		// The operator runs nothing for such a group (policy.go), so
@@ -93,26 +97,47 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if group == nil || !admitted {
 		return ctrl.Result{}, nil
 	}
+	retry := false
 	if group.Spec.AddressPool != nil && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && classIsOurs(&svc) {
-		if err := r.allocate(ctx, v, &svc, group); err != nil {
+		if v.unsynced {
+			// Fail closed: until the view holds every Service, an address
+			// may look free that another holds. The current one stays.
+			retry = true
+		} else if err := r.allocate(ctx, v, &svc, group); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, r.reportVIPs(ctx, &svc, group)
+	deferred, err := r.reportVIPs(ctx, &svc, group)
+	if err != nil || !(retry || deferred) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: viewRetry}, nil
 }
+
+// viewRetry is how soon a Service or group whose addresses the operator's
+// view could not decide (not synced yet, an index behind the Service) is
+// looked at again.
+const viewRetry = time.Second
+
+// viewSynced reports whether the operator's view of the Services is
+// complete; nil viewSync means it always is.
+func (r *ServiceReconciler) viewSynced() bool { return r.viewSync == nil || r.viewSync() }
 
 // reportVIPs tells the Service, one Event per reason, which of its
 // addresses it does not get as VIPs and why: the same decision the group's status is
 // computed from (vetter.vips). It reads the Service again, so an address
 // just allocated is judged as the group reconciler will see it.
-func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
+//
+// deferred: an address could not be decided yet (vetter.deferred).
+func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) (deferred bool, err error) {
 	var cur corev1.Service
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, &cur); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
-	_, refused, err := newVetter(ctx, r.Client).vips(&cur)
+	v := newVetter(ctx, r.Client).withSynced(r.viewSynced())
+	_, refused, err := v.vips(&cur)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// One Event per reason: the events library folds Events of one
 	// object, reason and action into one series whatever their notes, so
@@ -128,7 +153,7 @@ func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service,
 	for _, reason := range reasons {
 		r.event(&cur, g, corev1.EventTypeWarning, reason, actionValidate, "%s", strings.Join(notes[reason], "; "))
 	}
-	return nil
+	return v.deferred, nil
 }
 
 // checkAnnotations reports every problem with the Service's annotations as
@@ -244,7 +269,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 				"%s asks for %s, which is not in the address pool of group %s (%s)", source, a, groupRef, pool)
 			return nil
 		}
-		if reason, msg := facts.addrProblem(a, false); reason != "" {
+		if reason, msg := facts.addrProblem(a, fromPool); reason != "" {
 			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s: %s", source, msg)
 			return nil
 		}
@@ -298,7 +323,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 			pick = current[i]
 		}
 		if pick.IsValid() {
-			other, used, err := a.inUseBy(v, pick, svc, true)
+			other, used, err := a.keeps(v, pick, svc, current)
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -78,6 +79,10 @@ type Options struct {
 	// default segment. Nil: every namespace (cmd/operator's
 	// --segment-namespaces defaults to none).
 	SegmentNamespaces []string
+
+	// viewSynced, when set, is asked besides the Service informer whether
+	// the operator's view of the Services is complete (tests hold it back).
+	viewSynced func() bool
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -146,6 +151,18 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		return nil, err
 	}
 
+	// The view is complete once the Service informer has listed every
+	// Service; until then no address is granted that a group's status does
+	// not record already (tenancy.go: fail closed).
+	services0 := mgr.GetCache()
+	viewSync := func() bool {
+		inf, err := services0.GetInformer(ctx, &corev1.Service{}, cache.BlockUntilSynced(false))
+		if err != nil || !inf.HasSynced() {
+			return false
+		}
+		return opts.viewSynced == nil || opts.viewSynced()
+	}
+
 	rec := mgr.GetEventRecorder(reportingController)
 	groups := &GroupReconciler{
 		Client:            mgr.GetClient(),
@@ -162,6 +179,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		SegmentNamespaces: opts.SegmentNamespaces,
 	}
 	groups.init()
+	groups.viewSync = viewSync
 	groups.pending = newPendingAllocations()
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("keepalivedgroup").
@@ -191,6 +209,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		held:     newHeldEvents(rec, groups.pending),
 
 		groupNamespaces: opts.GroupNamespaces,
+		viewSync:        viewSync,
 	}
 	if err := mgr.Add(services.held); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,10 +99,24 @@ func (f *groupFacts) nodeOf(a netip.Addr) (string, bool) {
 	return n, ok
 }
 
+// addrSource says where a Service's address comes from, for addrProblem.
+type addrSource int
+
+const (
+	// fromPool: the operator allocated it (an ingress address inside the
+	// group's pool) or is asked to (loadbalancerips, spec.loadBalancerIP).
+	fromPool addrSource = iota
+	// fromExternalIPs: spec.externalIPs, the tenant's word.
+	fromExternalIPs
+	// fromOtherIngress: status.loadBalancer.ingress outside the group's pool,
+	// which the operator never writes: another controller's word (OpenShift's
+	// autoAssignCIDRs, a second load balancer), checked as an externalIP is.
+	fromOtherIngress
+)
+
 // addrProblem says why addr may not be a VIP of this group's Service, or ""
-// when it may. external: the address comes from spec.externalIPs (the
-// tenant's word) rather than from status.loadBalancer.ingress.
-func (f *groupFacts) addrProblem(a netip.Addr, external bool) (reason, msg string) {
+// when it may.
+func (f *groupFacts) addrProblem(a netip.Addr, src addrSource) (reason, msg string) {
 	ref := f.g.Namespace + "/" + f.g.Name
 	if p := ipam.HostProblem(a); p != "" {
 		return ReasonAddressNotUsable, fmt.Sprintf("%s %s, not a unicast host address; not served", a, p)
@@ -112,10 +127,49 @@ func (f *groupFacts) addrProblem(a netip.Addr, external bool) (reason, msg strin
 	if n, ok := f.nodeOf(a); ok {
 		return ReasonAddressNotUsable, fmt.Sprintf("%s is an address of node %s, a member of group %s; not served", a, n, ref)
 	}
-	if external && !externalIPAllowed(f.g.Spec.ExternalIPs, f.pool, a) {
+	if src != fromPool && !externalIPAllowed(f.g.Spec.ExternalIPs, f.pool, a) {
+		if src == fromOtherIngress {
+			return ReasonExternalIPNotAllowed, fmt.Sprintf("status.loadBalancer.ingress %s is not from the address pool of group %s (another controller wrote it) and outside what the group allows (spec.externalIPs); not served", a, ref)
+		}
 		return ReasonExternalIPNotAllowed, fmt.Sprintf("externalIP %s is outside what group %s allows (spec.externalIPs); not served", a, ref)
 	}
 	return "", ""
+}
+
+// granted reports whether the group's status already lists addr as a VIP of
+// svc: the durable record of an earlier grant. The status is written by the
+// operator alone (a tenant may write its Service, never the group's status),
+// survives a restart of the operator, and costs no byte more than the
+// instances it already lists. Instances are sorted by key ("ns/name", or
+// "ns/name/ip" with spreadvips), so the lookup is a binary search.
+func (f *groupFacts) granted(svc types.NamespacedName, addr netip.Addr) bool {
+	if f.g == nil {
+		return false
+	}
+	ins := f.g.Status.Instances
+	key := svc.Namespace + "/" + svc.Name
+	has := func(in *v1alpha1.Instance) bool {
+		for _, s := range in.VIPs {
+			if a, err := netip.ParseAddr(s); err == nil && a.Unmap() == addr {
+				return true
+			}
+		}
+		return false
+	}
+	byKey := func(in v1alpha1.Instance, k string) int { return cmp.Compare(in.Key, k) }
+	if i, ok := slices.BinarySearchFunc(ins, key, byKey); ok && has(&ins[i]) {
+		return true
+	}
+	// spreadvips: one instance per VIP, keyed "ns/name/ip", contiguous in
+	// sorted order.
+	prefix := key + "/"
+	i, _ := slices.BinarySearchFunc(ins, prefix, byKey)
+	for ; i < len(ins) && strings.HasPrefix(ins[i].Key, prefix); i++ {
+		if has(&ins[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // nodeOwnAddrs lists every InternalIP and ExternalIP of every Node, not only
@@ -138,10 +192,13 @@ func nodeOwnAddrs(nodes []corev1.Node) map[netip.Addr]string {
 }
 
 // claim is one address a Service asks for and would get if nobody else
-// held it. ingress: the allocator wrote it to status.loadBalancer.ingress.
+// held it. ingress: the allocator wrote it to status.loadBalancer.ingress
+// (an ingress address inside the group's pool). granted: the group's status
+// records it as the Service's VIP (groupFacts.granted).
 type claim struct {
 	addr    netip.Addr
 	ingress bool
+	granted bool
 }
 
 // refusal is one reason a Service gets less than it asked for.
@@ -153,28 +210,45 @@ type refusal struct {
 type claimant struct {
 	svc     types.NamespacedName
 	created metav1.Time
+	granted bool
 	ingress bool
 	share   string // the allow-shared-ip annotation, "" when absent
 }
 
 // firstHolders returns the claimants that hold an address: the first in
 // rank order and, when it carries the allow-shared-ip annotation, every other
-// claimant of its namespace with the same value. Rank: an address the
-// allocator handed out (status ingress) before one listed in externalIPs,
-// so an older Service cannot take an allocated address by listing it; then
-// the older Service (creationTimestamp), then namespace, then name, which
-// are stable and the same in every reconcile and every operator process.
+// claimant of its namespace with the same value.
+//
+// Rank: the first grant wins, whatever the Services' ages. A claimant the
+// group's status already records as holding the address (granted) outranks
+// every other, so an older Service that adds an address a newer one holds
+// gets nothing, and a restarted operator keeps every grant. Among claimants
+// none of which holds it yet (a new address, or an upgrade from a status
+// without the address), an address the allocator handed out (status
+// ingress) before one listed in externalIPs, so an older Service cannot
+// take an allocated address by listing it; then the older Service
+// (creationTimestamp), then namespace, then name, which are stable and the
+// same in every reconcile and every operator process.
 func firstHolders(cs []claimant) []types.NamespacedName {
 	if len(cs) == 0 {
 		return nil
 	}
 	cs = slices.Clone(cs)
+	trueFirst := func(a, b bool) int {
+		switch {
+		case a == b:
+			return 0
+		case a:
+			return -1
+		}
+		return 1
+	}
 	slices.SortFunc(cs, func(a, b claimant) int {
-		if a.ingress != b.ingress {
-			if a.ingress {
-				return -1
-			}
-			return 1
+		if c := trueFirst(a.granted, b.granted); c != 0 {
+			return c
+		}
+		if c := trueFirst(a.ingress, b.ingress); c != 0 {
+			return c
 		}
 		if !a.created.Equal(&b.created) {
 			if a.created.Before(&b.created) {
@@ -184,13 +258,13 @@ func firstHolders(cs []claimant) []types.NamespacedName {
 		}
 		return cmp.Or(cmp.Compare(a.svc.Namespace, b.svc.Namespace), cmp.Compare(a.svc.Name, b.svc.Name))
 	})
-	first := cs[0]
-	out := []types.NamespacedName{first.svc}
-	if first.share == "" {
+	holder := cs[0]
+	out := []types.NamespacedName{holder.svc}
+	if holder.share == "" {
 		return out
 	}
 	for _, c := range cs[1:] {
-		if c.svc.Namespace == first.svc.Namespace && c.share == first.share && !slices.Contains(out, c.svc) {
+		if c.svc.Namespace == holder.svc.Namespace && c.share == holder.share && !slices.Contains(out, c.svc) {
 			out = append(out, c.svc)
 		}
 	}
@@ -210,6 +284,14 @@ type vetter struct {
 	namespaces map[string]*corev1.Namespace
 	holders    map[netip.Addr][]types.NamespacedName
 	nodeOfAddr map[netip.Addr]string // nodeByAddr's answers ("" for none)
+	// unsynced: the operator's view of the Services may be incomplete (its
+	// cache has not listed them all yet), so no address is granted that the
+	// group's status does not already record: fail closed (withSynced).
+	unsynced bool
+	// deferred: vips left out an address because the view could not decide
+	// it (unsynced, or the address index has not caught up with the
+	// Service); the caller requeues.
+	deferred bool
 }
 
 func newVetter(ctx context.Context, r client.Reader) *vetter {
@@ -220,6 +302,13 @@ func newVetter(ctx context.Context, r client.Reader) *vetter {
 		holders:    map[netip.Addr][]types.NamespacedName{},
 		nodeOfAddr: map[netip.Addr]string{},
 	}
+}
+
+// withSynced tells the vetter whether the operator's view of the Services
+// is complete (see unsynced).
+func (v *vetter) withSynced(synced bool) *vetter {
+	v.unsynced = !synced
+	return v
 }
 
 // withNodes hands the vetter a Node list the caller has already read.
@@ -332,28 +421,38 @@ func (v *vetter) claims(svc *corev1.Service) ([]claim, []refusal, error) {
 		}
 		return nil, nil, err
 	}
+	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 	var out []claim
 	var refused []refusal
 	seen := map[netip.Addr]bool{}
-	add := func(s string, external bool) {
+	add := func(s string, src addrSource) {
 		a, err := netip.ParseAddr(s)
 		if err != nil || seen[a] {
 			return // bad entries are reported where the annotations are checked
 		}
 		seen[a] = true
-		if reason, msg := f.addrProblem(a, external); reason != "" {
+		if reason, msg := f.addrProblem(a, src); reason != "" {
 			refused = append(refused, refusal{reason, msg})
 			return
 		}
-		out = append(out, claim{addr: a, ingress: !external})
+		out = append(out, claim{addr: a, ingress: src == fromPool, granted: f.granted(self, a)})
 	}
 	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
-			add(in.IP, false)
+		if in.IP == "" {
+			continue
 		}
+		// The operator writes only addresses of the group's pool. Anything
+		// else in the ingress another controller wrote (or anyone who may
+		// write the Service's status): not trusted as an allocation, it is
+		// checked as an externalIP is and gets no allocated address's rank.
+		src := fromOtherIngress
+		if a, err := netip.ParseAddr(in.IP); err == nil && f.pool.Contains(a) {
+			src = fromPool
+		}
+		add(in.IP, src)
 	}
 	for _, s := range svc.Spec.ExternalIPs {
-		add(s, true)
+		add(s, fromExternalIPs)
 	}
 	return out, refused, nil
 }
@@ -387,6 +486,7 @@ func (v *vetter) holdersOf(addr netip.Addr) ([]types.NamespacedName, error) {
 				cs = append(cs, claimant{
 					svc:     types.NamespacedName{Namespace: s.Namespace, Name: s.Name},
 					created: s.CreationTimestamp,
+					granted: c.granted,
 					ingress: c.ingress,
 					share:   s.Annotations[v1alpha1.AnnotationSharedIP],
 				})
@@ -412,18 +512,23 @@ func (v *vetter) vips(svc *corev1.Service) ([]netip.Addr, []refusal, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if slices.Contains(h, self) {
+		switch {
+		case v.unsynced && !c.granted:
+			// Fail closed: a Service the view has not seen yet may hold it.
+			v.deferred = true
+			continue
+		case slices.Contains(h, self):
 			out = append(out, c.addr)
 			continue
-		}
-		if len(h) == 0 {
-			// The index has not caught up with this Service yet; its
-			// own claim is all there is.
-			out = append(out, c.addr)
+		case len(h) == 0:
+			// The index has not caught up with this Service yet, so it
+			// cannot say who else claims the address: not granted until it
+			// has (fail closed; the caller requeues).
+			v.deferred = true
 			continue
 		}
 		refused = append(refused, refusal{ReasonAddressInUse, fmt.Sprintf(
-			"%s is held by Service %s, which claimed it first (an allocated address before an externalIP, then the older Service); both may have it only in one namespace with the same %s annotation; not served",
+			"%s is held by Service %s, to which it was granted first (whatever the Services' ages; among Services not granted it yet, an allocated address before an externalIP, then the older Service); both may have it only in one namespace with the same %s annotation; not served",
 			c.addr, h[0], v1alpha1.AnnotationSharedIP)})
 	}
 	slices.SortFunc(out, netip.Addr.Compare)

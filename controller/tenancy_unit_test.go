@@ -85,6 +85,7 @@ func TestFirstHolders(t *testing.T) {
 	c := func(ns, name string, at metav1.Time, ingress bool, share string) claimant {
 		return claimant{svc: types.NamespacedName{Namespace: ns, Name: name}, created: at, ingress: ingress, share: share}
 	}
+	granted := func(c claimant) claimant { c.granted = true; return c }
 	for i, tc := range []struct {
 		in   []claimant
 		want string
@@ -99,6 +100,12 @@ func TestFirstHolders(t *testing.T) {
 		{[]claimant{c("a", "s1", t0, false, "web"), c("a", "s2", t1, false, "web"), c("a", "s3", t1, false, "api"), c("b", "s4", t1, false, "web")}, "[a/s1 a/s2]"},
 		// The first holder did not ask to share: nobody shares.
 		{[]claimant{c("a", "s1", t0, false, ""), c("a", "s2", t1, false, "web")}, "[a/s1]"},
+		// The first grant wins over an older Service and over an allocated
+		// address not granted yet (issue 27).
+		{[]claimant{c("a", "old", t0, false, ""), granted(c("b", "new", t1, false, ""))}, "[b/new]"},
+		{[]claimant{c("a", "lb", t0, true, ""), granted(c("b", "new", t1, false, ""))}, "[b/new]"},
+		// A granted sharer keeps sharing with the granted first holder.
+		{[]claimant{granted(c("a", "s1", t1, false, "web")), c("a", "s0", t0, false, "web"), c("a", "s2", t0, false, "api")}, "[a/s1 a/s0]"},
 	} {
 		if got := fmt.Sprint(firstHolders(tc.in)); got != tc.want {
 			t.Errorf("case %d: %s, want %s", i, got, tc.want)
@@ -118,22 +125,61 @@ func TestAddrProblem(t *testing.T) {
 		nodeAddrs: map[netip.Addr]string{netip.MustParseAddr("10.99.0.1"): "n1"},
 	}
 	for _, c := range []struct {
-		addr     string
-		external bool
-		want     string
+		addr string
+		src  addrSource
+		want string
 	}{
-		{"10.99.0.10", true, ""},
-		{"10.99.0.65", false, ""},
-		{"224.0.0.18", true, ReasonAddressNotUsable},
-		{"255.255.255.255", true, ReasonAddressNotUsable},
-		{"10.99.0.64", false, ReasonAddressNotUsable},
-		{"10.99.0.71", true, ReasonAddressNotUsable},
-		{"10.99.0.1", true, ReasonAddressNotUsable},
-		{"10.99.1.10", true, ReasonExternalIPNotAllowed},
-		{"10.99.1.10", false, ""}, // an allocated address is not the tenant's word
+		{"10.99.0.10", fromExternalIPs, ""},
+		{"10.99.0.65", fromPool, ""},
+		{"224.0.0.18", fromExternalIPs, ReasonAddressNotUsable},
+		{"255.255.255.255", fromExternalIPs, ReasonAddressNotUsable},
+		{"10.99.0.64", fromPool, ReasonAddressNotUsable},
+		{"10.99.0.71", fromExternalIPs, ReasonAddressNotUsable},
+		{"10.99.0.1", fromExternalIPs, ReasonAddressNotUsable},
+		{"10.99.1.10", fromExternalIPs, ReasonExternalIPNotAllowed},
+		{"10.99.1.10", fromPool, ""}, // an allocated address is not the tenant's word
+		// Another controller's ingress is checked as an externalIP is.
+		{"10.99.1.10", fromOtherIngress, ReasonExternalIPNotAllowed},
+		{"10.99.0.10", fromOtherIngress, ""},
 	} {
-		if got, msg := f.addrProblem(netip.MustParseAddr(c.addr), c.external); got != c.want || (got == "") != (msg == "") {
-			t.Errorf("%s external=%v: %q %q, want %q", c.addr, c.external, got, msg, c.want)
+		if got, msg := f.addrProblem(netip.MustParseAddr(c.addr), c.src); got != c.want || (got == "") != (msg == "") {
+			t.Errorf("%s source %d: %q %q, want %q", c.addr, c.src, got, msg, c.want)
 		}
+	}
+}
+
+// TestGrantedRecord: the group's status is the record of grants, found by
+// instance key, with spreadvips' per-VIP keys and neighbours whose names
+// share a prefix.
+func TestGrantedRecord(t *testing.T) {
+	f := &groupFacts{g: &v1alpha1.KeepalivedGroup{Status: v1alpha1.KeepalivedGroupStatus{Instances: []v1alpha1.Instance{
+		{Key: "a/web", VIPs: []string{"10.99.0.1", "fd00:99::1"}},
+		{Key: "a/web-2", VIPs: []string{"10.99.0.2"}},
+		{Key: "a/web/10.99.0.3", VIPs: []string{"10.99.0.3"}},
+		{Key: "a/web/10.99.0.4", VIPs: []string{"10.99.0.4"}},
+		{Key: "b/x", VIPs: []string{"10.99.0.5"}},
+	}}}}
+	web := types.NamespacedName{Namespace: "a", Name: "web"}
+	for _, c := range []struct {
+		svc  types.NamespacedName
+		addr string
+		want bool
+	}{
+		{web, "10.99.0.1", true},
+		{web, "fd00:99::1", true},
+		{web, "10.99.0.2", false}, // a/web-2's
+		{web, "10.99.0.3", true},
+		{web, "10.99.0.4", true},
+		{web, "10.99.0.5", false},
+		{types.NamespacedName{Namespace: "a", Name: "web-2"}, "10.99.0.2", true},
+		{types.NamespacedName{Namespace: "b", Name: "x"}, "10.99.0.1", false},
+		{types.NamespacedName{Namespace: "c", Name: "y"}, "10.99.0.1", false},
+	} {
+		if got := f.granted(c.svc, netip.MustParseAddr(c.addr)); got != c.want {
+			t.Errorf("%s %s: granted %v, want %v", c.svc, c.addr, got, c.want)
+		}
+	}
+	if (&groupFacts{}).granted(web, netip.MustParseAddr("10.99.0.1")) {
+		t.Error("a missing group records a grant")
 	}
 }

@@ -3,10 +3,12 @@ package vip
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,26 +78,46 @@ type VMAC struct {
 // VMACs makes and removes macvlans in the calling thread's network namespace (netlink
 // through nl, sysctls through /proc/sys). It keeps the parent interfaces' arp_ignore
 // and arp_filter, which it changes while a macvlan sits on them, to put them back after
-// the last one goes. Safe for concurrent use.
+// the last one goes; with a state directory (NewRecordedVMACs) it also writes them, and
+// each macvlan, to a crash record first, so the next run puts them back after a crash
+// (Recover). Safe for concurrent use.
 type VMACs struct {
 	nl      *netlink.Handle
+	dir     string // the state directory; "" keeps no record
 	mu      sync.Mutex
 	parents map[string]*parentConf
+	rec     *vmacRecord // what the file says (with dir)
 }
+
+// parentKeys are the parent's ipv4 conf settings a macvlan changes.
+var parentKeys = []string{"arp_ignore", "arp_filter"}
 
 // parentConf is a parent's ARP settings from before its first macvlan.
 type parentConf struct {
-	users                  map[string]bool // the macvlans on it
-	arpIgnore, arpFilter   string
-	haveIgnore, haveFilter bool
+	users map[string]bool   // the macvlans on it
+	orig  map[string]string // parentKeys' values that could be read
 }
 
-// NewVMACs returns a VMACs working through nl (nil: the calling thread's namespace).
+// NewVMACs returns a VMACs working through nl (nil: the calling thread's namespace)
+// that keeps no crash record.
 func NewVMACs(nl *netlink.Handle) *VMACs {
 	if nl == nil {
 		nl = &netlink.Handle{}
 	}
-	return &VMACs{nl: nl, parents: map[string]*parentConf{}}
+	return &VMACs{nl: nl, parents: map[string]*parentConf{}, rec: &vmacRecord{}}
+}
+
+// NewRecordedVMACs is NewVMACs with a crash record in stateDir (the daemon's, which
+// vip.New has locked). It loads what a previous run recorded, a corrupt record being
+// an error; call Recover before the first Up.
+func NewRecordedVMACs(nl *netlink.Handle, stateDir string) (*VMACs, error) {
+	rec, err := readVMACRecord(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("vip: %w", err)
+	}
+	v := NewVMACs(nl)
+	v.dir, v.rec = stateDir, rec
+	return v, nil
 }
 
 // Up makes the macvlan (or takes over one a previous run left, fixing its MAC, mode or
@@ -121,6 +143,14 @@ func (v *VMACs) Up(m VMAC) (int, error) {
 				return 0, fmt.Errorf("vmac %s: remove stale: %w", m.Name, err)
 			}
 		}
+	}
+	// Recorded before it is made: a crash between the two leaves a record of a
+	// macvlan that is not there, which Recover takes in its stride.
+	v.mu.Lock()
+	err = v.recordMACVLAN(m)
+	v.mu.Unlock()
+	if err != nil {
+		return 0, fmt.Errorf("vmac %s: record: %w", m.Name, err)
 	}
 	link, err := v.nl.LinkByName(m.Name)
 	if err != nil {
@@ -176,7 +206,8 @@ func (v *VMACs) configure(link netlink.Link, m VMAC) error {
 }
 
 // holdParent sets arp_ignore and arp_filter on the parent, so it does not answer ARP for
-// the VIPs on its macvlans with its own MAC, remembering the values for releaseParent.
+// the VIPs on its macvlans with its own MAC, remembering the values for releaseParent,
+// in the crash record first.
 func (v *VMACs) holdParent(name, vmac string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -184,22 +215,37 @@ func (v *VMACs) holdParent(name, vmac string) error {
 		p.users[vmac] = true
 		return nil
 	}
-	p := &parentConf{users: map[string]bool{vmac: true}}
-	var err error
-	if p.arpIgnore, err = readSysctl("ipv4", name, "arp_ignore"); err == nil {
-		p.haveIgnore = true
-	}
-	if p.arpFilter, err = readSysctl("ipv4", name, "arp_filter"); err == nil {
-		p.haveFilter = true
-	}
-	if err := errors.Join(writeSysctl("ipv4", name, "arp_ignore", "1"), writeSysctl("ipv4", name, "arp_filter", "1")); err != nil {
-		return err
+	p := &parentConf{users: map[string]bool{vmac: true}, orig: map[string]string{}}
+	if prev, ok := v.rec.Parents[name]; ok {
+		// A crashed run's originals, not recovered yet: the values now are its.
+		maps.Copy(p.orig, prev)
+	} else {
+		for _, k := range parentKeys {
+			if val, err := readSysctl("ipv4", name, k); err == nil {
+				p.orig[k] = val
+			}
+		}
+		if v.dir != "" {
+			if v.rec.Parents == nil {
+				v.rec.Parents = map[string]map[string]string{}
+			}
+			v.rec.Parents[name] = maps.Clone(p.orig)
+			if err := v.rec.write(v.dir); err != nil {
+				delete(v.rec.Parents, name)
+				return fmt.Errorf("record %s's sysctls: %w", name, err)
+			}
+		}
 	}
 	v.parents[name] = p
-	return nil
+	var errs []error
+	for _, k := range parentKeys {
+		errs = append(errs, writeSysctl("ipv4", name, k, "1"))
+	}
+	return errors.Join(errs...)
 }
 
-// releaseParent puts the parent's ARP settings back after its last macvlan goes.
+// releaseParent puts the parent's ARP settings back after its last macvlan goes, and
+// then takes them out of the crash record.
 func (v *VMACs) releaseParent(name, vmac string) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -212,13 +258,17 @@ func (v *VMACs) releaseParent(name, vmac string) error {
 	}
 	delete(v.parents, name)
 	var errs []error
-	if p.haveIgnore {
-		errs = append(errs, writeSysctl("ipv4", name, "arp_ignore", p.arpIgnore))
+	for _, k := range slices.Sorted(maps.Keys(p.orig)) {
+		errs = append(errs, writeSysctl("ipv4", name, k, p.orig[k]))
 	}
-	if p.haveFilter {
-		errs = append(errs, writeSysctl("ipv4", name, "arp_filter", p.arpFilter))
+	if err := errors.Join(errs...); err != nil {
+		return err // still recorded: the next start tries again
 	}
-	return errors.Join(errs...)
+	if _, ok := v.rec.Parents[name]; ok && v.dir != "" {
+		delete(v.rec.Parents, name)
+		return v.rec.write(v.dir)
+	}
+	return nil
 }
 
 // Remove deletes the macvlan (its VIPs go with it) and, after the parent's last one,
@@ -230,7 +280,10 @@ func (v *VMACs) Remove(m VMAC) error {
 	if err != nil {
 		var nf netlink.LinkNotFoundError
 		if errors.As(err, &nf) {
-			return errRel
+			v.mu.Lock()
+			errRec := v.forgetMACVLAN(m.Name)
+			v.mu.Unlock()
+			return errors.Join(errRel, errRec)
 		}
 		return errors.Join(errRel, fmt.Errorf("vmac %s: %w", m.Name, err))
 	}
@@ -240,7 +293,10 @@ func (v *VMACs) Remove(m VMAC) error {
 	if err := v.nl.LinkDel(link); err != nil {
 		return errors.Join(errRel, fmt.Errorf("vmac %s: remove: %w", m.Name, err))
 	}
-	return errRel
+	v.mu.Lock()
+	errRec := v.forgetMACVLAN(m.Name)
+	v.mu.Unlock()
+	return errors.Join(errRel, errRec)
 }
 
 func sysctlPath(family, iface, key string) string {

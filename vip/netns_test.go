@@ -277,6 +277,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("VIP_HELPER_DIR"); dir != "" {
 		os.Exit(helperAddAndWait(dir))
 	}
+	if dir := os.Getenv("VMAC_HELPER_DIR"); dir != "" {
+		os.Exit(helperVMACAndWait(dir))
+	}
 	os.Exit(m.Run())
 }
 

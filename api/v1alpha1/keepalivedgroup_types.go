@@ -17,6 +17,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || (has(self.vrrpVersion) ? self.vrrpVersion == 2 : has(self.passwordAuth)) || (duration(self.advertInterval) >= duration('10ms') && duration(self.advertInterval) <= duration('40950ms') && duration(self.advertInterval).getMilliseconds() % 10 == 0)",message="with vrrpVersion 3, advertInterval must be whole centiseconds from 10ms to 40.95s"
 // +kubebuilder:validation:XValidation:rule="!has(self.advertInterval) || !(has(self.vrrpVersion) ? self.vrrpVersion == 2 : has(self.passwordAuth)) || (duration(self.advertInterval) >= duration('1s') && duration(self.advertInterval) <= duration('255s') && duration(self.advertInterval).getMilliseconds() % 1000 == 0)",message="with vrrpVersion 2 (or passwordAuth without vrrpVersion), advertInterval must be whole seconds from 1s to 255s"
 // +kubebuilder:validation:XValidation:rule="!has(self.passwordAuth) || !has(self.vrrpVersion) || self.vrrpVersion == 2",message="passwordAuth needs VRRPv2 (VRRPv3 has no authentication): leave vrrpVersion unset or set it to 2"
+// +kubebuilder:validation:XValidation:rule="!has(self.vmacXmitBase) || !self.vmacXmitBase || (has(self.useVMAC) && self.useVMAC)",message="vmacXmitBase needs useVMAC"
 type KeepalivedGroupSpec struct {
 	// NodeSelector picks the nodes that run the group's vrrpd and so may hold
 	// its VIPs. Empty means every node.
@@ -90,10 +91,21 @@ type KeepalivedGroupSpec struct {
 	// use_vmac without arguments does: each instance gets a macvlan on the
 	// interface, named by keepalived's rule, that carries its VIPs and
 	// advertisements, so a failover moves no MAC address in the switches'
-	// and clients' tables. A Service's verbatimconfig may add vmac_xmit_base
-	// to send its advertisements from the interface itself.
+	// and clients' tables. It is the group's decision: the macvlans and the
+	// interface's arp_ignore and arp_filter, which vrrpd sets while a macvlan
+	// sits on it (and restores, after a crash too), are the member nodes'
+	// settings, so a Service's verbatimconfig use_vmac is refused with an
+	// Event.
 	// +optional
 	UseVMAC bool `json:"useVMAC,omitempty"`
+
+	// VMACXmitBase sends the advertisements of the group's virtual MAC
+	// instances from the interface itself, with its own MAC, rather than
+	// from the macvlan (keepalived's vmac_xmit_base); the VIPs stay on the
+	// macvlan. It needs useVMAC. A Service's verbatimconfig vmac_xmit_base is
+	// refused with an Event.
+	// +optional
+	VMACXmitBase bool `json:"vmacXmitBase,omitempty"`
 
 	// DaemonsetPodPriorityClassName is the priority class of the vrrpd pods.
 	// +optional
@@ -392,6 +404,10 @@ type InstanceSettings struct {
 	// UseVMAC runs the instance with the virtual MAC (the group's useVMAC).
 	// +optional
 	UseVMAC bool `json:"useVMAC,omitempty"`
+	// VMACXmitBase sends the instance's advertisements from the interface
+	// rather than its macvlan (the group's vmacXmitBase).
+	// +optional
+	VMACXmitBase bool `json:"vmacXmitBase,omitempty"`
 	// PasswordAuth is the group's password Secret, when set.
 	// +optional
 	PasswordAuth *PasswordAuth `json:"passwordAuth,omitempty"`

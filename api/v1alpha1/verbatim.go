@@ -81,27 +81,35 @@ var instanceKeywords = map[string]Owner{
 	"track_bfd":   OwnerUser, "track_file": OwnerUser, "track_interface": OwnerUser,
 	"track_process": OwnerUser, "track_src_ip": OwnerUser,
 	"unicast_fault_no_peer": OwnerUser, "unicast_ttl": OwnerUser,
-	// use_vmac takes no arguments from a Service (see ServiceValueProblem);
-	// the group's useVMAC turns it on for every instance, and vmac_xmit_base
-	// from a Service then applies to its instance.
-	"use_vmac": OwnerUser, "vmac_xmit_base": OwnerUser,
+	// use_vmac makes a macvlan on every member node and changes its
+	// interface's arp_ignore and arp_filter: the node's settings, which the
+	// group decides (spec.useVMAC), never a Service. vmac_xmit_base goes with
+	// it (spec.vmacXmitBase).
+	"use_vmac": OwnerOperator, "vmac_xmit_base": OwnerOperator,
+}
+
+// groupFields name the group's field that decides an operator-owned
+// vrrp_instance keyword, where one does, for the Event that tells a Service
+// owner (and a user migrating from keepalived-operator) what to ask for.
+var groupFields = map[string]string{
+	"use_vmac":       "spec.useVMAC",
+	"vmac_xmit_base": "spec.vmacXmitBase",
+}
+
+// GroupField names the KeepalivedGroup field that decides vrrp_instance
+// keyword k in a Service's place, and false when no single field does.
+func GroupField(k string) (string, bool) {
+	f, ok := groupFields[k]
+	return f, ok
 }
 
 // ServiceValueProblem says why a Service may not give keyword k the value v,
-// or "" when it may. use_vmac's optional interface name and MAC are the
-// node's business: a name would let one Service's vrrpd replace another
-// instance's macvlan (vrrpd re-makes a macvlan of that name whose MAC
-// differs), and a MAC could claim another host's on the segment. A Service
-// gets the RFC 5798 virtual MAC on vrrp.<VRID>, which the operator's
-// router IDs keep apart.
+// or "" when it may.
 //
 // A keyword with a number limit (VerbatimNumberLimit) must be a whole number
 // in its range: a Service must not make every member of its group send
 // millions of gratuitous ARPs.
 func ServiceValueProblem(k, v string) string {
-	if k == "use_vmac" && strings.TrimSpace(v) != "" {
-		return "takes no interface name or MAC from a Service (vrrpd uses vrrp.<VRID> and the RFC 5798 MAC)"
-	}
 	if l, ok := numberLimits[k]; ok {
 		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		if err != nil || n < l.Min || n > l.Max {

@@ -215,7 +215,12 @@ func New(opts Options) (*Daemon, error) {
 		opts.open = openTransport
 	}
 	if opts.vmacs == nil {
-		opts.vmacs = vip.NewVMACs(nil)
+		// Its crash record beside the VIPs', in the directory vip.New locked.
+		v, err := vip.NewRecordedVMACs(nil, opts.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		opts.vmacs = v
 	}
 	if opts.links == nil {
 		opts.links = &netlinkLinks{log: opts.Logger}
@@ -284,6 +289,7 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	}
 	d.recoverVIPs()
 	d.recoverRoutes()
+	d.recoverVMACs()
 	// Each link or address change wakes the loop to re-check the interfaces, coalesced so
 	// that a burst costs one check.
 	stopWatch := d.links.Watch(func() {

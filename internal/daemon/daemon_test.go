@@ -822,6 +822,8 @@ type fakeVMACs struct {
 	up      map[string]vip.VMAC
 	created []string
 	removed []string
+	// recovered counts Recover calls: once, at start, before any Up.
+	recovered int
 }
 
 func (f *fakeVMACs) Up(m vip.VMAC) (int, error) {
@@ -839,6 +841,11 @@ func (f *fakeVMACs) Remove(m vip.VMAC) error {
 	return nil
 }
 
+func (f *fakeVMACs) Recover() (vip.Recovered, error) {
+	f.recovered++
+	return vip.Recovered{}, nil
+}
+
 // TestVMACInstance: a use_vmac instance gets its macvlan (vrrp.VRID, the virtual MAC, on
 // its interface) before it starts, keeps it while BACKUP, sends its adverts from the
 // macvlan with the parent's address as source, puts its VIPs and announcements on the
@@ -854,6 +861,9 @@ func TestVMACInstance(t *testing.T) {
 	xb := testInstance("VI_2", 52, 50, "10.99.0.101/24")
 	xb.VMAC = config.VMAC{Enabled: true, XmitBase: true}
 	startDaemon(t, d, ic, xb)
+	if f.recovered != 1 {
+		t.Errorf("VMAC recovery ran %d times before the instances started, want once", f.recovered)
+	}
 
 	m, ok := f.up["vrrp.51"]
 	if !ok || m.Parent != "eth0" || m.MAC.String() != "00:00:5e:00:01:33" || m.IPv6 {

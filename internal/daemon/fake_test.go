@@ -352,8 +352,9 @@ var t0 = time.Unix(1_700_000_000, 0)
 func newTestDaemon(t *testing.T, h *fakeHost) *Daemon {
 	t.Helper()
 	d, err := New(Options{
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		StateDir: t.TempDir(), // the VMAC record's; never the host's /run/vrrpd
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		vips:     h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -379,6 +380,7 @@ func startDaemon(t *testing.T, d *Daemon, ics ...config.Instance) {
 		t.Fatal(err)
 	}
 	d.recoverVIPs()
+	d.recoverVMACs()
 	d.start(cfg, t0)
 }
 

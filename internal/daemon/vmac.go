@@ -21,6 +21,25 @@ import (
 type vmacHost interface {
 	Up(m vip.VMAC) (int, error)
 	Remove(m vip.VMAC) error
+	// Recover undoes what a crashed previous run recorded: its macvlans, and its
+	// parents' arp_ignore / arp_filter back to their values from before.
+	Recover() (vip.Recovered, error)
+}
+
+// recoverVMACs removes the macvlans a previous run left behind and puts back the
+// sysctls it changed on their parents (the node's settings), before any instance
+// starts.
+func (d *Daemon) recoverVMACs() {
+	rec, err := d.vmacs.Recover()
+	for _, name := range rec.MACVLANs {
+		d.log.Info("removed stale VMAC interface left by a previous run", "vmac", name)
+	}
+	for _, s := range rec.Sysctls {
+		d.log.Info("restored interface setting changed by a previous run", "sysctl", s)
+	}
+	if err != nil {
+		d.log.Warn("could not undo every VMAC change of a previous run", "err", err)
+	}
 }
 
 // vmacConfig returns cfg with every use_vmac instance moved onto its macvlan (its

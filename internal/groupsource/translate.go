@@ -372,9 +372,14 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 	d.SetHandoverOnly(set.HandoverOnly)
 	if set.UseVMAC {
 		// keepalived's use_vmac without arguments: the name and MAC follow the
-		// VRID (a Service's vmac_xmit_base, below, completes it).
+		// VRID. The group decides it, never a Service (verbatim use_vmac is the
+		// operator's keyword, ignored below).
 		notes, err := d.SetKeyword("use_vmac", nil)
 		t.keywordResult(in.Key, "useVMAC", "use_vmac", notes, err)
+		if set.VMACXmitBase {
+			notes, err := d.SetKeyword("vmac_xmit_base", nil)
+			t.keywordResult(in.Key, "vmacXmitBase", "vmac_xmit_base", notes, err)
+		}
 	}
 	t.verbatim(in.Key, d, set.Verbatim)
 	if m := d.MulticastGroup(); m.IsValid() && !slices.ContainsFunc(in.VIPs, func(s string) bool {

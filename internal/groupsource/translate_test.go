@@ -619,7 +619,8 @@ func TestTranslateVerbatimIgnored(t *testing.T) {
 		"preempt_delay":  "soon",
 		"mcast_dst_ip":   "ff02::13",
 		"unicast_src_ip": "10.99.0.9",
-		"use_vmac":       "vrrp.7 00:00:5e:00:01:07",
+		"use_vmac":       "",
+		"vmac_xmit_base": "",
 	}
 	cfg, ws := mustTranslate(t, g, "a", nil, nil)
 	in := cfg.Instances[0]
@@ -631,7 +632,8 @@ func TestTranslateVerbatimIgnored(t *testing.T) {
 		`(default/web) verbatim notify_master would run a program, which vrrpd never does on a Service's say; ignored`,
 		`(default/web) verbatim preempt_delay "soon" is not a number of seconds between`,
 		`(default/web) verbatim unicast_src_ip is set by the operator; ignored`,
-		`(default/web) verbatim use_vmac takes no interface name or MAC from a Service`,
+		`(default/web) verbatim use_vmac is set by the operator; ignored`,
+		`(default/web) verbatim vmac_xmit_base is set by the operator; ignored`,
 	}
 	text := warningsText(ws)
 	if len(ws) != len(want) {
@@ -752,14 +754,14 @@ func TestTranslateVerbatimBounds(t *testing.T) {
 }
 
 // The group's useVMAC (copied into each instance's settings) runs every virtual router,
-// of both families, with keepalived's use_vmac without arguments; a Service's
-// vmac_xmit_base completes its own.
+// of both families, with keepalived's use_vmac without arguments; the group's
+// vmacXmitBase (in the settings of default/web here) completes it.
 func TestTranslateUseVMAC(t *testing.T) {
 	g := testGroup()
 	for i := range g.Status.Instances {
 		g.Status.Instances[i].Settings.UseVMAC = true
 	}
-	g.Status.Instances[2].Settings.Verbatim = map[string]string{"vmac_xmit_base": ""}
+	g.Status.Instances[2].Settings.VMACXmitBase = true
 	cfg, ws := mustTranslate(t, g, "a", nil, nil)
 	if len(ws) != 0 {
 		t.Errorf("warnings:\n%s", warningsText(ws))
