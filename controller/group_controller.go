@@ -226,7 +226,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
 	// refused address or namespace leaves out that address or Service,
 	// never the group.
-	v := newVetter(ctx, r.Client).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync())
+	v := newVetter(ctx, r.Client).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync()).withGroupNamespaces(r.GroupNamespaces)
 	v.seed(&g, nodes.Items)
 	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
 	for i := range services.Items {

@@ -477,8 +477,9 @@ func TestRedTeamGroupAuthorCannotPickImage(t *testing.T) {
 // TestRedTeamGroupOutsideAllowedNamespacesGetsNothing: a group author in a
 // namespace the admin did not allow gets no DaemonSet, ServiceAccount, Role
 // or RoleBinding, Ready=False NamespaceNotAllowed and a Warning Event; a
-// LoadBalancer Service of that group gets no address from its pool. (On main
-// every namespace's group got a DaemonSet.)
+// LoadBalancer Service of that group gets no address from its pool, and an
+// externalIP its Service lists first does not block a Service of an allowed
+// group. (On main every namespace's group got a DaemonSet.)
 func TestRedTeamGroupOutsideAllowedNamespacesGetsNothing(t *testing.T) {
 	allowed := newNamespace(t, "rt-allowed")
 	ns := newNamespace(t, "rt-denied")
@@ -516,6 +517,17 @@ func TestRedTeamGroupOutsideAllowedNamespacesGetsNothing(t *testing.T) {
 	}
 	if g := getGroup(t, ns, "g"); len(g.Status.RouterIDs) != 0 || len(g.Status.Instances) != 0 {
 		t.Errorf("status holds router IDs %v and %d instances", g.Status.RouterIDs, len(g.Status.Instances))
+	}
+
+	// Nor can the group's Services squat an address: an externalIP listed
+	// first through the refused group blocks no Service of an admitted one.
+	newService(t, ns, "squat", ns+"/g", withExternalIPs("10.99.0.232"))
+	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
+	newGroup(t, allowed, "lan", nil)
+	newService(t, allowed, "late", allowed+"/lan", withExternalIPs("10.99.0.232"))
+	waitInstances(t, allowed, "lan", map[string]string{allowed + "/late": "10.99.0.232"})
+	if ev := serviceEvents(t, allowed, ReasonAddressInUse)["late"]; len(ev) != 0 {
+		t.Errorf("the admitted Service got AddressInUse: %v", ev)
 	}
 }
 

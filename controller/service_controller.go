@@ -65,7 +65,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if annotated && svc.DeletionTimestamp == nil {
 		group = r.checkAnnotations(ctx, &svc, value)
 	}
-	v := newVetter(ctx, r.Client).withSynced(r.viewSynced())
+	v := newVetter(ctx, r.Client).withSynced(r.viewSynced()).withGroupNamespaces(r.groupNamespaces)
 	admitted := true
 	if group != nil && r.groupNamespaces != nil && !r.groupNamespaces.allows(group.Namespace) {
 		// The operator runs nothing for such a group (policy.go), so
@@ -134,7 +134,7 @@ func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service,
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, &cur); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	v := newVetter(ctx, r.Client).withSynced(r.viewSynced())
+	v := newVetter(ctx, r.Client).withSynced(r.viewSynced()).withGroupNamespaces(r.groupNamespaces)
 	_, refused, err := v.vips(&cur)
 	if err != nil {
 		return false, err

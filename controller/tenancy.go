@@ -292,6 +292,10 @@ type vetter struct {
 	// it (unsynced, or the address index has not caught up with the
 	// Service); the caller requeues.
 	deferred bool
+	// groupNamespaces is Options.GroupNamespaces (nil: any namespace): a
+	// group elsewhere runs nothing, so its Services hold no address, not
+	// even one that would block another group's Service (AddressInUse).
+	groupNamespaces namespaceList
 }
 
 func newVetter(ctx context.Context, r client.Reader) *vetter {
@@ -308,6 +312,12 @@ func newVetter(ctx context.Context, r client.Reader) *vetter {
 // is complete (see unsynced).
 func (v *vetter) withSynced(synced bool) *vetter {
 	v.unsynced = !synced
+	return v
+}
+
+// withGroupNamespaces tells the vetter where groups may live.
+func (v *vetter) withGroupNamespaces(l namespaceList) *vetter {
+	v.groupNamespaces = l
 	return v
 }
 
@@ -400,6 +410,9 @@ func (v *vetter) served(svc *corev1.Service) (*groupFacts, *refusal, error) {
 	f, err := v.group(ref)
 	if err != nil || f.g == nil {
 		return nil, nil, err
+	}
+	if v.groupNamespaces != nil && !v.groupNamespaces.allows(f.g.Namespace) {
+		return nil, &refusal{ReasonGroupNotAllowed, fmt.Sprintf("KeepalivedGroup %s/%s is in a namespace that may not hold groups; no VIP", f.g.Namespace, f.g.Name)}, nil
 	}
 	ns, err := v.namespace(svc.Namespace)
 	if err != nil {
