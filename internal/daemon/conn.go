@@ -75,11 +75,11 @@ func (d *Daemon) connFor(ic config.Instance) *conn {
 // instances stay in FAULT and checkInterfaces tries again.
 func (d *Daemon) open(c *conn) {
 	tc, err := d.opts.open(c.key.ifname, c.key.fam, transport.Options{
-		Group:     c.key.group,
-		NoJoin:    c.key.unicast,
-		Source:    c.key.source,
-		BatchSize: d.opts.batchSize,
-		IPStack:   d.opts.IPStack,
+		Group:        c.key.group,
+		NoJoin:       c.key.unicast,
+		Source:       c.key.source,
+		BatchSize:    d.opts.batchSize,
+		PacketSocket: d.opts.PacketSocket,
 		// A macvlan has no address: the parent's is the source (vmac.go).
 		SourceInterface: c.key.srcIf,
 	})
@@ -111,8 +111,8 @@ func (d *Daemon) open(c *conn) {
 type framesSender interface{ SendsFrames() (bool, error) }
 
 // warnFrames warns, once per cause, when c's socket sends multicast advertisements
-// through the IP stack because the host refused the packet socket: at open, or on a
-// send since (checkLinks asks again).
+// through the IP stack although the packet socket was asked for (Options.PacketSocket)
+// because the host refused it: at open, or on a send since (checkLinks asks again).
 func (d *Daemon) warnFrames(c *conn) {
 	f, ok := c.tc.(framesSender)
 	if !ok {

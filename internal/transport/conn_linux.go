@@ -42,7 +42,7 @@ type Conn struct {
 	send    sender
 	batch   sendBatch   // SendBatch's scratch
 	link    *linkSender // multicast adverts as frames (linksend_linux.go); nil: the IP stack
-	linkErr error       // why link is nil although Options.IPStack is not set
+	linkErr error       // why link is nil although Options.PacketSocket is set
 	ether   bool        // the interface has Ethernet headers (refresh)
 
 	received atomic.Uint64
@@ -106,10 +106,10 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 		nl.Close()
 		return nil, err
 	}
-	if !opt.IPStack && c.ether {
+	if opt.PacketSocket && c.ether {
 		// A host that refuses the packet socket (a security module, a sandbox) still
-		// has the IP stack, which sent every advert before: fall back, and say why.
-		// Interfaces that are not Ethernet (tunnels, tun) always use the IP stack.
+		// has the IP stack, the default: fall back, and say why. Interfaces that are not
+		// Ethernet (tunnels, tun) always use the IP stack.
 		c.link, c.linkErr = openLinkSender(c.ifindex, fam, c.group)
 	}
 	c.recv.init(c, opt.BatchSize)
