@@ -102,6 +102,8 @@ func (c *Collector) collect(e *exposition) {
 			"VIPs found on the interface already, not added by vrrpd, when the instance became master: left alone and never removed", instanceLabels...)
 		readded = e.family("vrrpd_vip_readded_total", typeCounter,
 			"VIPs taken off the interface by someone else while the instance was master, and put back", instanceLabels...)
+		sendErrors = e.family("vrrpd_advert_send_errors_total", typeCounter,
+			"Advertisements the instance failed to send (the kernel refused them or the socket was unusable)", instanceLabels...)
 		// keepalived-exporter's name and meaning (1 while the script is good).
 		scriptStatus = e.family("keepalived_script_status", typeGauge,
 			"Tracker script status: 1 good, 0 failed, still in init or disabled", "name")
@@ -140,6 +142,7 @@ func (c *Collector) collect(e *exposition) {
 		}
 		preexisting.add(float64(in.PreexistingVIPs), in.Name, in.Interface, vrid)
 		readded.add(float64(in.ReaddedVIPs), in.Name, in.Interface, vrid)
+		sendErrors.add(float64(in.SendErrors), in.Name, in.Interface, vrid)
 	}
 	for _, s := range allStates {
 		instances.add(float64(perState[s]), s.String())
