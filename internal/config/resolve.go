@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -124,10 +125,22 @@ type Options struct {
 	// and no authentication. Kubernetes mode sets it: its peers do authenticate, so a
 	// node running without would be ignored by them and become a second master.
 	MissingPassword string
+	// InterfaceMTU is the MTU of the named interface, for the rule of how many VIPs an
+	// advertisement carries (vrrp.AddressesThatFit); ok false when the interface is not
+	// there (vrrp.DefaultMTU is then assumed, as keepalived assumes it). nil looks the
+	// interface up in the current network namespace.
+	InterfaceMTU func(ifname string) (mtu int, ok bool)
 }
 
-// maxVIPs is the most addresses an advertisement can carry (an 8-bit count).
-const maxVIPs = 255
+// hostInterfaceMTU is Options.InterfaceMTU's default: the interface of this name in the
+// current network namespace.
+func hostInterfaceMTU(ifname string) (int, bool) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return 0, false
+	}
+	return ifi.MTU, true
+}
 
 // resolver carries one Resolve: the draft, what it inherits, and the warnings so far.
 type resolver struct {
@@ -399,6 +412,19 @@ func (r *resolver) addresses() error {
 	if in.Strict && in.Family == IPv6 && len(d.peers) == 0 && len(d.vips) > 0 && !d.vips[0].Prefix.Addr().IsLinkLocalUnicast() {
 		r.warn(d.vips[0].pos, "strict mode: the first IPv6 VIP address must be link local")
 	}
+	// keepalived's rule of how many VIPs fit in an advertisement on this interface
+	// (vrrp.AddressesThatFit): the rest are added on MASTER but not advertised, as
+	// keepalived moves them to its excluded addresses, so that an advert never exceeds
+	// the MTU and both sides list the same addresses.
+	mtuOf := r.opt.InterfaceMTU
+	if mtuOf == nil {
+		mtuOf = hostInterfaceMTU
+	}
+	mtu, known := mtuOf(in.Interface)
+	if !known || mtu <= 0 {
+		mtu = vrrp.DefaultMTU
+	}
+	fit := vrrp.AddressesThatFit(in.Version, in.Family, mtu)
 	seen := map[netip.Addr]Position{}
 	for i, v := range append(append([]draftVIP(nil), d.vips...), d.evips...) {
 		if p, dup := seen[v.Prefix.Addr()]; dup {
@@ -415,11 +441,13 @@ func (r *resolver) addresses() error {
 			return r.fail(v.pos, "label %q must be the device name %q or start with %q", v.Label, v.Dev, v.Dev+":")
 		}
 		switch {
-		case i < len(d.vips) && i < maxVIPs:
+		case i < len(d.vips) && i < fit:
 			in.VIPs = append(in.VIPs, v.VIP)
 		case i < len(d.vips):
-			if i == maxVIPs {
-				r.warn(v.pos, "more than %d VIPs; the rest are added but not advertised (excluded)", maxVIPs)
+			if i == fit {
+				r.warn(v.pos, "%d VIPs, more than an advertisement carries on %s (%d at MTU %d, VRRPv%d over %v): "+
+					"this one and the %d after it are added on MASTER but not advertised (as virtual_ipaddress_excluded), as keepalived does",
+					len(d.vips), in.Interface, fit, mtu, in.Version, in.Family, len(d.vips)-fit-1)
 			}
 			in.ExcludedVIPs = append(in.ExcludedVIPs, v.VIP)
 		default:
