@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -102,6 +103,9 @@ func (d *Daemon) open(c *conn) {
 			sends = "packet-socket"
 		}
 	}
+	for _, in := range c.insts {
+		d.checkAdvertFits(in)
+	}
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String(), "multicast_sends", sends)
 	d.warnFrames(c)
 }
@@ -125,6 +129,47 @@ func (d *Daemon) warnFrames(c *conn) {
 	c.framesWarned = why.Error()
 	d.log.Warn("multicast advertisements go through the IP stack: the host refused the packet socket",
 		"interface", c.key.ifname, "family", c.key.fam.String(), "err", why)
+}
+
+// mtuSocket is a socket that knows its interface's MTU (transport.Conn.MTU).
+type mtuSocket interface{ MTU() int }
+
+// checkAdvertFits warns, once per MTU and advert length, when in's advertisements are longer than its
+// interface's MTU: the configuration moved the VIPs that do not fit at load (keepalived's
+// rule, vrrp.AddressesThatFit), but an interface that did not exist then, or whose MTU was
+// lowered since, makes every advert fail with EMSGSIZE, which sendFailed counts
+// (vrrpd_advert_send_errors_total) and warns of as it happens. Called when the socket
+// opens (the instance starts) and on every interface check.
+func (d *Daemon) checkAdvertFits(in *instance) {
+	s, ok := in.conn.tc.(mtuSocket)
+	if !ok {
+		return
+	}
+	mtu, n := s.MTU(), advertLen(in.cfg)
+	if mtu <= 0 || in.fitChecked == [2]int{mtu, n} {
+		return
+	}
+	in.fitChecked = [2]int{mtu, n}
+	if n <= mtu {
+		return
+	}
+	d.log.Warn(fmt.Sprintf("(%s) advertisements do not fit the interface's MTU: they will not be sent", in.cfg.Name),
+		"interface", in.cfg.Interface, "mtu", mtu, "advert_bytes", n, "vips", len(in.cfg.VIPs),
+		"fit", vrrp.AddressesThatFit(in.cfg.Version, in.cfg.Family, mtu),
+		"fix", "raise the MTU, or reload so that the VIPs beyond what fits are excluded from the advert")
+}
+
+// advertLen is the length of ic's advertisements with their IP header.
+func advertLen(ic config.Instance) int {
+	ip, size := 20, 4
+	if ic.Family == config.IPv6 {
+		ip, size = 40, 16
+	}
+	n := ip + vrrp.HeaderLen + len(ic.VIPs)*size
+	if ic.Version == vrrp.Version2 {
+		n += vrrp.AuthDataLen
+	}
+	return n
 }
 
 // closeConn closes c's socket; its reader exits.
@@ -307,6 +352,9 @@ func (d *Daemon) checkLinks(now time.Time) {
 		}
 		if c.tc != nil {
 			d.warnFrames(c)
+			for _, in := range c.insts {
+				d.checkAdvertFits(in) // an MTU lowered at runtime
+			}
 		}
 		if c.tc != nil && err == nil {
 			if src := c.tc.Source(); src != c.source {

@@ -47,6 +47,7 @@ type instance struct {
 	sendErrors     uint64
 	sendWarned     time.Time
 	sendSuppressed uint64
+	fitChecked     [2]int // the MTU and advert length checkAdvertFits last compared
 
 	transitions    uint64
 	lastTransition time.Time
@@ -91,6 +92,7 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		return
 	}
 	in.sm = sm
+	d.checkAdvertFits(in)
 	err = d.links.Running(c.key.ifname)
 	if err != nil {
 		d.acts = sm.SetFault(now, true, vrrp.ReasonInterfaceDown, d.acts[:0])

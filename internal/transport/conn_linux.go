@@ -44,6 +44,7 @@ type Conn struct {
 	link    *linkSender // multicast adverts as frames (linksend_linux.go); nil: the IP stack
 	linkErr error       // why link is nil although Options.PacketSocket is set
 	ether   bool        // the interface has Ethernet headers (refresh)
+	mtu     int         // the interface's MTU (refresh)
 
 	received atomic.Uint64
 	dropped  atomic.Uint64
@@ -307,6 +308,7 @@ func (c *Conn) refresh() error {
 	}
 	c.source, c.srcErr = src, srcErr
 	c.ether = attrs.EncapType == "ether" && len(attrs.HardwareAddr) == 6
+	c.mtu = attrs.MTU
 	if attrs.RawFlags&unix.IFF_UP == 0 {
 		return fmt.Errorf("transport: %s: %w (administratively down)", c.ifname, ErrInterfaceDown)
 	}
@@ -370,6 +372,14 @@ func (c *Conn) Source() netip.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.source
+}
+
+// MTU is the interface's MTU as last seen (Open, Refresh): an advertisement longer than
+// it, with its IP header, is refused by the kernel (EMSGSIZE), never fragmented.
+func (c *Conn) MTU() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mtu
 }
 
 // Group is the multicast group this Conn joined (or would have, with NoJoin).
