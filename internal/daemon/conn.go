@@ -134,12 +134,14 @@ func (d *Daemon) warnFrames(c *conn) {
 // mtuSocket is a socket that knows its interface's MTU (transport.Conn.MTU).
 type mtuSocket interface{ MTU() int }
 
-// checkAdvertFits warns, once per MTU and advert length, when in's advertisements are longer than its
-// interface's MTU: the configuration moved the VIPs that do not fit at load (keepalived's
-// rule, vrrp.AddressesThatFit), but an interface that did not exist then, or whose MTU was
-// lowered since, makes every advert fail with EMSGSIZE, which sendFailed counts
-// (vrrpd_advert_send_errors_total) and warns of as it happens. Called when the socket
-// opens (the instance starts) and on every interface check.
+// checkAdvertFits warns, once per MTU and advert length, when in's advertisements are
+// longer than its interface's MTU. The configuration moved the VIPs that do not fit at
+// load (keepalived's rule, vrrp.AddressesThatFit), so this takes an interface that did not
+// exist then, or whose MTU was lowered since: the IP stack then fragments the adverts
+// (IPv6; IPv4 clears DF for it), the packet socket's are refused (EMSGSIZE, counted in
+// vrrpd_advert_send_errors_total and warned of by sendFailed), and a keepalived peer,
+// which fits its list to the MTU it saw, lists fewer addresses. Called when the instance
+// starts and on every interface check.
 func (d *Daemon) checkAdvertFits(in *instance) {
 	s, ok := in.conn.tc.(mtuSocket)
 	if !ok {
@@ -153,7 +155,7 @@ func (d *Daemon) checkAdvertFits(in *instance) {
 	if n <= mtu {
 		return
 	}
-	d.log.Warn(fmt.Sprintf("(%s) advertisements do not fit the interface's MTU: they will not be sent", in.cfg.Name),
+	d.log.Warn(fmt.Sprintf("(%s) advertisements exceed the interface's MTU: fragmented through the IP stack, refused on the packet socket", in.cfg.Name),
 		"interface", in.cfg.Interface, "mtu", mtu, "advert_bytes", n, "vips", len(in.cfg.VIPs),
 		"fit", vrrp.AddressesThatFit(in.cfg.Version, in.cfg.Family, mtu),
 		"fix", "raise the MTU, or reload so that the VIPs beyond what fits are excluded from the advert")
