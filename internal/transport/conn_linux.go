@@ -218,10 +218,16 @@ func (c *Conn) configure() error {
 				return c.wrap("join "+c.group.String(), err)
 			}
 		}
+		// A raw IPv6 socket delivers no header: the destination and interface
+		// (IPV6_RECVPKTINFO) and the hop limit (IPV6_RECVHOPLIMIT) come as control
+		// messages, which recv_linux.go parses.
+		if err := c.p6.SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface|ipv6.FlagHopLimit, true); err != nil {
+			return c.wrap("IPV6_RECVPKTINFO, IPV6_RECVHOPLIMIT", err)
+		}
 		sockopts = []sockopt{
-			{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO", true},
-			{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1, "IPV6_RECVHOPLIMIT", true},
 			// Linux 4.20+; older kernels simply deliver more, which the VRID demux absorbs.
+			// Neither this, IP_MULTICAST_ALL, SO_TIMESTAMPNS nor SO_RCVBUFFORCE is
+			// offered by x/net.
 			{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL", false},
 		}
 	}

@@ -85,3 +85,61 @@ func TestManyIPv6VIPsAtMTU1500(t *testing.T) {
 		})
 	}
 }
+
+// TestMTULoweredAtRuntime: an MTU lowered under a running master (1500 to 1280 with 89
+// IPv6 VIPs advertised, a 1472-byte packet) is never a silent mute master. vrrpd warns
+// that its adverts exceed the MTU; through the IP stack (the default) they are fragmented
+// and the backup, which reassembles them, stays backup; on the packet socket they are
+// refused (EMSGSIZE), every refusal counted in vrrpd_advert_send_errors_total and warned
+// of, and the backup takes over, as it must from a master it no longer hears.
+func TestMTULoweredAtRuntime(t *testing.T) {
+	var vips []string
+	for i := range 89 {
+		vips = append(vips, fmt.Sprintf("fd00:99::3:%x/64", i+1))
+	}
+	conf := func(prio int) string {
+		return "global_defs {\n  vrrp_version 3\n}\n" + vrrpInstance("VI_1", 62, prio, "0.1", "", vips...)
+	}
+	for _, mode := range []struct {
+		name  string
+		flags []string
+	}{{"ip-stack (default)", nil}, {"packet-socket", []string{"--send-on-packet-socket"}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			_, _, h1, h2 := newLab(t)
+			backup := startVrrpd(t, h2, writeConf(t, "h2.conf", conf(100)), "")
+			master := startVrrpd(t, h1, writeConf(t, "h1.conf", conf(150)), "", mode.flags...)
+			first := netip.MustParsePrefix(vips[0])
+			waitSoleHolder(t, 15*time.Second, 500*time.Millisecond, first, h1, h1, h2)
+			if out, err := h1.Command(t.Context(), "ip", "link", "set", "dev", h1.Link, "mtu", "1280").CombinedOutput(); err != nil {
+				t.Fatalf("ip link set mtu: %v\n%s", err, out)
+			}
+			vrrpdtest.WaitFor(t, 15*time.Second, "the warning that the adverts exceed the MTU", func() bool {
+				return strings.Contains(master.Output(), "exceed the interface's MTU")
+			})
+			if mode.flags == nil {
+				settled := backup.instance(t, "VI_1").Transitions
+				for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+					if hs := vrrpdtest.Holders(t, first.Addr(), h1, h2); len(hs) != 1 || hs[0] != h1.Name {
+						t.Fatalf("%v held by %v after the MTU change, want %s alone: fragmented adverts should still be heard", first, hs, h1.Name)
+					}
+				}
+				if st := backup.instance(t, "VI_1"); st.State != "BACKUP" || st.Transitions != settled {
+					t.Errorf("backup %s, %d transitions (%d before), want BACKUP throughout", st.State, st.Transitions, settled)
+				}
+				if errs := metric(master.scrape(t), "vrrpd_advert_send_errors_total", `name="VI_1"`); errs != 0 {
+					t.Errorf("vrrpd_advert_send_errors_total %v through the IP stack, want 0", errs)
+				}
+				return
+			}
+			vrrpdtest.WaitFor(t, 10*time.Second, "the backup taking over from the muted master", func() bool {
+				return vrrpdtest.HasAddr(t, h2, first.Addr())
+			})
+			if errs := metric(master.scrape(t), "vrrpd_advert_send_errors_total", `name="VI_1"`); errs == 0 {
+				t.Error("vrrpd_advert_send_errors_total 0 with every advert refused")
+			}
+			if out := master.Output(); !strings.Contains(out, "advertisement not sent") || !strings.Contains(out, "EMSGSIZE") {
+				t.Errorf("no warning of the refused adverts with their errno:\n%s", out)
+			}
+		})
+	}
+}
