@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"syscall"
+	"unsafe"
 
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/bpf"
@@ -37,13 +39,22 @@ import (
 // kernel's IP output counters do not count them. An OUTPUT rule that drops VRRP does not
 // silence a master that sends this way (test/vrrpd's TestFirewallOutputDrop). Unicast
 // adverts always go through the IP stack: their next hop needs the neighbour table.
+//
+// The socket is mdlayher/packet's; the frames of one wake-up go out in one sendmmsg on its
+// descriptor (mmsgWriter, as on the IP socket), since the library writes one frame per
+// sendto: that way the opt-in cost more CPU than the IP stack it is meant to save
+// (docs/capacity.md, 2026-11-28).
 type linkSender struct {
 	conn *packet.Conn
-	dst  *packet.Addr // the group's multicast MAC
+	raw  syscall.RawConn
+	sll  unix.RawSockaddrLinklayer // the group's multicast MAC on the interface, for sendmmsg
 	fam  Family
 	id   uint16 // the last IPv4 identification; starts at random
-	buf  []byte // one frame's IP header and message, reused
-	one  [1]Message
+
+	mmsgWriter
+	ipHdrs []byte       // a batch's IP headers, ipHeaderLen each
+	iovs   []unix.Iovec // two per message: its IP header, its VRRP message
+	one    [1]Message   // Send's batch
 }
 
 // dropAll is a socket filter that accepts nothing: the packet socket is bound to the
@@ -73,7 +84,22 @@ func openLinkSender(ifindex int, fam Family, group netip.Addr) (*linkSender, err
 	if err != nil {
 		return nil, fmt.Errorf("packet socket: %w", err)
 	}
-	return &linkSender{conn: pc, dst: &packet.Addr{HardwareAddr: mac}, fam: fam, id: uint16(rand.Uint32())}, nil
+	raw, err := pc.SyscallConn()
+	if err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	s := &linkSender{conn: pc, raw: raw, fam: fam, id: uint16(rand.Uint32())}
+	// packet(7): to send, sll_family, sll_addr, sll_halen, sll_ifindex and sll_protocol.
+	s.sll = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(uint16(proto)), Ifindex: int32(ifindex), Halen: 6}
+	copy(s.sll.Addr[:], mac)
+	return s, nil
+}
+
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
 }
 
 func (s *linkSender) close() { s.conn.Close() }
@@ -155,18 +181,29 @@ func ipv4HeaderChecksum(h []byte) uint16 {
 	return ^uint16(sum)
 }
 
-// sendBatch sends msgs, every one to the group, from src, one frame at a time, and
-// returns how many went; the error is the first unsent message's. Under Conn.mu.
+// sendBatch sends msgs, every one to the group, from src, in as few sendmmsg calls as
+// the socket takes, and returns how many went; the error is the first unsent message's.
+// Under Conn.mu.
 func (s *linkSender) sendBatch(c *Conn, msgs []Message, src netip.Addr) (int, error) {
-	hl := ipHeaderLen(s.fam)
+	n, hl := len(msgs), ipHeaderLen(s.fam)
+	s.ipHdrs = slices.Grow(s.ipHdrs[:0], n*hl)[:n*hl]
+	s.hdrs = slices.Grow(s.hdrs[:0], n)[:n]
+	s.iovs = slices.Grow(s.iovs[:0], 2*n)[:2*n]
 	for i, m := range msgs {
-		s.buf = slices.Grow(s.buf[:0], hl+len(m.Payload))[:hl+len(m.Payload)]
+		h := s.ipHdrs[i*hl : (i+1)*hl]
 		s.id++
-		putIPHeader(s.buf, s.fam, len(m.Payload), src, m.Dst, s.id)
-		copy(s.buf[hl:], m.Payload)
-		if _, err := s.conn.WriteTo(s.buf, s.dst); err != nil {
-			return i, c.wrap(fmt.Sprintf("send to %v from %v on the packet socket", m.Dst, src), err)
-		}
+		putIPHeader(h, s.fam, len(m.Payload), src, m.Dst, s.id)
+		iov := s.iovs[2*i : 2*i+2]
+		iov[0].Base = &h[0]
+		iov[0].SetLen(hl)
+		iov[1].Base = &m.Payload[0]
+		iov[1].SetLen(len(m.Payload))
+		s.hdrs[i] = unix.Mmsghdr{Hdr: unix.Msghdr{
+			Name:    (*byte)(unsafe.Pointer(&s.sll)),
+			Namelen: unix.SizeofSockaddrLinklayer,
+			Iov:     &iov[0],
+		}}
+		s.hdrs[i].Hdr.SetIovlen(2)
 	}
-	return len(msgs), nil
+	return c.write(&s.mmsgWriter, s.raw, msgs, src)
 }
