@@ -31,7 +31,12 @@ func TestFirewallOutputDrop(t *testing.T) {
 		}{
 			{"ip-stack (default)", nil, true},
 			{"packet-socket", []string{"--send-on-packet-socket"}, false},
+			// The old opt-out is accepted, warned of, and changes nothing.
+			{"deprecated --send-through-ip-stack", []string{"--send-through-ip-stack"}, true},
 		} {
+			if fam.name == "IPv6" && mode.flags != nil && mode.flags[0] == "--send-through-ip-stack" {
+				continue // once is enough
+			}
 			t.Run(fam.name+"/"+mode.name, func(t *testing.T) {
 				_, _, h1, h2 := newLab(t)
 				const interval = 100 * time.Millisecond
@@ -72,6 +77,9 @@ func TestFirewallOutputDrop(t *testing.T) {
 						t.Errorf("%d warnings of refused sends within seconds, want them rate-limited", n)
 					}
 					t.Logf("vrrpd_advert_send_errors_total %v", errs)
+					if len(mode.flags) > 0 && !strings.Contains(v.Output(), "--send-through-ip-stack is deprecated") {
+						t.Error("no deprecation warning for --send-through-ip-stack")
+					}
 					return
 				}
 				// Ten of the backup's Master_Down_Intervals: the master is still heard.
