@@ -84,6 +84,20 @@ func TestPacketSocketFrames(t *testing.T) {
 				t.Errorf("frames from %x (type %d) through the packet socket, %x (type %d) through the IP stack; want the same, multicast",
 					pk.srcMAC, pk.pktType, ip.srcMAC, ip.pktType)
 			}
+			// The packet socket is bound to the family's EtherType to send with it, and
+			// its drop-all filter keeps it from queueing the interface's traffic: here b's
+			// adverts to a, of that very EtherType.
+			for range 20 {
+				if err := cb.Send(msg, tc.group); err != nil {
+					t.Fatalf("Send from b: %v", err)
+				}
+			}
+			if _, err := readTimeout(viaIP, make([]transport.Packet, 32), 5*time.Second); err != nil { // a heard them
+				t.Fatalf("a heard none of b's adverts: %v", err)
+			}
+			if n, ok, err := viaPacket.PacketSocketQueued(); !ok || err != nil || n != 0 {
+				t.Errorf("the packet socket queued %d packets (has one: %v, %v), want 0", n, ok, err)
+			}
 		})
 	}
 }
