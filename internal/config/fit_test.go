@@ -116,3 +116,31 @@ func TestVIPsBeyondTheAdvertMTU(t *testing.T) {
 		}
 	}
 }
+
+// TestShortVIPListsNeedNoMTU: a list that fits the family's smallest MTU fits any, and the
+// interface is not looked up for it (Kubernetes mode resolves every instance on every
+// status change).
+func TestShortVIPListsNeedNoMTU(t *testing.T) {
+	for _, c := range []struct {
+		vips []string
+		asks bool
+	}{
+		{[]string{"10.99.0.100/32"}, false},
+		{[]string{"10.99.0.100/32", "10.99.0.101/32", "10.99.0.102/32", "10.99.0.103/32", "10.99.0.104/32", "10.99.0.105/32", "10.99.0.106/32"}, true},
+	} {
+		d := NewDraft("a", Position{File: "src", Line: 1})
+		d.SetInterface("eth0")
+		d.SetVRID(1)
+		for _, v := range c.vips {
+			d.AddVIP(VIP{Prefix: netip.MustParsePrefix(v)})
+		}
+		asked := false
+		in, _, err := Resolve(d, DefaultGlobals(), Options{InterfaceMTU: func(string) (int, bool) { asked = true; return 1500, true }})
+		if err != nil || len(in.VIPs) != len(c.vips) {
+			t.Fatalf("%d VIPs: %v, %d advertised", len(c.vips), err, len(in.VIPs))
+		}
+		if asked != c.asks {
+			t.Errorf("%d IPv4 VIPs: MTU asked for %v, want %v", len(c.vips), asked, c.asks)
+		}
+	}
+}

@@ -416,15 +416,24 @@ func (r *resolver) addresses() error {
 	// (vrrp.AddressesThatFit): the rest are added on MASTER but not advertised, as
 	// keepalived moves them to its excluded addresses, so that an advert never exceeds
 	// the MTU and both sides list the same addresses.
-	mtuOf := r.opt.InterfaceMTU
-	if mtuOf == nil {
-		mtuOf = hostInterfaceMTU
+	// An address list that fits the family's smallest MTU (68 for IPv4, 1280 for IPv6)
+	// fits any: the interface is looked up only for longer ones (Kubernetes mode resolves
+	// every instance on every status change, most with a VIP or two).
+	minMTU, mtu := 68, vrrp.DefaultMTU
+	if in.Family == IPv6 {
+		minMTU = 1280
 	}
-	mtu, known := mtuOf(in.Interface)
-	if !known || mtu <= 0 {
-		mtu = vrrp.DefaultMTU
+	fit := vrrp.AddressesThatFit(in.Version, in.Family, minMTU)
+	if len(d.vips) > fit {
+		mtuOf := r.opt.InterfaceMTU
+		if mtuOf == nil {
+			mtuOf = hostInterfaceMTU
+		}
+		if m, known := mtuOf(in.Interface); known && m > 0 {
+			mtu = m
+		}
+		fit = vrrp.AddressesThatFit(in.Version, in.Family, mtu)
 	}
-	fit := vrrp.AddressesThatFit(in.Version, in.Family, mtu)
 	seen := map[netip.Addr]Position{}
 	for i, v := range append(append([]draftVIP(nil), d.vips...), d.evips...) {
 		if p, dup := seen[v.Prefix.Addr()]; dup {
