@@ -27,8 +27,8 @@ import (
 // its peers) gets no cached route for sending to it: Linux allocates and frees a route
 // entry for every multicast packet to a group the output interface is a member of, and
 // runs the IP output path (corking, fragmentation checks, the netfilter hooks) around it.
-// The packet socket skips all of it: about 0.04 CPU-s per 20 s at 50 instances at 100 ms
-// (docs/capacity.md). Nothing else changes on the wire: the same IPv4 header as the
+// The packet socket skips all of it: 0.007 to 0.04 CPU-s per 20 s at 50 instances at
+// 100 ms, depending on the run (docs/capacity.md). Nothing else changes on the wire: the same IPv4 header as the
 // kernel's for a raw socket (DF, TTL 255; the identification aside) or IPv6 header (hop
 // limit 255; flow label 0), the same source MAC, and the qdisc and packet taps (tcpdump)
 // see the frames as before.
@@ -42,7 +42,7 @@ import (
 //
 // The socket is mdlayher/packet's; the frames of one wake-up go out in one sendmmsg on its
 // descriptor (mmsgWriter, as on the IP socket), since the library writes one frame per
-// sendto: that way the opt-in cost more CPU than the IP stack it is meant to save
+// sendto: that way the opt-in cost more CPU than the IP stack it is meant to undercut
 // (docs/capacity.md, 2026-11-28).
 type linkSender struct {
 	conn *packet.Conn
