@@ -228,7 +228,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	rtPrio := fs.Int("realtime-priority", 0, "run vrrpd's threads in SCHED_RR at this priority, 1 to 99 (keepalived's vrrp_rt_priority); 0 leaves the scheduling alone")
 	lockMem := fs.Bool("lock-memory", false, "lock vrrpd's memory in RAM with mlockall (keepalived's vrrp_no_swap)")
-	ipStack := fs.Bool("send-through-ip-stack", false, "send multicast advertisements through the kernel's IP stack, as keepalived does, so that netfilter OUTPUT rules and the IP counters see them; by default they go out on Ethernet interfaces as frames on a packet socket, with the same headers and less CPU")
+	packetSocket := fs.Bool("send-on-packet-socket", false, "send multicast advertisements on Ethernet interfaces as frames on a packet socket instead of through the kernel's IP stack: less CPU, but they bypass netfilter's OUTPUT and POSTROUTING hooks (firewall rules, egress host policies, DSCP marking) and the IP output counters; by default they go through the IP stack, as keepalived's do")
+	ipStack := fs.Bool("send-through-ip-stack", false, "deprecated, no effect: adverts go through the IP stack by default (see --send-on-packet-socket)")
 	pprofAddr := fs.String("pprof-address", "", "serve CPU and heap profiles (/debug/pprof/profile?seconds=N, /debug/pprof/heap) and execution traces (/debug/pprof/trace?seconds=N) on this address; empty (the default) to disable")
 	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
@@ -327,7 +328,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	dopts := daemon.Options{StateDir: *stateDir, Logger: log, IPStack: *ipStack, AwaitConfig: kube != nil}
+	if *ipStack {
+		// Kept so that units and manifests written for the old default still start.
+		log.Warn("--send-through-ip-stack is deprecated and has no effect: advertisements go through the IP stack by default")
+	}
+	if *ipStack && *packetSocket {
+		log.Warn("--send-through-ip-stack and --send-on-packet-socket both given: the packet socket is used")
+	}
+	dopts := daemon.Options{StateDir: *stateDir, Logger: log, PacketSocket: *packetSocket, AwaitConfig: kube != nil}
 	if kube != nil {
 		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
 		if err := kube.recordEvents(&dopts, log); err != nil {

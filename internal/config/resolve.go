@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"time"
 
@@ -125,10 +126,22 @@ type Options struct {
 	// and no authentication. Kubernetes mode sets it: its peers do authenticate, so a
 	// node running without would be ignored by them and become a second master.
 	MissingPassword string
+	// InterfaceMTU is the MTU of the named interface, for the rule of how many VIPs an
+	// advertisement carries (vrrp.AddressesThatFit); ok false when the interface is not
+	// there (vrrp.DefaultMTU is then assumed, as keepalived assumes it). nil looks the
+	// interface up in the current network namespace.
+	InterfaceMTU func(ifname string) (mtu int, ok bool)
 }
 
-// maxVIPs is the most addresses an advertisement can carry (an 8-bit count).
-const maxVIPs = 255
+// hostInterfaceMTU is Options.InterfaceMTU's default: the interface of this name in the
+// current network namespace.
+func hostInterfaceMTU(ifname string) (int, bool) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return 0, false
+	}
+	return ifi.MTU, true
+}
 
 // resolver carries one Resolve: the draft, what it inherits, and the warnings so far.
 type resolver struct {
@@ -400,6 +413,28 @@ func (r *resolver) addresses() error {
 	if in.Strict && in.Family == IPv6 && len(d.peers) == 0 && len(d.vips) > 0 && !d.vips[0].Prefix.Addr().IsLinkLocalUnicast() {
 		r.warn(d.vips[0].pos, "strict mode: the first IPv6 VIP address must be link local")
 	}
+	// keepalived's rule of how many VIPs fit in an advertisement on this interface
+	// (vrrp.AddressesThatFit): the rest are added on MASTER but not advertised, as
+	// keepalived moves them to its excluded addresses, so that an advert never exceeds
+	// the MTU and both sides list the same addresses.
+	// An address list that fits the family's smallest MTU (68 for IPv4, 1280 for IPv6)
+	// fits any: the interface is looked up only for longer ones (Kubernetes mode resolves
+	// every instance on every status change, most with a VIP or two).
+	minMTU, mtu := 68, vrrp.DefaultMTU
+	if in.Family == IPv6 {
+		minMTU = 1280
+	}
+	fit := vrrp.AddressesThatFit(in.Version, in.Family, minMTU)
+	if len(d.vips) > fit {
+		mtuOf := r.opt.InterfaceMTU
+		if mtuOf == nil {
+			mtuOf = hostInterfaceMTU
+		}
+		if m, known := mtuOf(in.Interface); known && m > 0 {
+			mtu = m
+		}
+		fit = vrrp.AddressesThatFit(in.Version, in.Family, mtu)
+	}
 	seen := map[netip.Addr]Position{}
 	for i, v := range append(append([]draftVIP(nil), d.vips...), d.evips...) {
 		if p, dup := seen[v.Prefix.Addr()]; dup {
@@ -416,11 +451,13 @@ func (r *resolver) addresses() error {
 			return r.fail(v.pos, "label %q must be the device name %q or start with %q", v.Label, v.Dev, v.Dev+":")
 		}
 		switch {
-		case i < len(d.vips) && i < maxVIPs:
+		case i < len(d.vips) && i < fit:
 			in.VIPs = append(in.VIPs, v.VIP)
 		case i < len(d.vips):
-			if i == maxVIPs {
-				r.warn(v.pos, "more than %d VIPs; the rest are added but not advertised (excluded)", maxVIPs)
+			if i == fit {
+				r.warn(v.pos, "%d VIPs, more than an advertisement carries on %s (%d at MTU %d, VRRPv%d over %v): "+
+					"this one and the %d after it are added on MASTER but not advertised (as virtual_ipaddress_excluded), as keepalived does",
+					len(d.vips), in.Interface, fit, mtu, in.Version, in.Family, len(d.vips)-fit-1)
 			}
 			in.ExcludedVIPs = append(in.ExcludedVIPs, v.VIP)
 		default:

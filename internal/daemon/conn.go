@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"slices"
 	"time"
@@ -75,11 +76,11 @@ func (d *Daemon) connFor(ic config.Instance) *conn {
 // instances stay in FAULT and checkInterfaces tries again.
 func (d *Daemon) open(c *conn) {
 	tc, err := d.opts.open(c.key.ifname, c.key.fam, transport.Options{
-		Group:     c.key.group,
-		NoJoin:    c.key.unicast,
-		Source:    c.key.source,
-		BatchSize: d.opts.batchSize,
-		IPStack:   d.opts.IPStack,
+		Group:        c.key.group,
+		NoJoin:       c.key.unicast,
+		Source:       c.key.source,
+		BatchSize:    d.opts.batchSize,
+		PacketSocket: d.opts.PacketSocket,
 		// A macvlan has no address: the parent's is the source (vmac.go).
 		SourceInterface: c.key.srcIf,
 	})
@@ -102,6 +103,9 @@ func (d *Daemon) open(c *conn) {
 			sends = "packet-socket"
 		}
 	}
+	for _, in := range c.insts {
+		d.checkAdvertFits(in)
+	}
 	d.log.Debug("VRRP socket open", "interface", c.key.ifname, "family", c.key.fam.String(), "source", c.source.String(), "multicast_sends", sends)
 	d.warnFrames(c)
 }
@@ -111,8 +115,8 @@ func (d *Daemon) open(c *conn) {
 type framesSender interface{ SendsFrames() (bool, error) }
 
 // warnFrames warns, once per cause, when c's socket sends multicast advertisements
-// through the IP stack because the host refused the packet socket: at open, or on a
-// send since (checkLinks asks again).
+// through the IP stack although the packet socket was asked for (Options.PacketSocket)
+// because the host refused it: at open, or on a send since (checkLinks asks again).
 func (d *Daemon) warnFrames(c *conn) {
 	f, ok := c.tc.(framesSender)
 	if !ok {
@@ -125,6 +129,49 @@ func (d *Daemon) warnFrames(c *conn) {
 	c.framesWarned = why.Error()
 	d.log.Warn("multicast advertisements go through the IP stack: the host refused the packet socket",
 		"interface", c.key.ifname, "family", c.key.fam.String(), "err", why)
+}
+
+// mtuSocket is a socket that knows its interface's MTU (transport.Conn.MTU).
+type mtuSocket interface{ MTU() int }
+
+// checkAdvertFits warns, once per MTU and advert length, when in's advertisements are
+// longer than its interface's MTU. The configuration moved the VIPs that do not fit at
+// load (keepalived's rule, vrrp.AddressesThatFit), so this takes an interface that did not
+// exist then, or whose MTU was lowered since: the IP stack then fragments the adverts
+// (IPv6; IPv4 clears DF for it), the packet socket's are refused (EMSGSIZE, counted in
+// vrrpd_advert_send_errors_total and warned of by sendFailed), and a keepalived peer,
+// which fits its list to the MTU it saw, lists fewer addresses. Called when the instance
+// starts and on every interface check.
+func (d *Daemon) checkAdvertFits(in *instance) {
+	s, ok := in.conn.tc.(mtuSocket)
+	if !ok {
+		return
+	}
+	mtu, n := s.MTU(), advertLen(in.cfg)
+	if mtu <= 0 || in.fitChecked == [2]int{mtu, n} {
+		return
+	}
+	in.fitChecked = [2]int{mtu, n}
+	if n <= mtu {
+		return
+	}
+	d.log.Warn(fmt.Sprintf("(%s) advertisements exceed the interface's MTU: fragmented through the IP stack, refused on the packet socket", in.cfg.Name),
+		"interface", in.cfg.Interface, "mtu", mtu, "advert_bytes", n, "vips", len(in.cfg.VIPs),
+		"fit", vrrp.AddressesThatFit(in.cfg.Version, in.cfg.Family, mtu),
+		"fix", "raise the MTU, or reload so that the VIPs beyond what fits are excluded from the advert")
+}
+
+// advertLen is the length of ic's advertisements with their IP header.
+func advertLen(ic config.Instance) int {
+	ip, size := 20, 4
+	if ic.Family == config.IPv6 {
+		ip, size = 40, 16
+	}
+	n := ip + vrrp.HeaderLen + len(ic.VIPs)*size
+	if ic.Version == vrrp.Version2 {
+		n += vrrp.AuthDataLen
+	}
+	return n
 }
 
 // closeConn closes c's socket; its reader exits.
@@ -307,6 +354,9 @@ func (d *Daemon) checkLinks(now time.Time) {
 		}
 		if c.tc != nil {
 			d.warnFrames(c)
+			for _, in := range c.insts {
+				d.checkAdvertFits(in) // an MTU lowered at runtime
+			}
 		}
 		if c.tc != nil && err == nil {
 			if src := c.tc.Source(); src != c.source {

@@ -28,9 +28,10 @@ type Options struct {
 	// daemon's loop: it must return at once (hand the change to another goroutine, and
 	// drop it rather than block).
 	OnStateChange func(StateChange)
-	// IPStack sends multicast advertisements through the kernel's IP stack, as keepalived
-	// does, instead of as frames on a packet socket: transport.Options.IPStack.
-	IPStack bool
+	// PacketSocket sends multicast advertisements as frames on a packet socket instead of
+	// through the kernel's IP stack (the default, as keepalived does), bypassing the
+	// host's netfilter output hooks: transport.Options.PacketSocket.
+	PacketSocket bool
 	// AwaitConfig says that the configuration Run starts with is a placeholder (Kubernetes
 	// mode, before the group or its cache is read): Ready fails until a Reload applies one.
 	AwaitConfig bool

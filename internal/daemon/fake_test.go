@@ -19,6 +19,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
+	"golang.org/x/sys/unix"
 )
 
 // fakeHost stands in for everything the daemon touches outside its memory (host.go): the
@@ -277,7 +278,7 @@ func (s fakeBatchSocket) SendBatch(msgs []transport.Message) (int, error) {
 	s.h.batches = append(s.h.batches, len(msgs))
 	for i, m := range msgs {
 		if s.h.failVRID != 0 && len(m.Payload) > 1 && m.Payload[1] == s.h.failVRID {
-			return i, errors.New("fake socket: send failed")
+			return i, fmt.Errorf("fake socket: send failed: %w", unix.EMSGSIZE)
 		}
 		if err := s.Send(m.Payload, m.Dst); err != nil {
 			return i, err

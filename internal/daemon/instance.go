@@ -12,6 +12,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
+	"golang.org/x/sys/unix"
 )
 
 // instance is one virtual router in the daemon: its configuration, its state machine and
@@ -39,6 +40,14 @@ type instance struct {
 	// added, so never removed: see addVIPs); readded counts VIPs someone else took off
 	// while it was master, which it put back (checkVIPs).
 	preexisting, readded uint64
+
+	// sendErrors counts the advertisements that did not go out (sendFailed); the
+	// warning about them is rate-limited: sendWarned is when it was last logged, and
+	// sendSuppressed how many failures went unlogged since.
+	sendErrors     uint64
+	sendWarned     time.Time
+	sendSuppressed uint64
+	fitChecked     [2]int // the MTU and advert length checkAdvertFits last compared
 
 	transitions    uint64
 	lastTransition time.Time
@@ -83,6 +92,7 @@ func (d *Daemon) startInstance(in *instance, now time.Time) {
 		return
 	}
 	in.sm = sm
+	d.checkAdvertFits(in)
 	err = d.links.Running(c.key.ifname)
 	if err != nil {
 		d.acts = sm.SetFault(now, true, vrrp.ReasonInterfaceDown, d.acts[:0])
@@ -296,11 +306,31 @@ func (d *Daemon) sendTo(in *instance, src, dst netip.Addr) {
 	}
 }
 
-// sendFailed logs an advertisement that did not go out. The interface check turns a dead
-// link into FAULT; here it is only logged, at debug level, since a master on a cut link
-// would log every interval.
+// sendFailedWarnEvery is how often at most an instance's failed sends are logged: a
+// master on a cut link, or with adverts its interface refuses, fails every interval.
+const sendFailedWarnEvery = 10 * time.Second
+
+// sendFailed counts an advertisement that did not go out, and warns of it at most once
+// per sendFailedWarnEvery per instance, with the errno and how many failures were not
+// logged since the last warning: a master whose adverts never leave is a silent mute
+// master, whose backups take over while it keeps the VIPs. The interface check turns a
+// dead link into FAULT.
 func (d *Daemon) sendFailed(in *instance, dst netip.Addr, err error) {
-	d.log.Debug(fmt.Sprintf("(%s) send failed", in.cfg.Name), "dst", dst.String(), "err", err)
+	in.sendErrors++
+	d.dirty = true
+	now := time.Now()
+	if !in.sendWarned.IsZero() && now.Sub(in.sendWarned) < sendFailedWarnEvery {
+		in.sendSuppressed++
+		return
+	}
+	errno := "none"
+	var e unix.Errno
+	if errors.As(err, &e) {
+		errno = unix.ErrnoName(e)
+	}
+	d.log.Warn(fmt.Sprintf("(%s) advertisement not sent", in.cfg.Name), "dst", dst.String(), "errno", errno,
+		"err", err, "suppressed", in.sendSuppressed, "send_errors_total", in.sendErrors)
+	in.sendWarned, in.sendSuppressed = now, 0
 }
 
 // vipSet is an instance's addresses as package vip adds them (prefix, device, label),

@@ -32,6 +32,7 @@ func (d *Daemon) publish(now time.Time) {
 			LastTransition:  in.lastTransition,
 			PreexistingVIPs: in.preexisting,
 			ReaddedVIPs:     in.readded,
+			SendErrors:      in.sendErrors,
 			VIPs:            in.vipPrefixes(),
 		}
 		mi.Tracked = d.trackedSnapshot(in)

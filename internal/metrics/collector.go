@@ -80,6 +80,8 @@ var instanceFamilies = []instanceDef{
 		func(in *Instance) float64 { return float64(in.PreexistingVIPs) }},
 	{"vrrpd_vip_readded_total", "VIPs taken off the interface by someone else while the instance was master, and put back", counter,
 		func(in *Instance) float64 { return float64(in.ReaddedVIPs) }},
+	{"vrrpd_advert_send_errors_total", "Advertisements the instance failed to send (the kernel refused them or the socket was unusable)", counter,
+		func(in *Instance) float64 { return float64(in.SendErrors) }},
 }
 
 // The other families: one Desc each, written by Collect below.

@@ -36,6 +36,8 @@
 //	                                               already (not added, never removed)
 //	vrrpd_vip_readded_total{name,intf,vrid}        counter, VIPs put back after someone
 //	                                               took them off a master's interface
+//	vrrpd_advert_send_errors_total{name,intf,vrid} counter, advertisements that did not go
+//	                                               out (each also logged, rate-limited)
 //	vrrpd_instances{state}                         gauge, instances per state
 //	vrrpd_packets_received_total{intf,family}      counter, per socket
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take

@@ -35,7 +35,7 @@ func sampleSnapshot() metrics.Snapshot {
 				State: vrrp.StateMaster, Priority: 150, BasePriority: 100,
 				Master:      netip.MustParseAddr("10.99.0.10"),
 				VIPs:        []netip.Prefix{netip.MustParsePrefix("10.99.0.100/24")},
-				Transitions: 3, PreexistingVIPs: 1, ReaddedVIPs: 2,
+				Transitions: 3, PreexistingVIPs: 1, ReaddedVIPs: 2, SendErrors: 4,
 				LastTransition: lastChange,
 				Counters: vrrp.Counters{
 					AdvertRcvd: 1, AdvertSent: 2, BecomeMaster: 3, ReleaseMaster: 4, PacketLenErr: 5,
@@ -163,6 +163,7 @@ func TestVrrpdMetrics(t *testing.T) {
 		{"vrrpd_transitions_total", vi1, 3},
 		{"vrrpd_vip_preexisting_total", vi1, 1},
 		{"vrrpd_vip_readded_total", vi1, 2},
+		{"vrrpd_advert_send_errors_total", vi1, 4},
 		{"vrrpd_last_transition_timestamp_seconds", vi1, float64(lastChange.Unix())},
 		{"vrrpd_last_transition_timestamp_seconds", map[string]string{"name": "VI_F", "intf": "eth1", "vrid": "1"}, 0},
 		{"vrrpd_instances", map[string]string{"state": "MASTER"}, 1},

@@ -97,6 +97,9 @@ type Instance struct {
 	// ReaddedVIPs counts the VIPs someone else took off while it was master, put back.
 	PreexistingVIPs uint64
 	ReaddedVIPs     uint64
+	// SendErrors counts the advertisements the instance failed to send
+	// (vrrpd_advert_send_errors_total).
+	SendErrors uint64
 	// Tracked are its track_script entries; Trackers its tracked interfaces and files;
 	// SyncGroup the vrrp_sync_group it is in, if any.
 	Tracked   []Tracked

@@ -75,11 +75,13 @@ type Options struct {
 	SourceInterface string
 	// BatchSize is the most packets one ReadBatch returns; zero means DefaultBatchSize.
 	BatchSize int
-	// IPStack sends multicast advertisements through the raw IP socket, as keepalived
-	// does, so that netfilter's OUTPUT rules and the kernel's IP counters see them. By
-	// default, on an Ethernet interface, they go out as frames on a packet socket, with
-	// the same headers and a tenth less CPU (linksend_linux.go).
-	IPStack bool
+	// PacketSocket sends multicast advertisements as frames on a packet socket, with the
+	// same headers, instead of through the raw IP socket (linksend_linux.go): less CPU on
+	// a master, but netfilter's OUTPUT and POSTROUTING hooks and the kernel's IP output
+	// counters no longer see them. Off by default: adverts go through the IP stack, as
+	// keepalived's do, so that the host's firewall applies to them. Only Ethernet
+	// interfaces; unicast adverts always go through the IP stack.
+	PacketSocket bool
 }
 
 // A Packet is one received VRRP message.

@@ -42,8 +42,9 @@ type Conn struct {
 	send    sender
 	batch   sendBatch   // SendBatch's scratch
 	link    *linkSender // multicast adverts as frames (linksend_linux.go); nil: the IP stack
-	linkErr error       // why link is nil although Options.IPStack is not set
+	linkErr error       // why link is nil although Options.PacketSocket is set
 	ether   bool        // the interface has Ethernet headers (refresh)
+	mtu     int         // the interface's MTU (refresh)
 
 	received atomic.Uint64
 	dropped  atomic.Uint64
@@ -106,10 +107,10 @@ func Open(ifname string, fam Family, opt Options) (*Conn, error) {
 		nl.Close()
 		return nil, err
 	}
-	if !opt.IPStack && c.ether {
+	if opt.PacketSocket && c.ether {
 		// A host that refuses the packet socket (a security module, a sandbox) still
-		// has the IP stack, which sent every advert before: fall back, and say why.
-		// Interfaces that are not Ethernet (tunnels, tun) always use the IP stack.
+		// has the IP stack, the default: fall back, and say why. Interfaces that are not
+		// Ethernet (tunnels, tun) always use the IP stack.
 		c.link, c.linkErr = openLinkSender(c.ifindex, fam, c.group)
 	}
 	c.recv.init(c, opt.BatchSize)
@@ -217,10 +218,16 @@ func (c *Conn) configure() error {
 				return c.wrap("join "+c.group.String(), err)
 			}
 		}
+		// A raw IPv6 socket delivers no header: the destination and interface
+		// (IPV6_RECVPKTINFO) and the hop limit (IPV6_RECVHOPLIMIT) come as control
+		// messages, which recv_linux.go parses.
+		if err := c.p6.SetControlMessage(ipv6.FlagDst|ipv6.FlagInterface|ipv6.FlagHopLimit, true); err != nil {
+			return c.wrap("IPV6_RECVPKTINFO, IPV6_RECVHOPLIMIT", err)
+		}
 		sockopts = []sockopt{
-			{unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO", true},
-			{unix.IPPROTO_IPV6, unix.IPV6_RECVHOPLIMIT, 1, "IPV6_RECVHOPLIMIT", true},
 			// Linux 4.20+; older kernels simply deliver more, which the VRID demux absorbs.
+			// Neither this, IP_MULTICAST_ALL, SO_TIMESTAMPNS nor SO_RCVBUFFORCE is
+			// offered by x/net.
 			{unix.IPPROTO_IPV6, unix.IPV6_MULTICAST_ALL, 0, "IPV6_MULTICAST_ALL", false},
 		}
 	}
@@ -307,6 +314,7 @@ func (c *Conn) refresh() error {
 	}
 	c.source, c.srcErr = src, srcErr
 	c.ether = attrs.EncapType == "ether" && len(attrs.HardwareAddr) == 6
+	c.mtu = attrs.MTU
 	if attrs.RawFlags&unix.IFF_UP == 0 {
 		return fmt.Errorf("transport: %s: %w (administratively down)", c.ifname, ErrInterfaceDown)
 	}
@@ -370,6 +378,14 @@ func (c *Conn) Source() netip.Addr {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.source
+}
+
+// MTU is the interface's MTU as last seen (Open, Refresh): an advertisement longer than
+// it, with its IP header, is refused by the kernel (EMSGSIZE), never fragmented.
+func (c *Conn) MTU() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.mtu
 }
 
 // Group is the multicast group this Conn joined (or would have, with NoJoin).

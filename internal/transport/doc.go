@@ -18,6 +18,19 @@
 // checksums itself so that a bad one is counted rather than silently dropped. (Setting
 // IPV6_CHECKSUM would make the kernel drop bad packets before we see them.)
 //
+// Two senders. By default every advertisement goes through that raw IP socket, through
+// the IP stack as keepalived's do, so the host's netfilter OUTPUT and POSTROUTING rules,
+// egress policies and IP output counters see it (send_linux.go). Options.PacketSocket
+// (vrrpd --send-on-packet-socket) writes multicast advertisements on Ethernet interfaces
+// as frames on a packet socket instead (linksend_linux.go, on mdlayher/packet), with an
+// IP header built here: the same bytes on the wire, without the route lookup and the IP
+// output path, and without the netfilter hooks either. Unicast advertisements always
+// take the IP stack.
+//
+// The IP socket comes from the standard library and is set up with x/net/ipv4 and ipv6;
+// its batched reads and writes (recvmmsg, sendmmsg, and one sendmsg) are raw system calls
+// on its file descriptor, for the measured reasons in docs/capacity.md (2026-11-28).
+//
 // Sockets belong to the network namespace they were opened in; Open must run in the
 // namespace of the interface (netlab.Host.Do in tests).
 //

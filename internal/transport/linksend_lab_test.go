@@ -15,8 +15,8 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 )
 
-// TestPacketSocketFrames sends one advertisement through the IP stack (Options.IPStack)
-// and the same through the packet socket (the default), and checks that the receiving
+// TestPacketSocketFrames sends one advertisement through the IP stack (the default) and
+// the same through the packet socket (Options.PacketSocket), and checks that the receiving
 // host gets the same frame from both: the same IP header byte for byte (but IPv4's
 // identification and so its checksum, which must verify, and IPv6's flow label, which the
 // kernel fills with a hash of the flow and the packet socket leaves 0), the same source
@@ -34,13 +34,13 @@ func TestPacketSocketFrames(t *testing.T) {
 		{transport.IPv6, group6, unix.ETH_P_IPV6},
 	} {
 		t.Run(tc.fam.String(), func(t *testing.T) {
-			viaIP := open(t, a, tc.fam, transport.Options{IPStack: true})
-			viaPacket := open(t, a, tc.fam, transport.Options{})
+			viaIP := open(t, a, tc.fam, transport.Options{})
+			viaPacket := open(t, a, tc.fam, transport.Options{PacketSocket: true})
 			cb := open(t, b, tc.fam, transport.Options{})
 			ipFrames, ipWhy := viaIP.SendsFrames()
 			pkFrames, pkWhy := viaPacket.SendsFrames()
 			if ipFrames || !pkFrames || ipWhy != nil || pkWhy != nil {
-				t.Fatalf("SendsFrames: %v (%v) with IPStack, %v (%v) without; want false, true", ipFrames, ipWhy, pkFrames, pkWhy)
+				t.Fatalf("SendsFrames: %v (%v) by default, %v (%v) with PacketSocket; want false, true", ipFrames, ipWhy, pkFrames, pkWhy)
 			}
 			warmUp(t, viaPacket, cb, tc.group)
 			capture := captureSocket(t, b, tc.proto)
@@ -83,6 +83,20 @@ func TestPacketSocketFrames(t *testing.T) {
 			if ip.srcMAC != pk.srcMAC || ip.pktType != pk.pktType || pk.pktType != unix.PACKET_MULTICAST {
 				t.Errorf("frames from %x (type %d) through the packet socket, %x (type %d) through the IP stack; want the same, multicast",
 					pk.srcMAC, pk.pktType, ip.srcMAC, ip.pktType)
+			}
+			// The packet socket is bound to the family's EtherType to send with it, and
+			// its drop-all filter keeps it from queueing the interface's traffic: here b's
+			// adverts to a, of that very EtherType.
+			for range 20 {
+				if err := cb.Send(msg, tc.group); err != nil {
+					t.Fatalf("Send from b: %v", err)
+				}
+			}
+			if _, err := readTimeout(viaIP, make([]transport.Packet, 32), 5*time.Second); err != nil { // a heard them
+				t.Fatalf("a heard none of b's adverts: %v", err)
+			}
+			if n, ok, err := viaPacket.PacketSocketQueued(); !ok || err != nil || n != 0 {
+				t.Errorf("the packet socket queued %d packets (has one: %v, %v), want 0", n, ok, err)
 			}
 		})
 	}
@@ -169,7 +183,8 @@ func checksum16(b []byte) uint16 {
 }
 
 // TestPacketSocketNotOnTunnels: an interface without an Ethernet header (here a tun
-// device, link type "none") keeps the IP stack, with no error to report, and its adverts
+// device, link type "none") keeps the IP stack even when the packet socket is asked
+// for, with no error to report, and its adverts
 // go out through it: the test reads the one it sends from the tun device's other end.
 func TestPacketSocketNotOnTunnels(t *testing.T) {
 	netlabtest.Require(t)
@@ -203,7 +218,7 @@ func TestPacketSocketNotOnTunnels(t *testing.T) {
 	}
 	var c *transport.Conn
 	if err := a.Do(func() (err error) {
-		c, err = transport.Open("tun1", transport.IPv4, transport.Options{})
+		c, err = transport.Open("tun1", transport.IPv4, transport.Options{PacketSocket: true})
 		return err
 	}); err != nil {
 		t.Fatalf("Open(tun1): %v", err)

@@ -5,38 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
-	"os"
 	"slices"
 	"syscall"
 	"unsafe"
 
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
 
 // linkSender writes a Conn's multicast advertisements as frames on a packet socket
-// (AF_PACKET, SOCK_DGRAM: the kernel adds the Ethernet header for the group's multicast
-// MAC, from the interface's own address) with the IP header built here, instead of through
-// the raw IP socket.
+// (mdlayher/packet, SOCK_DGRAM: the kernel adds the Ethernet header for the group's
+// multicast MAC, from the interface's own address) with the IP header built here, instead
+// of through the raw IP socket. It is an opt-in (Options.PacketSocket, vrrpd
+// --send-on-packet-socket); by default every advertisement goes through the IP stack, as
+// keepalived's do.
 //
-// Why: a host that joined the VRRP group (every VRRP speaker does, to hear its peers) gets
-// no cached route for sending to it: Linux allocates and frees a route entry for every
-// multicast packet to a group the output interface is a member of, and runs the IP output
-// path (corking, fragmentation checks, the netfilter hooks) around it. That was about a
-// tenth of a master's CPU at 50 instances, and the packet socket skips all of it (issue 12).
-// Nothing else changes on the wire: the same IPv4 header as the kernel's for a raw socket
-// (DF, TTL 255; the identification aside) or IPv6 header (hop limit 255; flow label 0),
-// the same source MAC, and the qdisc and packet taps (tcpdump) see the frames as before.
+// Why anyone would: a host that joined the VRRP group (every VRRP speaker does, to hear
+// its peers) gets no cached route for sending to it: Linux allocates and frees a route
+// entry for every multicast packet to a group the output interface is a member of, and
+// runs the IP output path (corking, fragmentation checks, the netfilter hooks) around it.
+// The packet socket skips all of it: 0.007 to 0.04 CPU-s per 20 s at 50 instances at
+// 100 ms, depending on the run (docs/capacity.md). Nothing else changes on the wire: the same IPv4 header as the
+// kernel's for a raw socket (DF, TTL 255; the identification aside) or IPv6 header (hop
+// limit 255; flow label 0), the same source MAC, and the qdisc and packet taps (tcpdump)
+// see the frames as before.
 //
-// What the IP stack did and this does not: the OUTPUT and POSTROUTING netfilter hooks
-// (and conntrack) never see the adverts, and the kernel's IP output counters do not count
-// them. Options.IPStack (vrrpd --send-through-ip-stack) keeps the IP stack for whoever
-// filters or counts VRRP there. Unicast adverts always go through the IP stack: their
-// next hop needs the neighbour table.
+// What that costs, and why it is not the default: the adverts bypass the netfilter
+// OUTPUT and POSTROUTING hooks (nftables and iptables rules there, conntrack, egress host
+// policies such as Calico's HostEndpoints in iptables mode, DSCP marking rules), and the
+// kernel's IP output counters do not count them. An OUTPUT rule that drops VRRP does not
+// silence a master that sends this way (test/vrrpd's TestFirewallOutputDrop). Unicast
+// adverts always go through the IP stack: their next hop needs the neighbour table.
+//
+// The socket is mdlayher/packet's; the frames of one wake-up go out in one sendmmsg on its
+// descriptor (mmsgWriter, as on the IP socket), since the library writes one frame per
+// sendto: that way the opt-in cost more CPU than the IP stack it is meant to undercut
+// (docs/capacity.md, 2026-11-28).
 type linkSender struct {
-	file *os.File
+	conn *packet.Conn
 	raw  syscall.RawConn
-	sll  unix.RawSockaddrLinklayer // the group's multicast MAC on the interface
+	sll  unix.RawSockaddrLinklayer // the group's multicast MAC on the interface, for sendmmsg
 	fam  Family
 	id   uint16 // the last IPv4 identification; starts at random
 
@@ -46,41 +57,57 @@ type linkSender struct {
 	one    [1]Message   // Send's batch
 }
 
+// dropAll is a socket filter that accepts nothing: the packet socket is bound to the
+// family's EtherType (a packet socket sends with the protocol it is bound to), and would
+// otherwise queue a copy of every IPv4 or IPv6 packet of the interface.
+var dropAll = []bpf.Instruction{bpf.RetConstant{Val: 0}}
+
 // openLinkSender opens the packet socket for sending to group on Ethernet interface
 // ifindex.
 func openLinkSender(ifindex int, fam Family, group netip.Addr) (*linkSender, error) {
-	// Protocol 0: a socket that receives nothing, so it costs the receive path nothing.
-	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	filter, err := bpf.Assemble(dropAll)
 	if err != nil {
-		return nil, fmt.Errorf("packet socket: %w", err)
+		return nil, fmt.Errorf("packet socket filter: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "vrrp-packet")
-	raw, err := f.SyscallConn()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("packet socket: %w", err)
-	}
-	s := &linkSender{file: f, raw: raw, fam: fam, id: uint16(rand.Uint32())}
-	s.sll = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Ifindex: int32(ifindex), Halen: 6}
+	proto, mac := unix.ETH_P_IP, make(net.HardwareAddr, 6)
 	g := group.AsSlice()
 	if fam == IPv4 {
-		s.sll.Protocol = htons(unix.ETH_P_IP)
 		// RFC 1112 §6.4: 01:00:5e and the group's low 23 bits.
-		copy(s.sll.Addr[:], []byte{0x01, 0x00, 0x5e, g[1] & 0x7f, g[2], g[3]})
+		copy(mac, []byte{0x01, 0x00, 0x5e, g[1] & 0x7f, g[2], g[3]})
 	} else {
-		s.sll.Protocol = htons(unix.ETH_P_IPV6)
+		proto = unix.ETH_P_IPV6
 		// RFC 2464 §7: 33:33 and the group's low 32 bits.
-		copy(s.sll.Addr[:], []byte{0x33, 0x33, g[12], g[13], g[14], g[15]})
+		copy(mac, []byte{0x33, 0x33, g[12], g[13], g[14], g[15]})
 	}
+	// The filter is attached before the bind, so not one packet is ever queued.
+	pc, err := packet.Listen(&net.Interface{Index: ifindex}, packet.Datagram, proto, &packet.Config{Filter: filter})
+	if err != nil {
+		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	raw, err := pc.SyscallConn()
+	if err != nil {
+		pc.Close()
+		return nil, fmt.Errorf("packet socket: %w", err)
+	}
+	s := &linkSender{conn: pc, raw: raw, fam: fam, id: uint16(rand.Uint32())}
+	// packet(7): to send, sll_family, sll_addr, sll_halen, sll_ifindex and sll_protocol.
+	s.sll = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(uint16(proto)), Ifindex: int32(ifindex), Halen: 6}
+	copy(s.sll.Addr[:], mac)
 	return s, nil
 }
 
-func (s *linkSender) close() { s.file.Close() }
+func htons(v uint16) uint16 {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], v)
+	return binary.NativeEndian.Uint16(b[:])
+}
+
+func (s *linkSender) close() { s.conn.Close() }
 
 // SendsFrames reports whether the Conn sends its multicast advertisements as frames on a
-// packet socket (Options.IPStack unset, an Ethernet interface) rather than through the IP
-// stack, and, when it does not although it would have, why: the packet socket could not
-// be opened, or the kernel refused a send on it.
+// packet socket (Options.PacketSocket set, an Ethernet interface) rather than through the
+// IP stack, and, when it does not although it was asked to, why: the packet socket could
+// not be opened, or the kernel refused a send on it.
 func (c *Conn) SendsFrames() (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -99,12 +126,6 @@ func linkRefused(err error) bool {
 func (c *Conn) dropLink(err error) {
 	c.link.close()
 	c.link, c.linkErr = nil, err
-}
-
-func htons(v uint16) uint16 {
-	var b [2]byte
-	binary.BigEndian.PutUint16(b[:], v)
-	return binary.NativeEndian.Uint16(b[:])
 }
 
 // ipHeaderLen is the length of the IP header linkSender builds for fam.
@@ -160,7 +181,9 @@ func ipv4HeaderChecksum(h []byte) uint16 {
 	return ^uint16(sum)
 }
 
-// sendBatch sends msgs, every one to the group, from src. Under Conn.mu.
+// sendBatch sends msgs, every one to the group, from src, in as few sendmmsg calls as
+// the socket takes, and returns how many went; the error is the first unsent message's.
+// Under Conn.mu.
 func (s *linkSender) sendBatch(c *Conn, msgs []Message, src netip.Addr) (int, error) {
 	n, hl := len(msgs), ipHeaderLen(s.fam)
 	s.ipHdrs = slices.Grow(s.ipHdrs[:0], n*hl)[:n*hl]

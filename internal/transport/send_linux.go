@@ -129,7 +129,8 @@ type sendBatch struct {
 	sa6  []unix.RawSockaddrInet6
 }
 
-// mmsgWriter sends a batch of messages with sendmmsg, on either of a Conn's sockets.
+// mmsgWriter sends a batch of messages with sendmmsg, on the IP socket or the packet
+// socket.
 type mmsgWriter struct {
 	hdrs []unix.Mmsghdr
 	from int // the first message the next sendmmsg sends

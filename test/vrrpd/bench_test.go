@@ -289,6 +289,10 @@ func newSteadyLab(pair bool) (*netlab.Lab, error) {
 // daemon varies by a tenth or more from the next (keepalived's from 0.24 to 0.32 CPU s
 // in one evening), which a single pair of runs would read as a change of the ratio.
 // Every round's figures are in the log. VRRPD_BENCH_ROUNDS sets the number (3).
+//
+// vrrpd runs with its default flags (adverts through the IP stack, as keepalived's); on
+// the pair lab each round also runs it with --send-on-packet-socket, reported beside as
+// load50-cpu-packet-socket: what the opt-in saves.
 func BenchmarkLoad50(b *testing.B) {
 	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
 	hold := benchHold(20 * time.Second)
@@ -311,6 +315,9 @@ func BenchmarkLoad50(b *testing.B) {
 					floors = append(floors, load50Floor(b, lab.pair, hold))
 					b.Logf("%s lab, round %d: the kernel's floor of 50 adverts every 100 ms for %v: %.3f CPU s", lab.name, round+1, hold, floors[len(floors)-1])
 					kinds := slices.Clone(benchDaemons)
+					if lab.pair && slices.ContainsFunc(benchDaemons, func(k daemonKind) bool { return k.name == vrrpdKind.name }) {
+						kinds = append(kinds, vrrpdPacketSocketKind)
+					}
 					if round%2 == 1 {
 						slices.Reverse(kinds)
 					}
@@ -339,9 +346,21 @@ func BenchmarkLoad50(b *testing.B) {
 				b.Logf("%s lab, %s: median %.3f CPU s of %d rounds %.3f (the floor's median %.3f of %.3f)",
 					lab.name, kind.name, cpu, len(cpus[kind.name]), cpus[kind.name], floor, floors)
 			}
+			if ps := cpus[vrrpdPacketSocketKind.name]; len(ps) > 0 {
+				cpu := median(ps)
+				b.ReportMetric(cpu, benchreport.Unit(lab.measure+"-packet-socket", vrrpdKind.name, "s"))
+				b.ReportMetric(cpu-floor, benchreport.Unit(lab.measure+"-packet-socket-above-floor", vrrpdKind.name, "s"))
+				b.Logf("%s lab, vrrpd --send-on-packet-socket: median %.3f CPU s of %d rounds %.3f", lab.name, cpu, len(ps), ps)
+			}
 		})
 	}
 }
+
+// vrrpdPacketSocketKind is vrrpd with the packet-socket opt-in, for BenchmarkLoad50's
+// side figure.
+var vrrpdPacketSocketKind = daemonKind{"vrrpd-packet-socket", func(t testing.TB, h *netlab.Host, conf string) *proc {
+	return startVrrpd(t, h, conf, "", "--send-on-packet-socket").proc
+}}
 
 // load50Floor measures the kernel's floor of BenchmarkLoad50's load on a lab of its own.
 func load50Floor(b *testing.B, pair bool, hold time.Duration) float64 {

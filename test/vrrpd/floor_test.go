@@ -6,7 +6,8 @@ package vrrpd_test
 // the kernel's part of that (the system calls, the veth's delivery into the receiver's
 // socket, which runs in the sender's softirq and is charged to it, the wake-ups) is the
 // same for any VRRP speaker, given the cheapest way to send (a packet socket, as vrrpd
-// uses by default; a raw IP socket adds a route lookup per packet). The floor program is this test binary run
+// uses with --send-on-packet-socket; a raw IP socket, vrrpd's and keepalived's default,
+// adds a route lookup and the IP output path per packet). The floor program is this test binary run
 // again in the lab host with floorRoleEnv set: TestMain hands it to runFloor.
 
 import (

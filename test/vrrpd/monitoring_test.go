@@ -117,7 +117,7 @@ func TestMonitoringQueriesParse(t *testing.T) {
 			alerts[name] = true
 		}
 	}
-	for _, want := range []string{"VRRPNoMaster", "VRRPSplitBrain", "VRRPFlapping", "KeepalivedDown", "VRRPMalformedPackets"} {
+	for _, want := range []string{"VRRPNoMaster", "VRRPSplitBrain", "VRRPFlapping", "KeepalivedDown", "VRRPMalformedPackets", "VRRPAdvertSendErrors"} {
 		if !alerts[want] {
 			t.Errorf("no alert %s in deploy/monitoring/prometheusrule.yaml", want)
 		}

@@ -13,10 +13,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
-	"unsafe"
+	"strconv"
 
-	"golang.org/x/sys/unix"
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 )
 
 // IPv4 describes an IPv4 packet to build. Zero fields get VRRP's usual values.
@@ -84,8 +86,8 @@ func headerChecksum(h []byte) uint16 {
 	return ^uint16(s)
 }
 
-// SendIPv4 sends p out of interface ifname through a raw IPPROTO_RAW socket, header and
-// all, so the receiver sees exactly the TTL, source and protocol the test chose.
+// SendIPv4 sends p out of interface ifname through a raw socket with IP_HDRINCL, header
+// and all, so the receiver sees exactly the TTL, source and protocol the test chose.
 func SendIPv4(ifname string, p IPv4) error {
 	b, err := p.Marshal()
 	if err != nil {
@@ -95,39 +97,37 @@ func SendIPv4(ifname string, p IPv4) error {
 }
 
 // SendIPv4Bytes sends b, a complete IPv4 packet (header included), out of ifname. The
-// destination is read from the header, so b must hold at least 20 bytes.
+// header must parse (x/net/ipv4 writes it back); the kernel fills in the total length and
+// the header checksum.
 func SendIPv4Bytes(ifname string, b []byte) error {
-	if len(b) < 20 {
+	if len(b) < ipv4.HeaderLen {
 		return errors.New("rawinject: an IPv4 packet needs at least a 20-byte header")
 	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_RAW)
+	h, err := ipv4.ParseHeader(b)
+	if err != nil {
+		return fmt.Errorf("rawinject: %w", err)
+	}
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return fmt.Errorf("rawinject: interface %q: %w", ifname, err)
+	}
+	// A socket of the packet's own protocol: with IP_HDRINCL the header is the test's.
+	c, err := net.ListenPacket("ip4:"+strconv.Itoa(h.Protocol), "0.0.0.0")
 	if err != nil {
 		return fmt.Errorf("rawinject: raw IPv4 socket: %w", err)
 	}
-	defer unix.Close(fd)
-	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifname); err != nil {
-		return fmt.Errorf("rawinject: bind to %s: %w", ifname, err)
+	defer c.Close()
+	rc, err := ipv4.NewRawConn(c)
+	if err != nil {
+		return fmt.Errorf("rawinject: raw IPv4 socket: %w", err)
 	}
-	dst := [4]byte(b[16:20])
-	if dst[0] >= 224 && dst[0] < 240 {
-		if err := setMulticastIf4(fd, ifname); err != nil {
-			return err
+	if h.Dst.IsMulticast() {
+		if err := rc.SetMulticastInterface(ifi); err != nil {
+			return fmt.Errorf("rawinject: IP_MULTICAST_IF %s: %w", ifname, err)
 		}
 	}
-	if err := unix.Sendto(fd, b, 0, &unix.SockaddrInet4{Addr: dst}); err != nil {
-		return fmt.Errorf("rawinject: send %d bytes to %v on %s: %w", len(b), netip.AddrFrom4(dst), ifname, err)
-	}
-	return nil
-}
-
-func setMulticastIf4(fd int, ifname string) error {
-	idx, err := ifIndex(ifname)
-	if err != nil {
-		return err
-	}
-	mreq := &unix.IPMreqn{Ifindex: int32(idx)}
-	if err := unix.SetsockoptIPMreqn(fd, unix.IPPROTO_IP, unix.IP_MULTICAST_IF, mreq); err != nil {
-		return fmt.Errorf("rawinject: IP_MULTICAST_IF %s: %w", ifname, err)
+	if err := rc.WriteTo(h, b[h.Len:], &ipv4.ControlMessage{IfIndex: ifi.Index}); err != nil {
+		return fmt.Errorf("rawinject: send %d bytes to %v on %s: %w", len(b), h.Dst, ifname, err)
 	}
 	return nil
 }
@@ -157,59 +157,25 @@ func SendIPv6(ifname string, p IPv6) error {
 	if next == 0 {
 		next = 112
 	}
-	idx, err := ifIndex(ifname)
+	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
-		return err
+		return fmt.Errorf("rawinject: interface %q: %w", ifname, err)
 	}
-	fd, err := unix.Socket(unix.AF_INET6, unix.SOCK_RAW|unix.SOCK_CLOEXEC, next)
+	c, err := net.ListenPacket("ip6:"+strconv.Itoa(next), "::")
 	if err != nil {
 		return fmt.Errorf("rawinject: raw IPv6 socket: %w", err)
 	}
-	defer unix.Close(fd)
-	if err := unix.SetsockoptString(fd, unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifname); err != nil {
-		return fmt.Errorf("rawinject: bind to %s: %w", ifname, err)
-	}
-	// Source and hop limit ride in control messages: the hop limit applies to this packet
-	// whatever the destination (unicast or multicast).
-	oob := make([]byte, unix.CmsgSpace(unix.SizeofInet6Pktinfo)+unix.CmsgSpace(4))
-	h := (*unix.Cmsghdr)(cmsgAt(oob, 0))
-	h.Level, h.Type = unix.IPPROTO_IPV6, unix.IPV6_PKTINFO
-	h.SetLen(unix.CmsgLen(unix.SizeofInet6Pktinfo))
-	data := oob[unix.CmsgLen(0):]
-	src := p.Src.As16()
-	copy(data[0:16], src[:])
-	binary.NativeEndian.PutUint32(data[16:20], uint32(idx))
-	off := unix.CmsgSpace(unix.SizeofInet6Pktinfo)
-	h = (*unix.Cmsghdr)(cmsgAt(oob, off))
-	h.Level, h.Type = unix.IPPROTO_IPV6, unix.IPV6_HOPLIMIT
-	h.SetLen(unix.CmsgLen(4))
-	binary.NativeEndian.PutUint32(oob[off+unix.CmsgLen(0):], uint32(hop))
-	sa := &unix.SockaddrInet6{Addr: p.Dst.As16()}
+	defer c.Close()
+	// Source, interface and hop limit ride in control messages: the hop limit applies to
+	// this packet whatever the destination (unicast or multicast). No IPV6_CHECKSUM is
+	// set, so the kernel leaves the payload alone.
+	cm := &ipv6.ControlMessage{HopLimit: hop, Src: p.Src.AsSlice(), IfIndex: ifi.Index}
+	dst := &net.IPAddr{IP: p.Dst.AsSlice()}
 	if p.Dst.IsLinkLocalUnicast() || p.Dst.IsLinkLocalMulticast() {
-		sa.ZoneId = uint32(idx)
+		dst.Zone = ifname
 	}
-	if err := unix.Sendmsg(fd, p.Payload, oob, sa, 0); err != nil {
+	if _, err := ipv6.NewPacketConn(c).WriteTo(p.Payload, cm, dst); err != nil {
 		return fmt.Errorf("rawinject: send %d bytes %v -> %v on %s: %w", len(p.Payload), p.Src, p.Dst, ifname, err)
 	}
 	return nil
 }
-
-func ifIndex(ifname string) (int, error) {
-	// if_nametoindex through an ioctl keeps this package free of the net package's
-	// interface cache, and works in whatever namespace the calling thread is in.
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return 0, fmt.Errorf("rawinject: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq(ifname)
-	if err != nil {
-		return 0, fmt.Errorf("rawinject: interface %q: %w", ifname, err)
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, fmt.Errorf("rawinject: interface %q: %w", ifname, err)
-	}
-	return int(ifr.Uint32()), nil
-}
-
-func cmsgAt(oob []byte, off int) unsafe.Pointer { return unsafe.Pointer(&oob[off]) }
