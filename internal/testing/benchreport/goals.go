@@ -54,10 +54,12 @@ var Goals = []Goal{
 		Text: "the same load on the bridged lab, whose forwarding (and an idle third host's receiving) is charged to the sender (reported)"},
 	{Measure: "load50-cpu-bridged-above-floor", Unit: "s", Op: NoBound,
 		Text: "the bridged figure above that lab's floor (reported)"},
-	{Measure: "peak-rss", Unit: "MiB", Op: AtMost, Bound: 1.25, OfKeepalived: true,
-		Text: "peak RSS at that load, standalone (the host build, bin/vrrpd-host) ≤ 1.25 × keepalived's largest process"},
-	{Measure: "peak-rss-kubernetes-mode", Unit: "MiB", Op: NoBound,
-		Text: "vrrpd's peak RSS in Kubernetes mode at that load: what it costs on top of peak-rss (reported)"},
+	// Issue 26 withdrew issue 12's 1.25 × keepalived (it had bought hand-written HTTP, an
+	// exposition writer and a YAML converter) for absolute bounds with the libraries linked.
+	{Measure: "peak-rss", Unit: "MiB", Op: AtMost, Bound: 16,
+		Text: "issue 26: peak RSS at that load, standalone (the host build, bin/vrrpd-host) ≤ 16 MiB (keepalived's largest process beside it)"},
+	{Measure: "peak-rss-kubernetes-mode", Unit: "MiB", Op: AtMost, Bound: 24,
+		Text: "issue 26: vrrpd's peak RSS in Kubernetes mode at that load ≤ 24 MiB"},
 	{Measure: "svc-to-vip-p99", Unit: "ms", Op: AtMost, Bound: 450,
 		Text: "Service created → VIP held on one node, p99 of 20, ≤ Master_Down_Interval + 100 ms"},
 	{Measure: "svc-new-step-downs", Unit: "count", Op: AtMost, Bound: 0,
