@@ -2,14 +2,17 @@ package daemon
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 
 	"github.com/vrrp-operator/vrrp-operator/garp"
@@ -187,6 +190,11 @@ func (g *garpAnnouncers) Close() {
 type netlinkLinks struct {
 	log *slog.Logger
 	nl  *netlink.Handle // opened on first use
+	// subscribe opens Watch's socket; nil is subscribeRoute. Tests open theirs in a
+	// network namespace of their own.
+	subscribe func() (*nl.NetlinkSocket, error)
+	// overflows counts the times the kernel dropped events for want of room in the socket.
+	overflows atomic.Uint64
 }
 
 // Running reports an error when the interface has no carrier (IFF_RUNNING clear), as
@@ -212,23 +220,39 @@ func (l *netlinkLinks) Running(ifname string) error {
 	return nil
 }
 
-// Watch subscribes to link and address changes, on one netlink socket read through the
-// poller (routeEvents). A burst of changes is one wake; events lost to an overflow are a
-// change too, so that the loop re-reads what it may have missed. If the socket fails it
-// is renewed. While a subscription cannot be made, wake is called every second instead:
-// the loop then re-reads the interfaces as often as it did before it had events.
+// Watch subscribes to link and address changes on one netlink socket, vishvananda/netlink's
+// nl.Subscribe to the link and both address groups. The daemon only needs to know that
+// something changed (the loop then re-reads the interfaces), so one socket for the three
+// groups serves where LinkSubscribe and AddrSubscribe would take a socket and a goroutine
+// each to parse what is not used. The library's socket is non-blocking and read through
+// the runtime's poller, so the goroutine below holds no thread while it waits.
+//
+// Events lost to an overflow (ENOBUFS: the kernel had no room to queue them) are a change
+// too: the loop re-reads everything, so nothing missed stays missed, and the socket goes
+// on. If the socket fails otherwise it is renewed, and wake called once the new one
+// listens, for what came in between. While a subscription cannot be made, wake is called
+// every second instead: the loop then re-reads the interfaces as often as it did before it
+// had events. stop returns once the goroutine has ended.
 func (l *netlinkLinks) Watch(wake func()) (stop func()) {
+	subscribe := l.subscribe
+	if subscribe == nil {
+		subscribe = subscribeRoute
+	}
 	done := make(chan struct{})
+	ended := make(chan struct{})
 	var mu sync.Mutex
-	var cur *routeEvents // the socket in use, for stop to close
+	var cur *nl.NetlinkSocket // the socket in use, for stop to close
 	go func() {
+		defer close(ended)
+		renewed := false
 		for {
-			ev, err := subscribeRouteEvents()
+			s, err := subscribe()
 			if err != nil {
 				l.log.Warn("no netlink link and address events; polling interfaces only", "err", err)
 				select {
 				case <-time.After(time.Second):
 					wake()
+					renewed = true
 					continue
 				case <-done:
 					return
@@ -238,38 +262,60 @@ func (l *netlinkLinks) Watch(wake func()) (stop func()) {
 			select {
 			case <-done:
 				mu.Unlock()
-				ev.Close()
+				s.Close()
 				return
 			default:
 			}
-			cur = ev
+			cur = s
 			mu.Unlock()
-			for {
-				lost, err := ev.wait()
-				if err != nil {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					l.log.Debug("netlink events ended; renewing", "err", err)
-					ev.Close()
-					wake()
-					break
-				}
-				if lost {
-					l.log.Debug("netlink events lost to an overflow; re-reading interfaces")
-				}
+			if renewed {
 				wake()
 			}
+			err = l.receive(s, wake)
+			select {
+			case <-done:
+				return
+			default:
+			}
+			l.log.Debug("netlink events ended; renewing", "err", err)
+			s.Close()
+			renewed = true
 		}
 	}()
 	return func() {
 		mu.Lock()
-		defer mu.Unlock()
 		close(done)
 		if cur != nil {
-			cur.Close()
+			cur.Close() // ends the Receive in progress
+		}
+		mu.Unlock()
+		<-ended
+	}
+}
+
+// subscribeRoute opens the socket of Watch in the daemon's network namespace.
+func subscribeRoute() (*nl.NetlinkSocket, error) {
+	return nl.Subscribe(unix.NETLINK_ROUTE, unix.RTNLGRP_LINK, unix.RTNLGRP_IPV4_IFADDR, unix.RTNLGRP_IPV6_IFADDR)
+}
+
+// receive calls wake for every message from the kernel on s, and for every overflow,
+// until s fails or is closed.
+func (l *netlinkLinks) receive(s *nl.NetlinkSocket, wake func()) error {
+	for {
+		_, from, err := s.Receive()
+		switch {
+		case err == nil:
+			// Only the kernel's word counts: another process may send to the groups.
+			if from.Pid == nl.PidKernel {
+				wake()
+			}
+		case errors.Is(err, unix.ENOBUFS):
+			l.overflows.Add(1)
+			l.log.Debug("netlink events lost to an overflow; re-reading interfaces")
+			wake()
+		case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN):
+		default:
+			return err
 		}
 	}
 }
