@@ -171,6 +171,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 	if g.DeletionTimestamp != nil {
 		// The garbage collector removes the owned objects.
+		forgetGroupMetrics(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if wait > 0 {
@@ -252,6 +253,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		migrationCondition(&status, g.Generation, mig)
 		slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 		r.reportConditions(&g, g.Status.Conditions, status.Conditions)
+		recordGroupMetrics(&g, &status, granted)
 		if equality.Semantic.DeepEqual(g.Status, status) {
 			return nil
 		}
@@ -346,6 +348,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	delete(r.leftOut, group)
 	delete(r.readySince, group)
 	r.podSecurity.forget(group)
+	forgetGroupMetrics(group)
 	prefix := group.String() + "/"
 	for k := range r.applied {
 		if strings.HasPrefix(k, prefix) {
