@@ -3,14 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 )
@@ -118,6 +122,12 @@ func TestOperatorMetrics(t *testing.T) {
 		}
 		return nil
 	})
+	// Every operator family the shipped alerts query is one the operator serves.
+	for _, name := range ruleMetricNames(t) {
+		if strings.HasPrefix(name, "vrrp_operator_") && len(gathered(t, name, map[string]string{"namespace": ns})) == 0 {
+			t.Errorf("deploy/monitoring/prometheusrule.yaml queries %s, which the operator does not serve", name)
+		}
+	}
 	// The status says the same, and the pool of the bad group has no series.
 	if st := getGroup(t, ns, "g").Status; st.NodeCount != 2 {
 		t.Errorf("status.nodeCount %d, the metric 2", st.NodeCount)
@@ -158,4 +168,43 @@ func TestOperatorMetrics(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// ruleMetricNames lists the metric names the shipped PrometheusRule's expressions select.
+func ruleMetricNames(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile("../deploy/monitoring/prometheusrule.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []struct{ Alert, Expr string }
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &rule); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, g := range rule.Spec.Groups {
+		for _, r := range g.Rules {
+			expr, err := parser.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatalf("alert %s: %v", r.Alert, err)
+			}
+			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+				if vs, ok := n.(*parser.VectorSelector); ok {
+					for _, m := range vs.LabelMatchers {
+						if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+							names = append(names, m.Value)
+						}
+					}
+				}
+				return nil
+			})
+		}
+	}
+	return names
 }
