@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,34 @@ func TestOperatorMetrics(t *testing.T) {
 			t.Errorf("deploy/monitoring/prometheusrule.yaml queries %s, which the operator does not serve", name)
 		}
 	}
+	// README's operator metric table is the contract: each row's family served with
+	// exactly those labels, and every family of the operator's documented.
+	documented := readmeOperatorMetrics(t)
+	fams, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "vrrp_operator_") {
+			continue
+		}
+		want, ok := documented[f.GetName()]
+		if !ok {
+			t.Errorf("%s is served but not in README.md's operator metric table", f.GetName())
+			continue
+		}
+		delete(documented, f.GetName())
+		var got []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			got = append(got, l.GetName())
+		}
+		if strings.Join(got, ", ") != want {
+			t.Errorf("%s has labels %v; README.md says %s", f.GetName(), got, want)
+		}
+	}
+	for name := range documented {
+		t.Errorf("README.md documents %s, which the operator does not serve", name)
+	}
 	// The status says the same, and the pool of the bad group has no series.
 	if st := getGroup(t, ns, "g").Status; st.NodeCount != 2 {
 		t.Errorf("status.nodeCount %d, the metric 2", st.NodeCount)
@@ -207,4 +236,37 @@ func ruleMetricNames(t testing.TB) []string {
 		}
 	}
 	return names
+}
+
+// readmeOperatorMetrics reads README.md's table under the header "operator metric": each
+// row's name and its labels as written ("namespace, keepalivedgroup").
+func readmeOperatorMetrics(t testing.TB) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		switch {
+		case !strings.HasPrefix(strings.TrimSpace(line), "|"):
+			in = false
+		case cells[0] == "operator metric":
+			in = true
+		case in && len(cells) >= 3 && strings.HasPrefix(cells[0], "`"):
+			// Prometheus sorts a series' labels by name.
+			labels := strings.Split(cells[2], ", ")
+			slices.Sort(labels)
+			out[strings.Trim(cells[0], "`")] = strings.Join(labels, ", ")
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("README.md: no operator metric table")
+	}
+	return out
 }
