@@ -55,6 +55,8 @@ type GroupReconciler struct {
 	VrrpdResources corev1.ResourceRequirements
 	// PodMonitorRecheck is Options.PodMonitorRecheck, the default filled in.
 	PodMonitorRecheck time.Duration
+	// PodMonitorLabels is Options.PodMonitorLabels.
+	PodMonitorLabels map[string]string
 
 	podSecurity podSecurityReports
 
@@ -534,7 +536,7 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", sccBindingName(g), err))
 	}
 	if served, err := r.podMonitorServed(); served {
-		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g))
+		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g, r.PodMonitorLabels))
 		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
 			errs = append(errs, fmt.Sprintf("PodMonitor %s: %v", name.Name, err))
 		}

@@ -62,6 +62,11 @@ type Options struct {
 	// the Prometheus operator is rarely installed after this one. Default
 	// one minute; negative: ask every time.
 	PodMonitorRecheck time.Duration
+	// PodMonitorLabels are added to the labels of each group's PodMonitor
+	// (--podmonitor-labels), for a Prometheus whose podMonitorSelector asks
+	// for them: kube-prometheus-stack's default selects release: <its
+	// release>. The operator's own labels (metrics, the group's) win.
+	PodMonitorLabels map[string]string
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -138,6 +143,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		MigrationDwell:    opts.MigrationDwell,
 		VrrpdResources:    opts.VrrpdResources,
 		PodMonitorRecheck: opts.PodMonitorRecheck,
+		PodMonitorLabels:  opts.PodMonitorLabels,
 	}
 	groups.init()
 	groups.pending = newPendingAllocations()

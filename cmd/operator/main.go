@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string) error {
 		groupWorkers  = fs.Int("group-workers", controller.DefaultGroupWorkers, "KeepalivedGroups reconciled concurrently (groups of one segment take turns; more workers write group statuses more often)")
 		apiQPS        = fs.Float64("kube-api-qps", controller.DefaultClientQPS, "requests per second the operator's API client may make (sustained)")
 		apiBurst      = fs.Int("kube-api-burst", controller.DefaultClientBurst, "requests the operator's API client may make in a burst")
+		pmLabels      = fs.String("podmonitor-labels", "", "labels added to each group's PodMonitor, k=v,k2=v2 (kube-prometheus-stack selects release=<its release>)")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
 		defRes        = controller.DefaultVrrpdResources()
 		cpuRequest    = fs.String("vrrpd-cpu-request", quantity(defRes.Requests, corev1.ResourceCPU), "CPU request of each vrrpd container")
@@ -88,6 +89,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	res, err := vrrpdResources(*cpuRequest, *memRequest, *memLimit)
+	if err != nil {
+		return err
+	}
+	podMonitorLabels, err := controller.ParsePodMonitorLabels(*pmLabels)
 	if err != nil {
 		return err
 	}
@@ -131,7 +136,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res}); err != nil {
+	if _, err := controller.Setup(mgr, controller.Options{VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res, PodMonitorLabels: podMonitorLabels}); err != nil {
 		return fmt.Errorf("controllers: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
