@@ -54,7 +54,9 @@ var poolFamilies = []ipam.Family{ipam.IPv4, ipam.IPv6}
 // addresses its Services were granted (no API read of its own). A pool that does not
 // parse has no pool series (Degraded says why).
 func recordGroupMetrics(g *v1alpha1.KeepalivedGroup, st *v1alpha1.KeepalivedGroupStatus, granted map[types.NamespacedName][]netip.Addr) {
-	ns, name := g.Namespace, g.Name
+	// The group's label value as its pods carry it (labelValue: a name past 63 characters
+	// is cut and hashed), which the PodMonitor copies to keepalivedgroup: the join holds.
+	ns, name := g.Namespace, labelValue(g.Name)
 	degraded := 0.0
 	if meta.IsStatusConditionPresentAndEqual(st.Conditions, v1alpha1.ConditionDegraded, metav1.ConditionTrue) {
 		degraded = 1
@@ -107,7 +109,8 @@ func forgetPoolMetrics(ns, name string) {
 
 // forgetGroupMetrics drops a deleted group's series, so no alert fires for a group gone.
 func forgetGroupMetrics(group types.NamespacedName) {
-	groupDegraded.DeleteLabelValues(group.Namespace, group.Name)
-	groupNodes.DeleteLabelValues(group.Namespace, group.Name)
-	forgetPoolMetrics(group.Namespace, group.Name)
+	name := labelValue(group.Name)
+	groupDegraded.DeleteLabelValues(group.Namespace, name)
+	groupNodes.DeleteLabelValues(group.Namespace, name)
+	forgetPoolMetrics(group.Namespace, name)
 }
