@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -277,18 +279,26 @@ func desiredSCCBinding(g *v1alpha1.KeepalivedGroup, clusterRole string) *rbacv1a
 // operator; the label metrics: keepalived is the one the original used.
 // Every series gets the group (keepalivedgroup) and the node (node) it comes
 // from, which the dashboard and alerts in deploy/monitoring group by.
-func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
+// extra are the admin's labels for the PodMonitor itself (Options.PodMonitorLabels);
+// the operator's own keep their values.
+func desiredPodMonitor(g *v1alpha1.KeepalivedGroup, extra map[string]string) *unstructured.Unstructured {
 	labels := map[string]any{}
 	for k, v := range podLabels(g) {
 		labels[k] = v
 	}
+	own := map[string]any{}
+	for k, v := range extra {
+		own[k] = v
+	}
+	own["metrics"] = "keepalived"
+	own[labelGroup] = labelValue(g.Name)
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": podMonitorGVK.GroupVersion().String(),
 		"kind":       podMonitorGVK.Kind,
 		"metadata": map[string]any{
 			"name":      ownedName(g),
 			"namespace": g.Namespace,
-			"labels":    map[string]any{"metrics": "keepalived", labelGroup: labelValue(g.Name)},
+			"labels":    own,
 			"ownerReferences": []any{map[string]any{
 				"apiVersion":         v1alpha1.GroupVersion.String(),
 				"kind":               "KeepalivedGroup",
@@ -310,6 +320,29 @@ func desiredPodMonitor(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 		},
 	}}
 	return u
+}
+
+// ParsePodMonitorLabels reads --podmonitor-labels: "k=v,k2=v2" as a label selector
+// of equalities is written (apimachinery's parser, which checks each key and value);
+// "" is none. The operator's own PodMonitor labels cannot be set: a Prometheus that
+// selects on them would lose the PodMonitors.
+func ParsePodMonitorLabels(s string) (map[string]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	set, err := k8slabels.ConvertSelectorToLabelsMap(s)
+	if err != nil {
+		return nil, fmt.Errorf("--podmonitor-labels %q: %w", s, err)
+	}
+	if len(strings.Split(s, ",")) != len(set) {
+		return nil, fmt.Errorf("--podmonitor-labels %q: a key given twice", s)
+	}
+	for _, k := range []string{"metrics", labelGroup} {
+		if set.Has(k) {
+			return nil, fmt.Errorf("--podmonitor-labels %q: %s is the operator's own label", s, k)
+		}
+	}
+	return set, nil
 }
 
 // promLabel is a Kubernetes label name as Prometheus' service discovery spells it in

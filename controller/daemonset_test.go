@@ -193,12 +193,15 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 
 // TestPodMonitorOnlyWhenServed: no PodMonitor kind, no PodMonitor and no
 // error; once the CRD is installed, the group gets one labelled
-// metrics: keepalived, selecting its vrrpd pods' metrics port.
+// metrics: keepalived and the admin's PodMonitorLabels, selecting its vrrpd
+// pods' metrics port.
 func TestPodMonitorOnlyWhenServed(t *testing.T) {
 	ns := newNamespace(t, "pm")
 	newGroup(t, ns, "g", nil)
 	// Ask for the kind on every reconcile: the CRD comes later in this test.
-	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, PodMonitorRecheck: -1}, ns)
+	// With the admin's labels a kube-prometheus-stack selects (--podmonitor-labels).
+	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, PodMonitorRecheck: -1,
+		PodMonitorLabels: map[string]string{"release": "kube-prometheus-stack"}}, ns)
 	eventually(t, 20*time.Second, func() error {
 		g := getGroup(t, ns, "g")
 		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
@@ -242,7 +245,7 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		if err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "g-vrrpd"}, pm); err != nil {
 			return err
 		}
-		if pm.GetLabels()["metrics"] != "keepalived" {
+		if l := pm.GetLabels(); l["metrics"] != "keepalived" || l["release"] != "kube-prometheus-stack" || l[labelGroup] != "g" {
 			return fmt.Errorf("labels %v", pm.GetLabels())
 		}
 		port, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")

@@ -23,6 +23,9 @@
 //     addresses they hold (the vetter both reconcilers ask).
 //   - annotations.go: reading the Service annotations; events.go: Event
 //     reasons; rbac.go: the operator's own RBAC markers.
+//   - metrics.go: the per-group metrics (Degraded, node count, address pool
+//     size and use) on controller-runtime's registry, for the alerts of
+//     deploy/monitoring.
 //
 // # Instances
 //

@@ -60,6 +60,8 @@ type GroupReconciler struct {
 	GroupNamespaces   []string
 	AllowedImages     []string
 	SegmentNamespaces []string
+	// PodMonitorLabels is Options.PodMonitorLabels.
+	PodMonitorLabels map[string]string
 
 	podSecurity podSecurityReports
 
@@ -180,6 +182,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 	}
 	if g.DeletionTimestamp != nil {
 		// The garbage collector removes the owned objects.
+		forgetGroupMetrics(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if !r.groupAllowed(&g) {
@@ -264,6 +267,7 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		migrationCondition(&status, g.Generation, mig)
 		slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 		r.reportConditions(&g, g.Status.Conditions, status.Conditions)
+		recordGroupMetrics(&g, &status, granted)
 		if equality.Semantic.DeepEqual(g.Status, status) {
 			return nil
 		}
@@ -363,6 +367,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	delete(r.leftOut, group)
 	delete(r.readySince, group)
 	r.podSecurity.forget(group)
+	forgetGroupMetrics(group)
 	prefix := group.String() + "/"
 	for k := range r.applied {
 		if strings.HasPrefix(k, prefix) {
@@ -531,7 +536,7 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", sccBindingName(g), err))
 	}
 	if served, err := r.podMonitorServed(); served {
-		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g))
+		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g, r.PodMonitorLabels))
 		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
 			errs = append(errs, fmt.Sprintf("PodMonitor %s: %v", name.Name, err))
 		}

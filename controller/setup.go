@@ -83,6 +83,11 @@ type Options struct {
 	// viewSynced, when set, is asked besides the Service informer whether
 	// the operator's view of the Services is complete (tests hold it back).
 	viewSynced func() bool
+	// PodMonitorLabels are added to the labels of each group's PodMonitor
+	// (--podmonitor-labels), for a Prometheus whose podMonitorSelector asks
+	// for them: kube-prometheus-stack's default selects release: <its
+	// release>. The operator's own labels (metrics, the group's) win.
+	PodMonitorLabels map[string]string
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -177,6 +182,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		GroupNamespaces:   opts.GroupNamespaces,
 		AllowedImages:     opts.AllowedImages,
 		SegmentNamespaces: opts.SegmentNamespaces,
+		PodMonitorLabels:  opts.PodMonitorLabels,
 	}
 	groups.init()
 	groups.viewSync = viewSync

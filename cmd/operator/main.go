@@ -86,6 +86,7 @@ func run(ctx context.Context, args []string) error {
 		groupNS       = fs.String("group-namespaces", defaultGroupNamespaces, "comma-separated namespaces whose KeepalivedGroups the operator runs (* for every namespace); a group elsewhere gets no DaemonSet and Ready=False NamespaceNotAllowed")
 		allowedImages = fs.String("allowed-vrrpd-images", "", "comma-separated images a group's spec.image may name besides --vrrpd-image: references (a repository allows its tags and digests) or prefixes ending in /; others run --vrrpd-image with a Warning Event")
 		segmentNS     = fs.String("segment-namespaces", "", "comma-separated namespaces whose groups' spec.segment is honoured (* for every namespace); elsewhere a group shares the default router-ID space")
+		pmLabels      = fs.String("podmonitor-labels", "", "labels added to each group's PodMonitor, k=v,k2=v2 (kube-prometheus-stack selects release=<its release>)")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
 		defRes        = controller.DefaultVrrpdResources()
 		cpuRequest    = fs.String("vrrpd-cpu-request", quantity(defRes.Requests, corev1.ResourceCPU), "CPU request of each vrrpd container")
@@ -103,6 +104,10 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	res, err := vrrpdResources(*cpuRequest, *memRequest, *memLimit)
+	if err != nil {
+		return err
+	}
+	podMonitorLabels, err := controller.ParsePodMonitorLabels(*pmLabels)
 	if err != nil {
 		return err
 	}
@@ -152,6 +157,7 @@ func run(ctx context.Context, args []string) error {
 		GroupNamespaces:   append([]string{}, controller.SplitList(*groupNS)...),
 		AllowedImages:     controller.SplitList(*allowedImages),
 		SegmentNamespaces: append([]string{}, controller.SplitList(*segmentNS)...),
+		PodMonitorLabels:  podMonitorLabels,
 	}
 	if len(opts.GroupNamespaces) == 0 {
 		return fmt.Errorf("--group-namespaces is empty: no group could run (* allows every namespace)")

@@ -24,6 +24,7 @@ func TestBadFlags(t *testing.T) {
 		{"--log-format", "xml"}, {"--no-such-flag"},
 		{"--vrrpd-memory-limit", "lots"}, {"--vrrpd-cpu-request", "0"}, {"--vrrpd-memory-request", ""},
 		{"--vrrpd-memory-request", "64Mi", "--vrrpd-memory-limit", "32Mi"},
+		{"--podmonitor-labels", "release"}, {"--podmonitor-labels", "release=a b"}, {"--podmonitor-labels", "metrics=x"},
 	} {
 		if err := run(context.Background(), args); err == nil {
 			t.Errorf("%v: no error", args)

@@ -44,6 +44,7 @@ type conn struct {
 
 	received      uint64
 	unattributed  uint64
+	otherVRID     uint64 // well-formed enough to name a VRID that no running instance here has
 	droppedBefore uint64 // transport drops of sockets closed since
 
 	framesWarned string // the packet socket's trouble last warned of (warnFrames)
@@ -282,7 +283,11 @@ func (d *Daemon) handlePacket(c *conn, p *transport.Packet, now time.Time) (chan
 	}
 	in := c.byVRID[vrid]
 	if in == nil || in.sm == nil {
-		c.unattributed++
+		// Another virtual router on the same segment (or one of ours that could not
+		// start): normal on a shared wire, so counted apart from the malformed packets,
+		// whose alert would otherwise fire wherever another VRRP speaker runs. Not decoded
+		// further: its checks are its own routers' business.
+		c.otherVRID++
 		return false
 	}
 	if in.cfg.Unicast() {

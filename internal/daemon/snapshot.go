@@ -54,6 +54,7 @@ func (d *Daemon) publish(now time.Time) {
 			Family:       family(c.key.fam),
 			Received:     c.received,
 			Unattributed: c.unattributed + c.dropped(),
+			OtherVRID:    c.otherVRID,
 		})
 	}
 	// Map order is random; a stable order keeps /status readable and diffable.

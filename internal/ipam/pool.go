@@ -268,6 +268,22 @@ func (p *Pool) Size(f Family) *big.Int {
 	return n
 }
 
+// Allocatable is Size without the edges of CIDR entries (IsEdge) still in the pool:
+// the addresses the operator would hand out, which is what "the pool is 90 % used"
+// must be measured against (a /29 gives 6 Services an address, not 8).
+func (p *Pool) Allocatable(f Family) *big.Int {
+	n := p.Size(f)
+	if p == nil {
+		return n
+	}
+	for _, e := range p.edges {
+		if FamilyOf(e) == f && p.Contains(e) {
+			n.Sub(n, big.NewInt(1))
+		}
+	}
+	return n
+}
+
 // Allocate returns the lowest address of family f that is in the pool and
 // for which inUse returns false, or false when there is none. inUse is
 // called in increasing address order, once per candidate, and may be nil

@@ -334,3 +334,32 @@ func TestHostProblem(t *testing.T) {
 		t.Error("zero Addr passes")
 	}
 }
+
+// TestAllocatable counts what Allocate can hand out: CIDR entries lose their edges
+// (unless excluded already), ranges and single addresses keep every address.
+func TestAllocatable(t *testing.T) {
+	for _, tc := range []struct {
+		addrs, excl []string
+		f           Family
+		want        int64
+	}{
+		{[]string{"10.99.0.200/29"}, nil, IPv4, 6},
+		{[]string{"10.99.0.200/29"}, []string{"10.99.0.200"}, IPv4, 6},
+		{[]string{"10.99.0.200/29"}, []string{"10.99.0.201"}, IPv4, 5},
+		{[]string{"10.99.0.220-10.99.0.222", "10.99.0.230/31", "10.99.0.240/32"}, nil, IPv4, 6},
+		{[]string{"fd00:99::200/125", "10.99.0.200/29"}, nil, IPv6, 7},
+		{[]string{"fd00:99::200/125"}, nil, IPv4, 0},
+	} {
+		p, err := Parse(tc.addrs, tc.excl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Allocatable(tc.f); got.Int64() != tc.want {
+			t.Errorf("%v minus %v: Allocatable(%s) = %v, want %d", tc.addrs, tc.excl, tc.f, got, tc.want)
+		}
+	}
+	var nilPool *Pool
+	if nilPool.Allocatable(IPv4).Sign() != 0 {
+		t.Error("nil pool has addresses")
+	}
+}

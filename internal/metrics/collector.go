@@ -92,7 +92,12 @@ var (
 	instancesDesc = prometheus.NewDesc("vrrpd_instances", "Number of VRRP instances in each state", []string{"state"}, nil)
 	receivedDesc  = prometheus.NewDesc("vrrpd_packets_received_total", "VRRP packets read from the interface's socket", socketLabels, nil)
 	malformedDesc = prometheus.NewDesc("vrrpd_malformed_dropped_total",
-		"VRRP packets dropped before reaching any instance (undecodable, unknown VRID, broken IP header)", socketLabels, nil)
+		"VRRP packets dropped before reaching any instance (undecodable, broken IP header, unicast from a source not among the instance's peers)", socketLabels, nil)
+	// Labelled per socket, not per VRID: a segment may carry up to 255 other routers
+	// (and a hostile host can send all of them), which should not become 255 series per
+	// node; which VRIDs they are is for a capture, the count is for an alert.
+	otherVRIDDesc = prometheus.NewDesc("vrrpd_other_vrid_total",
+		"VRRP packets for a VRID that no running instance here has: other virtual routers on the segment, normal on a shared wire", socketLabels, nil)
 	// keepalived-exporter's name and meaning (1 while the script is good).
 	scriptStatusDesc = prometheus.NewDesc("keepalived_script_status",
 		"Tracker script status: 1 good, 0 failed, still in init or disabled", []string{"name"}, nil)
@@ -139,7 +144,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.instances {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{upDesc, vipMasterDesc, instancesDesc, receivedDesc, malformedDesc,
+	for _, d := range []*prometheus.Desc{upDesc, vipMasterDesc, instancesDesc, receivedDesc, malformedDesc, otherVRIDDesc,
 		scriptStatusDesc, scriptRunsDesc, scriptFailuresDesc, scriptTimeoutsDesc,
 		trackerOKDesc, trackerOffsetDesc, trackFileValueDesc, syncGroupStateDesc} {
 		ch <- d
@@ -205,6 +210,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, ifc := range snap.Interfaces {
 		emit(receivedDesc, counter, float64(ifc.Received), ifc.Name, string(ifc.Family))
 		emit(malformedDesc, counter, float64(ifc.Unattributed), ifc.Name, string(ifc.Family))
+		emit(otherVRIDDesc, counter, float64(ifc.OtherVRID), ifc.Name, string(ifc.Family))
 	}
 	for _, sc := range snap.Scripts {
 		good := 0.0

@@ -41,6 +41,7 @@
 //	vrrpd_instances{state}                         gauge, instances per state
 //	vrrpd_packets_received_total{intf,family}      counter, per socket
 //	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take
+//	vrrpd_other_vrid_total{intf,family}            counter, packets for VRIDs not run here
 //	keepalived_script_status{name}, vrrpd_script_{runs,failures,timeouts}_total{name}
 //	vrrpd_tracker_ok, vrrpd_tracker_priority_offset{name,intf,vrid,kind,tracked}
 //	vrrpd_track_file_value{track_file}, vrrpd_sync_group_state{group}

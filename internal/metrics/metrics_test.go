@@ -56,7 +56,7 @@ func sampleSnapshot() metrics.Snapshot {
 			},
 		},
 		Interfaces: []metrics.Interface{
-			{Name: "eth0", Family: metrics.FamilyIPv4, Received: 1000, Unattributed: 17},
+			{Name: "eth0", Family: metrics.FamilyIPv4, Received: 1000, Unattributed: 17, OtherVRID: 46},
 		},
 	}
 }
@@ -172,6 +172,7 @@ func TestVrrpdMetrics(t *testing.T) {
 		{"vrrpd_instances", map[string]string{"state": "INIT"}, 0},
 		{"vrrpd_packets_received_total", map[string]string{"intf": "eth0", "family": "inet"}, 1000},
 		{"vrrpd_malformed_dropped_total", map[string]string{"intf": "eth0", "family": "inet"}, 17},
+		{"vrrpd_other_vrid_total", map[string]string{"intf": "eth0", "family": "inet"}, 46},
 	}
 	for _, c := range checks {
 		if v, ok := value(t, mfs, c.name, c.labels); !ok || v != c.want {
@@ -377,7 +378,7 @@ func TestStatus(t *testing.T) {
 	if st.Instances[2].Interface != "eth1" {
 		t.Errorf("instances not sorted by interface then VRID: %+v", st.Instances)
 	}
-	if len(st.Interfaces) != 1 || st.Interfaces[0].Unattributed != 17 {
+	if len(st.Interfaces) != 1 || st.Interfaces[0].Unattributed != 17 || st.Interfaces[0].OtherVRID != 46 {
 		t.Errorf("interfaces = %+v", st.Interfaces)
 	}
 

@@ -124,7 +124,11 @@ type Interface struct {
 	// Received counts every packet read from the socket.
 	Received uint64
 	// Unattributed counts packets dropped before reaching any instance: not decodable
-	// far enough to read the VRID, for a VRID no instance has, or discarded by the
-	// transport itself (oversized, broken IP header).
+	// far enough to read the VRID, unicast from a source that is not among the peers of
+	// the instance its VRID names, or discarded by the transport itself (oversized,
+	// broken IP header).
 	Unattributed uint64
+	// OtherVRID counts packets for a VRID that no running instance here has: other
+	// virtual routers on the segment, normal on a shared wire, so apart from Unattributed.
+	OtherVRID uint64
 }

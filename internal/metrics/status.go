@@ -74,6 +74,7 @@ type InterfaceStatus struct {
 	Family       Family `json:"family"`
 	Received     uint64 `json:"received"`
 	Unattributed uint64 `json:"unattributed"`
+	OtherVRID    uint64 `json:"other_vrid"`
 }
 
 // NewStatus converts a snapshot into its JSON form, instances sorted by interface, VRID

@@ -35,6 +35,8 @@ func TestManifestFlagsExist(t *testing.T) {
 		"deploy/openshift": kustomize(t, "deploy/openshift"),
 		"chart":            mustHelmTemplate(t, "--set", "openshift.enabled=true"),
 		"chart (minimal)":  mustHelmTemplate(t, "--set", "metrics.enabled=false", "--set", "leaderElection.enabled=false", "--set", "replicas=1"),
+		"chart (PodMonitor labels)": mustHelmTemplate(t, "--set", "monitoring.podMonitor.labels.release=prom",
+			"--set", "monitoring.podMonitor.labels.team=net"),
 	}
 	for name, r := range renderings {
 		for _, u := range decode(t, r) {
@@ -48,6 +50,16 @@ func TestManifestFlagsExist(t *testing.T) {
 				}
 			}
 		}
+	}
+	// monitoring.podMonitor.labels becomes one --podmonitor-labels, as the operator parses it.
+	found := false
+	for _, u := range decode(t, renderings["chart (PodMonitor labels)"]) {
+		if u.GetKind() == "Deployment" && slices.Contains(args(t, u), "--podmonitor-labels=release=prom,team=net") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("monitoring.podMonitor.labels: no --podmonitor-labels=release=prom,team=net in the chart's Deployment")
 	}
 	for _, f := range pendingFlags {
 		if defined[f] {

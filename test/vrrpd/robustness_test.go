@@ -211,11 +211,13 @@ func TestMalformedPackets(t *testing.T) {
 		})
 	}
 
-	// Packets no instance can own (a VRID nobody runs, or too short to name one) are
-	// counted per interface, in vrrpd_malformed_dropped_total.
+	// Packets no instance can own are counted per interface: a runt too short to name a
+	// VRID in vrrpd_malformed_dropped_total, an advert for a VRID nobody here runs (another
+	// router on the segment) in vrrpd_other_vrid_total, never as malformed.
 	t.Run("unknown_vrid_and_runt", func(t *testing.T) {
-		key := []string{"vrrpd_malformed_dropped_total", `intf="eth0"`, `family="inet"`}
-		before := metric(d2.scrape(t), key[0], key[1:]...)
+		sock := []string{`intf="eth0"`, `family="inet"`}
+		s := d2.scrape(t)
+		malformed, otherVRID := metric(s, "vrrpd_malformed_dropped_total", sock...), metric(s, "vrrpd_other_vrid_total", sock...)
 		other := v3()
 		other[1] = 99 // an advert for VRID 99, which nobody here runs
 		for _, payload := range [][]byte{other, v3()[:5]} {
@@ -225,8 +227,10 @@ func TestMalformedPackets(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		vrrpdtest.WaitFor(t, 2*time.Second, "two packets counted on eth0", func() bool {
-			return metric(d2.scrape(t), key[0], key[1:]...) == before+2
+		vrrpdtest.WaitFor(t, 2*time.Second, "the runt and the other VRID counted apart on eth0", func() bool {
+			s := d2.scrape(t)
+			return metric(s, "vrrpd_malformed_dropped_total", sock...) == malformed+1 &&
+				metric(s, "vrrpd_other_vrid_total", sock...) == otherVRID+1
 		})
 	})
 }
