@@ -7,6 +7,7 @@ package vrrpdtest
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -76,13 +77,31 @@ func Status(h *netlab.Host) (metrics.Status, error) {
 	return metrics.GetStatus(ctx, h.DialContext, "http://"+MetricsAddress)
 }
 
-// WaitServing waits until the vrrpd in h answers /status, up to 5 s.
+// WaitServing waits until the vrrpd in h answers /status, up to 5 s, and then until it is
+// ready (/readyz: its configuration loaded, its sockets open, no instance in INIT), up to 5 s
+// more. The HTTP server answers before the loop has published its instances, and a host
+// slowed by other tests (a VMAC to create, sysctls to write) can take a while: a test
+// reading an instance's status at once would find none. A daemon that never gets ready
+// (an instance that cannot start, which some tests want) is waited for no longer.
 func WaitServing(t testing.TB, h *netlab.Host, name string) {
 	t.Helper()
 	WaitFor(t, 5*time.Second, name+" serving /status", func() bool {
 		_, err := Status(h)
 		return err == nil
 	})
+	client := &http.Client{Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}, Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		resp, err := client.Get("http://" + MetricsAddress + metrics.ReadyPath)
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return
+		}
+	}
+	t.Logf("%s not ready after 5 s; going on", name)
 }
 
 // NewStateDir returns a state directory on tmpfs, as /run/vrrpd is on a real host, removed
