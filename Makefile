@@ -35,7 +35,11 @@ VRRPD_TAGS := nethttpomithttp2
 HOST_TAGS := $(VRRPD_TAGS),vrrpd_nokube,vrrpd_nopprof
 # Helm, pinned; exported so that the install tests (test/install) render the chart with it.
 HELM_VERSION ?= v3.22.0
-HELM ?= $(GO) run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+# The Kubernetes version `helm template` and `helm lint` assume: Helm's release builds stamp
+# the minor of the client-go they link (v0.37 for v3.22.0); a plain go run would assume 1.20,
+# below the chart's kubeVersion. (One -X, no spaces: the tests split HELM into words.)
+HELM_KUBE_MINOR ?= 37
+HELM ?= $(GO) run -ldflags=-X=helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR) helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 export HELM
 CHART := deploy/helm/vrrp-operator
 

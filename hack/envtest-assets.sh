@@ -21,7 +21,9 @@ built=true
 for b in $K8S_BINARIES etcd; do
   [ -x "$dir/$b" ] || built=false
 done
-if $built && [ "$(cat "$dir/.version" 2>/dev/null)" = "$K8S_VERSION" ]; then
+# The binaries must say their version (earlier builds of this script did not stamp it).
+if $built && [ "$(cat "$dir/.version" 2>/dev/null)" = "$K8S_VERSION" ] \
+   && [ "$("$dir/kube-apiserver" --version 2>/dev/null)" = "Kubernetes v$K8S_VERSION" ]; then
   exit 0
 fi
 
