@@ -3,8 +3,8 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 ENVTEST_ASSETS := $(BIN)/envtest
-# The oldest Kubernetes the install supports (README, "Requirements"): its kube-apiserver,
-# built like envtest's, for test/install's TestFloorAcceptsEveryInstall.
+# The oldest Kubernetes the install supports (README, "Install on Kubernetes"): its
+# kube-apiserver, built like envtest's, for test/install's TestFloorAcceptsEveryInstall.
 K8S_FLOOR_VERSION ?= 1.31.14
 ENVTEST_FLOOR_ASSETS := $(BIN)/envtest-floor
 FUZZTIME ?= 30s

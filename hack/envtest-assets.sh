@@ -3,7 +3,7 @@
 # kube-proxy for the lab's nodes (its Service health check server answers vrrpd's checks).
 # K8S_VERSION picks the Kubernetes release and K8S_BINARIES the commands built from it: the
 # Makefile's envtest-floor target builds only kube-apiserver of the oldest release we support
-# (README, "Requirements") into a directory of its own, for test/install's floor test.
+# (README, "Install on Kubernetes") into a directory of its own, for test/install's floor test.
 #
 # The envtest binaries cannot be downloaded here, so kube-apiserver and kubectl are built from
 # the k8s.io/kubernetes Go module and etcd comes from Debian's etcd-server package. Kubernetes'

@@ -27,7 +27,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
 )
 
-// The floor (README, "Requirements"): the oldest Kubernetes the install supports. The
+// The floor (README, "Install on Kubernetes"): the oldest Kubernetes the install supports. The
 // package's own API server is the release `make envtest` builds (1.36); this test starts a
 // second one from the floor's kube-apiserver, which `make envtest-floor` builds into the
 // directory VRRP_FLOOR_ASSETS names (the Makefile exports it), because what sets the floor
