@@ -63,6 +63,9 @@ func startFloor(t *testing.T) (*testenv.Env, string) {
 		e.ControlPlane.GetAPIServer().Path = filepath.Join(dir, "kube-apiserver")
 		e.ControlPlane.Etcd = &envtest.Etcd{Path: filepath.Join(dir, "etcd")}
 		e.CRDs = append(e.CRDs, foreignCRDs()...)
+		// A second API server next to the package's, on a loaded machine: envtest's 20 s
+		// default can be too short.
+		e.ControlPlaneStartTimeout = 2 * time.Minute
 	})
 	if err != nil {
 		t.Fatalf("starting the floor's API server: %v", err)
