@@ -3,6 +3,10 @@ SHELL := /bin/bash
 GO ?= go
 BIN := $(CURDIR)/bin
 ENVTEST_ASSETS := $(BIN)/envtest
+# The oldest Kubernetes the install supports (README, "Install on Kubernetes"): its
+# kube-apiserver, built like envtest's, for test/install's TestFloorAcceptsEveryInstall.
+K8S_FLOOR_VERSION ?= 1.31.14
+ENVTEST_FLOOR_ASSETS := $(BIN)/envtest-floor
 FUZZTIME ?= 30s
 BENCHTIME ?= 1s
 BENCH_FILTER ?= .
@@ -31,13 +35,18 @@ VRRPD_TAGS := nethttpomithttp2
 HOST_TAGS := $(VRRPD_TAGS),vrrpd_nokube,vrrpd_nopprof
 # Helm, pinned; exported so that the install tests (test/install) render the chart with it.
 HELM_VERSION ?= v3.22.0
-HELM ?= $(GO) run helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+# The Kubernetes version `helm template` and `helm lint` assume: Helm's release builds stamp
+# the minor of the client-go they link (v0.37 for v3.22.0); a plain go run would assume 1.20,
+# below the chart's kubeVersion. (One -X, no spaces: the tests split HELM into words.)
+HELM_KUBE_MINOR ?= 37
+HELM ?= $(GO) run -ldflags=-X=helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$(HELM_KUBE_MINOR) helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 export HELM
 CHART := deploy/helm/vrrp-operator
 
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
+export VRRP_FLOOR_ASSETS := $(ENVTEST_FLOOR_ASSETS)
 
-.PHONY: all build test unit lint fuzz bench bench-report cross cross-check manifests check-manifests envtest demo clean helm render
+.PHONY: all build test unit lint fuzz bench bench-report cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render
 
 all: build
 
@@ -51,7 +60,7 @@ build:
 
 ## test: everything CI runs: lint, stale-CRD check, vrrpd's host build for the four
 ## architectures (cross-check), and every test (namespaces and envtest included)
-test: lint check-manifests envtest cross-check
+test: lint check-manifests envtest envtest-floor cross-check
 	$(GO) test -count=1 -timeout 30m ./...
 
 ## unit: the fast tests only (no root, no API server)
@@ -170,6 +179,10 @@ demo:
 ## envtest: kube-apiserver, kubectl and etcd for envtest into bin/envtest
 envtest:
 	hack/envtest-assets.sh $(ENVTEST_ASSETS)
+
+## envtest-floor: the floor's kube-apiserver (K8S_FLOOR_VERSION) and etcd into bin/envtest-floor
+envtest-floor:
+	K8S_VERSION=$(K8S_FLOOR_VERSION) K8S_BINARIES=kube-apiserver hack/envtest-assets.sh $(ENVTEST_FLOOR_ASSETS)
 
 clean:
 	rm -rf $(BIN)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # envtest-assets.sh DIR: puts kube-apiserver, kubectl and etcd into DIR for envtest, and
 # kube-proxy for the lab's nodes (its Service health check server answers vrrpd's checks).
+# K8S_VERSION picks the Kubernetes release and K8S_BINARIES the commands built from it: the
+# Makefile's envtest-floor target builds only kube-apiserver of the oldest release we support
+# (README, "Install on Kubernetes") into a directory of its own, for test/install's floor test.
 #
 # The envtest binaries cannot be downloaded here, so kube-apiserver and kubectl are built from
 # the k8s.io/kubernetes Go module and etcd comes from Debian's etcd-server package. Kubernetes'
@@ -9,12 +12,18 @@
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.36.3}
+K8S_BINARIES=${K8S_BINARIES:-kube-apiserver kubectl kube-proxy}
 dir=${1:?usage: envtest-assets.sh DIR}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/kubectl" ] && [ -x "$dir/kube-proxy" ] && [ -x "$dir/etcd" ] \
-   && [ "$(cat "$dir/.version" 2>/dev/null)" = "$K8S_VERSION" ]; then
+built=true
+for b in $K8S_BINARIES etcd; do
+  [ -x "$dir/$b" ] || built=false
+done
+# The binaries must say their version (earlier builds of this script did not stamp it).
+if $built && [ "$(cat "$dir/.version" 2>/dev/null)" = "$K8S_VERSION" ] \
+   && [ "$("$dir/kube-apiserver" --version 2>/dev/null)" = "Kubernetes v$K8S_VERSION" ]; then
   exit 0
 fi
 
@@ -38,17 +47,13 @@ go 1.26
 
 require k8s.io/kubernetes v$K8S_VERSION
 MOD
-cat > tools.go <<'GO'
-//go:build tools
-
-package envtestassets
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-	_ "k8s.io/kubernetes/cmd/kube-proxy"
-)
-GO
+{
+  printf '//go:build tools\n\npackage envtestassets\n\nimport (\n'
+  for b in $K8S_BINARIES; do
+    printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$b"
+  done
+  printf ')\n'
+} > tools.go
 GOFLAGS=-mod=mod go mod download k8s.io/kubernetes@v$K8S_VERSION
 k8smod=$(GOFLAGS=-mod=mod go list -m -f '{{.GoMod}}' k8s.io/kubernetes@v$K8S_VERSION)
 # Every "k8s.io/x => ./staging/src/k8s.io/x" becomes "k8s.io/x => k8s.io/x v0.N.M".
@@ -57,8 +62,17 @@ grep -oE 'k8s\.io/[A-Za-z0-9._-]+ => \./staging/src/k8s\.io/[A-Za-z0-9._-]+' "$k
     go mod edit -replace "$m=$m@$staging_version"
   done
 GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 || true
-echo "envtest-assets: building kube-apiserver, kubectl and kube-proxy v$K8S_VERSION (a few minutes, cached afterwards)" >&2
-GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$dir/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$dir/kubectl" k8s.io/kubernetes/cmd/kubectl
-GOFLAGS=-mod=mod CGO_ENABLED=0 go build -o "$dir/kube-proxy" k8s.io/kubernetes/cmd/kube-proxy
+echo "envtest-assets: building $K8S_BINARIES v$K8S_VERSION (a few minutes, cached afterwards)" >&2
+# Stamp the version as Kubernetes' own build does (hack/lib/version.sh): unstamped, the
+# binaries call themselves v0.0.0-master, which is what /version, kubectl version and Helm's
+# kubeVersion check would see.
+minor=${K8S_VERSION#*.}
+minor=${minor%%.*}
+ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags="$ldflags -X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=${K8S_VERSION%%.*} -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
+for b in $K8S_BINARIES; do
+  GOFLAGS=-mod=mod CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$dir/$b" "k8s.io/kubernetes/cmd/$b"
+done
 echo "$K8S_VERSION" > "$dir/.version"

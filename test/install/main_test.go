@@ -24,11 +24,18 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, func(e *envtest.Environment) {
-		e.CRDs = append(e.CRDs,
-			openCRD("security.openshift.io", "SecurityContextConstraints", "securitycontextconstraints", apiextensionsv1.ClusterScoped),
-			openCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped),
-			openCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules", apiextensionsv1.NamespaceScoped))
+		e.CRDs = append(e.CRDs, foreignCRDs()...)
 	}, func(e *testenv.Env) { env = e }))
+}
+
+// foreignCRDs are the stand-ins for the foreign kinds (the floor's API server gets them
+// too, floor_test.go).
+func foreignCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	return []*apiextensionsv1.CustomResourceDefinition{
+		openCRD("security.openshift.io", "SecurityContextConstraints", "securitycontextconstraints", apiextensionsv1.ClusterScoped),
+		openCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors", apiextensionsv1.NamespaceScoped),
+		openCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules", apiextensionsv1.NamespaceScoped),
+	}
 }
 
 // openCRD serves v1 of a kind with any content. SCCs keep their fields at the top level,
