@@ -61,25 +61,14 @@ var Defaults = Limits{
 // errors (a client's broken TLS, a failed accept) go to logger at debug level: they are
 // the clients' business. The caller sets Addr or calls Serve.
 func New(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
+	// A zero (or negative) field takes the default.
 	def := Defaults
-	if l.MaxConns <= 0 {
-		l.MaxConns = def.MaxConns
-	}
-	if l.ReadHeaderTimeout <= 0 {
-		l.ReadHeaderTimeout = def.ReadHeaderTimeout
-	}
-	if l.ReadTimeout <= 0 {
-		l.ReadTimeout = def.ReadTimeout
-	}
-	if l.WriteTimeout <= 0 {
-		l.WriteTimeout = def.WriteTimeout
-	}
-	if l.IdleTimeout <= 0 {
-		l.IdleTimeout = def.IdleTimeout
-	}
-	if l.MaxHeaderBytes <= 0 {
-		l.MaxHeaderBytes = def.MaxHeaderBytes
-	}
+	l.MaxConns = positive(l.MaxConns, def.MaxConns)
+	l.ReadHeaderTimeout = positive(l.ReadHeaderTimeout, def.ReadHeaderTimeout)
+	l.ReadTimeout = positive(l.ReadTimeout, def.ReadTimeout)
+	l.WriteTimeout = positive(l.WriteTimeout, def.WriteTimeout)
+	l.IdleTimeout = positive(l.IdleTimeout, def.IdleTimeout)
+	l.MaxHeaderBytes = positive(l.MaxHeaderBytes, def.MaxHeaderBytes)
 	if logger == nil {
 		logger = slog.Default()
 	}
@@ -94,6 +83,14 @@ func New(h http.Handler, l Limits, logger *slog.Logger) *http.Server {
 		ConnState:         t.observe,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelDebug),
 	}
+}
+
+// positive is v if it is above zero, else def.
+func positive[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
+	}
+	return def
 }
 
 // Tracker follows a server's connections through http.Server.ConnState and evicts past
