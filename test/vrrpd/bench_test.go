@@ -49,8 +49,8 @@ func BenchmarkFailover(b *testing.B) {
 		rounds   int
 	}{
 		{"v2-1s", true, time.Second, 2},
-		{"v3-100ms", false, 100 * time.Millisecond, 20},
-		{"v3-10ms", false, 10 * time.Millisecond, 20},
+		{"v3-100ms", false, 100 * time.Millisecond, 50},
+		{"v3-10ms", false, 10 * time.Millisecond, 200},
 	} {
 		for _, kind := range benchDaemons {
 			b.Run(mode.name+"/"+kind.name, func(b *testing.B) {
