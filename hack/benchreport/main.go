@@ -1,10 +1,13 @@
 // Command benchreport turns `make bench`'s output into docs/bench/README.md: issue 12's
 // table of every figure, vrrpd beside keepalived, and SVG plots of the sampled
-// distributions and of CPU against the number of instances. It is a development tool,
-// built by the Makefile, never shipped.
+// distributions and of CPU against the number of instances; and, from the same output,
+// the README's measured table (the goals and headline figures, between the markers
+// <!-- bench:begin --> and <!-- bench:end -->), so that the README quotes no figure
+// docs/bench does not hold. It is a development tool, built by the Makefile, never
+// shipped.
 //
 //	benchreport machine [-note TEXT] [-version V]   lines about this machine, for raw.txt's head
-//	benchreport report -raw FILE -samples DIR -out DIR
+//	benchreport report -raw FILE -samples DIR -out DIR [-readme FILE]
 package main
 
 import (
@@ -47,10 +50,12 @@ func run(args []string, stdout io.Writer) error {
 		raw := fs.String("raw", "docs/bench/raw.txt", "`go test -bench` output, the machine lines at its head")
 		samples := fs.String("samples", "docs/bench/samples", "the directory of WriteSamples' files")
 		out := fs.String("out", "docs/bench", "where README.md and the plots go")
+		readme := fs.String("readme", "", "a Markdown file whose section between "+benchreport.BeginMarker+" and "+
+			benchreport.EndMarker+" becomes the summary of the same run (make bench: README.md); empty: none")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return report(*raw, *samples, *out)
+		return report(*raw, *samples, *out, *readme)
 	}
 	return fmt.Errorf("unknown command %q: want machine or report", args[0])
 }
@@ -106,15 +111,44 @@ func keepalivedVersion() string {
 	return fmt.Sprintf("not found (%v)", err)
 }
 
-func report(rawPath, samplesDir, out string) error {
-	f, err := os.Open(rawPath)
+// module is this module's path: the summary names a benchmark's package relative to it,
+// as `go test` takes it.
+const module = "github.com/vrrp-operator/vrrp-operator"
+
+// parseRaw reads a raw output file.
+func parseRaw(path string) (*benchreport.Run, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	run, err := benchreport.Parse(f)
 	if err != nil {
-		return fmt.Errorf("%s: %v", rawPath, err)
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return run, nil
+}
+
+// report writes the report of rawPath and samplesDir into out, and when readme is not
+// empty, the summary of the same run into readme's marked section.
+func report(rawPath, samplesDir, out, readme string) error {
+	run, err := parseRaw(rawPath)
+	if err != nil {
+		return err
+	}
+	// The README is read and spliced first, so that one without its markers fails the
+	// command before anything is written.
+	var readmeDoc []byte
+	if readme != "" {
+		doc, err := os.ReadFile(readme)
+		if err != nil {
+			return err
+		}
+		spliced, err := benchreport.Splice(string(doc), readmeSection(run, rawPath, out, filepath.Dir(readme)))
+		if err != nil {
+			return fmt.Errorf("%s: %v", readme, err)
+		}
+		readmeDoc = []byte(spliced)
 	}
 	samples, err := benchreport.ReadSamples(samplesDir)
 	if err != nil {
@@ -160,7 +194,53 @@ func report(rawPath, samplesDir, out string) error {
 	if err := benchreport.Render(&b, rep); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "README.md"), b.Bytes(), 0o644)
+	if err := os.WriteFile(filepath.Join(out, "README.md"), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if readme == "" {
+		return nil
+	}
+	return os.WriteFile(readme, readmeDoc, 0o644)
+}
+
+// readmeSection is the summary of run, read from rawPath, for a README in readmeDir that
+// links the full report in reportDir: the run and its machine in a sentence, then the
+// goals' and headlines' rows. It depends on nothing but the raw output, so that
+// TestREADMEMeasured can make it again.
+func readmeSection(run *benchreport.Run, rawPath, reportDir, readmeDir string) string {
+	rel := func(p string) string {
+		if r, err := filepath.Rel(readmeDir, p); err == nil {
+			return filepath.ToSlash(r)
+		}
+		return filepath.ToSlash(p)
+	}
+	get := func(k string) string {
+		if v := run.Config[k]; v != "" {
+			return v
+		}
+		return "not recorded"
+	}
+	reportRel := rel(filepath.Join(reportDir, "README.md"))
+	intro := fmt.Sprintf("<!-- Written by `make bench` and `make bench-report` (hack/benchreport) from %s; "+
+		"edit the generator, not this section: hack/benchreport's TestREADMEMeasured compares them. -->\n\n"+
+		"From the `make bench` of tree %s, started %s on %s CPUs (%s; kernel %s; %s; %s), load: %s. "+
+		"vrrpd and keepalived ran one after the other in the same lab with the same keepalived.conf; "+
+		"a ratio is vrrpd's figure over keepalived's, and a goal is held against vrrpd's. "+
+		"Each row names the benchmarks that make it (`go test -run '^$' -bench NAME -benchtime 1x ./PACKAGE`); "+
+		"[%s](%s) has every figure of the run, with plots of the distributions.",
+		rel(rawPath), get(keyVersion), get(keyDate), get(keyCPUs), get("cpu"), get(keyKernel), get(keyKeepalived),
+		get(keyGo), get(keyNote), reportRel, reportRel)
+	var b strings.Builder
+	_ = benchreport.RenderSummary(&b, benchreport.Summary{ // a strings.Builder does not fail
+		Intro:     intro,
+		Rows:      benchreport.Pair(run.Figures),
+		Goals:     benchreport.Goals,
+		Headlines: benchreport.Headlines,
+		Module:    module,
+		Failed:    run.Failed,
+		Skipped:   run.Skipped,
+	})
+	return b.String()
 }
 
 // machineRows are the machine lines of raw.txt's head and go test's own, labelled.

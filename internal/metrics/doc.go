@@ -18,33 +18,55 @@
 // Source) and every scrape or status request reads the latest one, so serving HTTP never
 // touches, locks or slows the daemon's loop.
 //
-// Metrics, per instance labelled {name, intf, vrid, state} unless noted:
+// The families, each by its full name (doc_test.go holds this list to what a running
+// handler serves, as readme_test.go holds README.md's tables), labelled {name, intf,
+// vrid, state} unless noted:
 //
-//	keepalived_up                                  gauge, 1 healthy, 0 not (see below)
-//	vrrpd_build_info{version,goversion}            gauge, always 1 (Options.Program)
-//	keepalived_vrrp_advert_rcvd, _advert_sent, _become_master, _release_master,
-//	_packet_len_err, _advert_interval_err, _ip_ttl_err, _invalid_type_rcvd, _addr_list_err,
-//	_invalid_authtype, _authtype_mismatch, _auth_failure, _pri_zero_rcvd, _pri_zero_sent
-//	                                               counters, keepalived's vrrp_stats
-//	keepalived_vrrp_state{name,intf,vrid}          gauge: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT
-//	vrrpd_checksum_err, vrrpd_version_err          counters, dropped adverts
-//	vrrpd_priority, vrrpd_base_priority{name,intf,vrid}        gauges
-//	vrrpd_transitions_total{name,intf,vrid}        counter, every state change
-//	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}    gauge
-//	vrrpd_vip_master{name,intf,vrid,vip}           gauge, 1 per VIP of a MASTER here, else 0
-//	vrrpd_vip_preexisting_total{name,intf,vrid}    counter, VIPs found on the interface
-//	                                               already (not added, never removed)
-//	vrrpd_vip_readded_total{name,intf,vrid}        counter, VIPs put back after someone
-//	                                               took them off a master's interface
-//	vrrpd_advert_send_errors_total{name,intf,vrid} counter, advertisements that did not go
-//	                                               out (each also logged, rate-limited)
-//	vrrpd_instances{state}                         gauge, instances per state
-//	vrrpd_packets_received_total{intf,family}      counter, per socket
-//	vrrpd_malformed_dropped_total{intf,family}     counter, packets no instance could take
-//	vrrpd_other_vrid_total{intf,family}            counter, packets for VRIDs not run here
-//	keepalived_script_status{name}, vrrpd_script_{runs,failures,timeouts}_total{name}
-//	vrrpd_tracker_ok, vrrpd_tracker_priority_offset{name,intf,vrid,kind,tracked}
-//	vrrpd_track_file_value{track_file}, vrrpd_sync_group_state{group}
+//	keepalived_up (no labels)                          gauge, 1 healthy, 0 not (see below)
+//	vrrpd_build_info{version,goversion}                gauge, always 1 (Options.Program)
+//	keepalived_vrrp_advert_rcvd                        counters, keepalived's vrrp_stats,
+//	keepalived_vrrp_advert_sent                        with the exporter's names and help
+//	keepalived_vrrp_become_master                      texts
+//	keepalived_vrrp_release_master
+//	keepalived_vrrp_packet_len_err
+//	keepalived_vrrp_advert_interval_err
+//	keepalived_vrrp_ip_ttl_err
+//	keepalived_vrrp_invalid_type_rcvd
+//	keepalived_vrrp_addr_list_err
+//	keepalived_vrrp_invalid_authtype
+//	keepalived_vrrp_authtype_mismatch
+//	keepalived_vrrp_auth_failure
+//	keepalived_vrrp_pri_zero_rcvd
+//	keepalived_vrrp_pri_zero_sent
+//	vrrpd_checksum_err, vrrpd_version_err              counters, adverts dropped for a bad
+//	                                                   checksum or another VRRP version
+//	keepalived_vrrp_state{name,intf,vrid}              gauge: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT
+//	vrrpd_priority{name,intf,vrid}                     gauge, the priority advertised now
+//	vrrpd_base_priority{name,intf,vrid}                gauge, the configured priority
+//	vrrpd_transitions_total{name,intf,vrid}            counter, every state change
+//	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}
+//	                                                   gauge, Unix time of the latest one
+//	vrrpd_vip_master{name,intf,vrid,vip}               gauge, 1 per VIP of a MASTER here, else 0
+//	vrrpd_vip_preexisting_total{name,intf,vrid}        counter, VIPs found on the interface
+//	                                                   already (not added, never removed)
+//	vrrpd_vip_readded_total{name,intf,vrid}            counter, VIPs put back after someone
+//	                                                   took them off a master's interface
+//	vrrpd_advert_send_errors_total{name,intf,vrid}     counter, advertisements that did not go
+//	                                                   out (each also logged, rate-limited)
+//	vrrpd_instances{state}                             gauge, instances per state
+//	vrrpd_packets_received_total{intf,family}          counter, per socket
+//	vrrpd_malformed_dropped_total{intf,family}         counter, packets no instance could take
+//	vrrpd_other_vrid_total{intf,family}                counter, packets for VRIDs not run here
+//	keepalived_script_status{name}                     gauge, 1 while the vrrp_script is good
+//	vrrpd_script_runs_total{name}                      counters per vrrp_script: runs, failed
+//	vrrpd_script_failures_total{name}                  runs (timeouts included), runs killed
+//	vrrpd_script_timeouts_total{name}                  at the timeout
+//	vrrpd_tracker_ok{name,intf,vrid,kind,tracked}      gauge, 1 while a tracked interface or
+//	                                                   file does not hold the instance in FAULT
+//	vrrpd_tracker_priority_offset{name,intf,vrid,kind,tracked}
+//	                                                   gauge, what it adds to the priority now
+//	vrrpd_track_file_value{track_file}                 gauge, the number last read
+//	vrrpd_sync_group_state{group}                      gauge: 0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT, 4 STOP
 //
 // plus the Go runtime's go_* and process_* metrics of client_golang's collectors.
 //

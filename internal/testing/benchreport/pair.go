@@ -14,6 +14,7 @@ type Row struct {
 	Measure    string
 	Unit       string
 	Benchmarks []string // the benchmarks that reported it
+	Pkgs       []string // the package of each of Benchmarks (its "pkg:" line)
 	VRRPD      []float64
 	Keepalived []float64
 }
@@ -38,6 +39,7 @@ func Pair(figs []Figure) []*Row {
 		}
 		if !slices.Contains(r.Benchmarks, f.Benchmark) {
 			r.Benchmarks = append(r.Benchmarks, f.Benchmark)
+			r.Pkgs = append(r.Pkgs, f.Pkg)
 		}
 		if f.Who == VRRPD {
 			r.VRRPD = append(r.VRRPD, f.Value)

@@ -61,13 +61,7 @@ func Render(w io.Writer, rep Report) error {
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	done := map[*Row]bool{}
 	for _, g := range rep.Goals {
-		var row *Row
-		for _, r := range rep.Rows {
-			if gg, ok := GoalFor([]Goal{g}, r); ok && gg.Measure == r.Measure && !done[r] {
-				row = r
-				break
-			}
-		}
+		row := goalRow(rep.Rows, g, done)
 		if row == nil {
 			fmt.Fprintf(&b, "| `%s` | %s | not measured | — | | %s | not measured |\n",
 				g.Measure, g.Unit, cell(g.Text))
@@ -109,6 +103,17 @@ func Render(w io.Writer, rep Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// goalRow is the first of rows not done yet that carries g's measure in a unit g's bound
+// converts to, or nil.
+func goalRow(rows []*Row, g Goal, done map[*Row]bool) *Row {
+	for _, r := range rows {
+		if gg, ok := GoalFor([]Goal{g}, r); ok && gg.Measure == r.Measure && !done[r] {
+			return r
+		}
+	}
+	return nil
 }
 
 // leaves drops the names that are a parent of another ("BenchmarkX" fails with its
