@@ -135,3 +135,43 @@ func TestReportREADMESection(t *testing.T) {
 		t.Errorf("the report was written although the README could not be: %v", err)
 	}
 }
+
+// TestBenchReportCurrent: docs/bench/README.md is what benchreport makes of the raw.txt and
+// samples/ beside it, so that a raw.txt replaced without `make bench-report`, or a figure
+// edited by hand in the report, fails make test as TestREADMEMeasured does for the README.
+func TestBenchReportCurrent(t *testing.T) {
+	src := filepath.Join("..", "..", "docs", "bench")
+	out := filepath.Join(t.TempDir(), "docs", "bench")
+	if err := os.CopyFS(out, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	if err := report(filepath.Join(out, "raw.txt"), filepath.Join(out, "samples"), out, ""); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(out, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(src, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := range max(len(gl), len(wl)) {
+			g, w := "(none)", "(none)"
+			if i < len(gl) {
+				g = gl[i]
+			}
+			if i < len(wl) {
+				w = wl[i]
+			}
+			if g != w {
+				t.Fatalf("docs/bench/README.md is not what its raw.txt and samples/ make: run make bench-report. Its line %d:\n%s\nwant:\n%s", i+1, g, w)
+			}
+		}
+	}
+	if !strings.Contains(string(want), "| yes |") {
+		t.Errorf("the report made of docs/bench/raw.txt holds no goal met:\n%s", want)
+	}
+}
