@@ -40,28 +40,16 @@ var podMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Vers
 // instances, router IDs, priorities) and keeps its vrrpd DaemonSet, RBAC
 // and PodMonitor in place.
 type GroupReconciler struct {
-	Client     client.Client
-	Mapper     meta.RESTMapper
-	Recorder   recorder.EventRecorder
-	VrrpdImage string
-	// SCCClusterRole is Options.SCCClusterRole.
-	SCCClusterRole string
+	Client   client.Client
+	Mapper   meta.RESTMapper
+	Recorder recorder.EventRecorder
 	// Reader reads without the cache (the manager's API reader): the
 	// objects of keepalived-operator looked up during a migration.
 	Reader client.Reader
-	// MigrationDwell is Options.MigrationDwell.
-	MigrationDwell time.Duration
-	// VrrpdResources is Options.VrrpdResources, defaults filled in.
-	VrrpdResources corev1.ResourceRequirements
-	// PodMonitorRecheck is Options.PodMonitorRecheck, the default filled in.
-	PodMonitorRecheck time.Duration
-	// GroupNamespaces, AllowedImages and SegmentNamespaces are the
-	// Options' (policy.go).
-	GroupNamespaces   []string
-	AllowedImages     []string
-	SegmentNamespaces []string
-	// PodMonitorLabels is Options.PodMonitorLabels.
-	PodMonitorLabels map[string]string
+	// Options are Setup's, the defaults filled in: the vrrpd image and
+	// resources, the policy lists (policy.go), the SCC ClusterRole, the
+	// migration's dwell, the PodMonitor's labels and recheck.
+	Options
 
 	podSecurity podSecurityReports
 

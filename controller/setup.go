@@ -204,19 +204,11 @@ func addIndexes(ctx context.Context, idx client.FieldIndexer) error {
 // setupGroups makes the GroupReconciler and its controller.
 func setupGroups(mgr ctrl.Manager, opts Options, rec recorder.EventRecorder, viewSync func() bool, wrapStatus func(reconcileFunc) reconcileFunc) (*GroupReconciler, error) {
 	groups := &GroupReconciler{
-		Client:            mgr.GetClient(),
-		Mapper:            mgr.GetRESTMapper(),
-		Recorder:          rec,
-		VrrpdImage:        opts.VrrpdImage,
-		SCCClusterRole:    opts.SCCClusterRole,
-		Reader:            mgr.GetAPIReader(),
-		MigrationDwell:    opts.MigrationDwell,
-		VrrpdResources:    opts.VrrpdResources,
-		PodMonitorRecheck: opts.PodMonitorRecheck,
-		GroupNamespaces:   opts.GroupNamespaces,
-		AllowedImages:     opts.AllowedImages,
-		SegmentNamespaces: opts.SegmentNamespaces,
-		PodMonitorLabels:  opts.PodMonitorLabels,
+		Client:   mgr.GetClient(),
+		Mapper:   mgr.GetRESTMapper(),
+		Recorder: rec,
+		Reader:   mgr.GetAPIReader(),
+		Options:  opts,
 	}
 	groups.init()
 	groups.viewSync = viewSync
