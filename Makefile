@@ -74,10 +74,11 @@ test: lint check-manifests envtest envtest-floor cross-check
 unit:
 	$(GO) test -short ./...
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet, and no production function over 100 lines (hack/funclen)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run ./hack/funclen
 
 ## fuzz: run every Fuzz* target of the module, each for FUZZTIME. The targets live next to
 ## the code they exercise (and in ./fuzz for the VRRP codec and state machine), so the

@@ -166,7 +166,7 @@ func benchConvergence(b *testing.B, sc scale) {
 		runtime.ReadMemStats(&after)
 		total := 0
 		for gi := range sc.groups {
-			total += m.r.Groups.Reconciles(types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("g%d", gi)})
+			total += m.groups.Reconciles(types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("g%d", gi)})
 		}
 		m.stop()
 		deleteBenchObjects(b, ns, sc.groups)

@@ -299,7 +299,7 @@ func TestPodSecurityEvent(t *testing.T) {
 	// Later reconciles of both groups: still one Event, never repeated.
 	for _, ns := range []string{baseline, privileged} {
 		key := types.NamespacedName{Namespace: ns, Name: "g"}
-		before := m.r.Groups.Reconciles(key)
+		before := m.groups.Reconciles(key)
 		// The operator may write the group's status between our read and our update
 		// (two group workers): read again on a conflict.
 		eventually(t, 10*time.Second, func() error {
@@ -308,7 +308,7 @@ func TestPodSecurityEvent(t *testing.T) {
 			return k8s.Update(ctx, g)
 		})
 		eventually(t, 20*time.Second, func() error {
-			if m.r.Groups.Reconciles(key) <= before {
+			if m.groups.Reconciles(key) <= before {
 				return fmt.Errorf("no reconcile after the change")
 			}
 			return nil

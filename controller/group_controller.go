@@ -40,28 +40,16 @@ var podMonitorGVK = schema.GroupVersionKind{Group: "monitoring.coreos.com", Vers
 // instances, router IDs, priorities) and keeps its vrrpd DaemonSet, RBAC
 // and PodMonitor in place.
 type GroupReconciler struct {
-	Client     client.Client
-	Mapper     meta.RESTMapper
-	Recorder   recorder.EventRecorder
-	VrrpdImage string
-	// SCCClusterRole is Options.SCCClusterRole.
-	SCCClusterRole string
+	Client   client.Client
+	Mapper   meta.RESTMapper
+	Recorder recorder.EventRecorder
 	// Reader reads without the cache (the manager's API reader): the
 	// objects of keepalived-operator looked up during a migration.
 	Reader client.Reader
-	// MigrationDwell is Options.MigrationDwell.
-	MigrationDwell time.Duration
-	// VrrpdResources is Options.VrrpdResources, defaults filled in.
-	VrrpdResources corev1.ResourceRequirements
-	// PodMonitorRecheck is Options.PodMonitorRecheck, the default filled in.
-	PodMonitorRecheck time.Duration
-	// GroupNamespaces, AllowedImages and SegmentNamespaces are the
-	// Options' (policy.go).
-	GroupNamespaces   []string
-	AllowedImages     []string
-	SegmentNamespaces []string
-	// PodMonitorLabels is Options.PodMonitorLabels.
-	PodMonitorLabels map[string]string
+	// Options are Setup's, the defaults filled in: the vrrpd image and
+	// resources, the policy lists (policy.go), the SCC ClusterRole, the
+	// migration's dwell, the PodMonitor's labels and recheck.
+	Options
 
 	podSecurity podSecurityReports
 
@@ -100,11 +88,6 @@ type GroupReconciler struct {
 	// applied remembers the hash of the last applied form of each owned
 	// object, so an unchanged group costs no API writes.
 	applied map[string][32]byte
-	// reconciles counts reconciles per group (tests assert no hot loops),
-	// and retries those that ended in an error (a write conflict after a
-	// stale cache read, an API error), which the work queue retries.
-	reconciles map[types.NamespacedName]int
-	retries    map[types.NamespacedName]int
 	// readySince is when a migrating group's vrrpd DaemonSet was first seen
 	// ready (migration.go).
 	readySince map[types.NamespacedName]time.Time
@@ -128,185 +111,115 @@ func (r *GroupReconciler) init() {
 		r.applied = map[string][32]byte{}
 		r.priorities = map[types.NamespacedName]*priorityMemo{}
 		r.ownedFor = map[types.NamespacedName]int64{}
-		r.reconciles = map[types.NamespacedName]int{}
-		r.retries = map[types.NamespacedName]int{}
 		r.readySince = map[types.NamespacedName]time.Time{}
 		r.written = map[types.NamespacedName]statusWrite{}
 	}
 }
 
-// Reconciles returns how many times the group has been reconciled by this
-// reconciler.
-func (r *GroupReconciler) Reconciles(group types.NamespacedName) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.reconciles[group]
-}
-
-// Retries returns how many of the group's reconciles ended in an error
-// and were retried.
-func (r *GroupReconciler) Retries(group types.NamespacedName) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.retries[group]
-}
-
 // Reconcile brings one group's status and owned objects up to date.
-func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
+func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.reconcile(ctx, req, r.reconcileStatus)
+}
+
+// reconcileFunc is a reconcile's signature: reconcileStatus's, which the tests wrap to
+// count the reconciles that compute a status (setup).
+type reconcileFunc = func(context.Context, ctrl.Request) (ctrl.Result, error)
+
+// reconcile is Reconcile with its status step given: while the group's LoadBalancer
+// Services are being given addresses, the status waits for them (putOff); otherwise
+// status computes and writes it.
+func (r *GroupReconciler) reconcile(ctx context.Context, req ctrl.Request, status reconcileFunc) (ctrl.Result, error) {
 	r.init()
 	wait, observed := r.deferForAllocations(ctx, req.NamespacedName)
-	if wait > 0 && observed {
-		return ctrl.Result{RequeueAfter: wait}, nil
+	if wait > 0 {
+		return r.putOff(ctx, req, wait, observed)
 	}
-	if wait == 0 {
-		// Reconciles that compute the status (Reconciles counts these).
-		r.mu.Lock()
-		r.reconciles[req.NamespacedName]++
-		r.mu.Unlock()
-	}
-	defer func() {
-		if err != nil {
-			r.mu.Lock()
-			r.retries[req.NamespacedName]++
-			r.mu.Unlock()
-		}
-	}()
+	return status(ctx, req)
+}
 
+// load reads the group a reconcile is for. Nil, with nothing more to do, when it is gone
+// (forgotten), being deleted (the garbage collector removes the owned objects) or not in
+// a namespace the operator serves (refuseGroup's error, if any).
+func (r *GroupReconciler) load(ctx context.Context, req ctrl.Request) (*v1alpha1.KeepalivedGroup, error) {
 	var g v1alpha1.KeepalivedGroup
 	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
-			return ctrl.Result{}, nil
+			return nil, nil
 		}
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	if g.DeletionTimestamp != nil {
 		// The garbage collector removes the owned objects.
 		forgetGroupMetrics(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return nil, nil
 	}
 	if !r.groupAllowed(&g) {
-		return ctrl.Result{}, r.refuseGroup(ctx, &g)
+		return nil, r.refuseGroup(ctx, &g)
 	}
-	if wait > 0 {
-		// A new or changed group while its Services are being given
-		// addresses: its DaemonSet and the rest now, its status (with
-		// those addresses) when they are done.
-		// Once per generation: the wait rechecks every pendingRecheck.
-		r.mu.Lock()
-		done := r.ownedFor[req.NamespacedName] == g.Generation
-		r.mu.Unlock()
-		if !done {
-			img := effectiveImage(g.Spec.Image, r.VrrpdImage, r.AllowedImages)
-			if err := r.applyOwned(ctx, &g, img.image); err != nil {
-				return ctrl.Result{}, err
-			}
-			r.checkPodSecurity(ctx, &g)
-			r.mu.Lock()
-			r.ownedFor[req.NamespacedName] = g.Generation
-			r.mu.Unlock()
-		}
+	return &g, nil
+}
+
+// putOff is a reconcile while the group's Services are being given addresses: when its
+// status already reflects its spec (observed), it only waits; a new or changed group
+// gets its DaemonSet and the rest now, its status (with those addresses) when they are
+// done.
+func (r *GroupReconciler) putOff(ctx context.Context, req ctrl.Request, wait time.Duration, observed bool) (ctrl.Result, error) {
+	if observed {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	unlock := r.segments.lock(r.segment(&g))
-	defer unlock()
-	r.catchUp(&g)
+	g, err := r.load(ctx, req)
+	if g == nil {
+		return ctrl.Result{}, err
+	}
+	// Once per generation: the wait rechecks every pendingRecheck.
+	r.mu.Lock()
+	done := r.ownedFor[req.NamespacedName] == g.Generation
+	r.mu.Unlock()
+	if !done {
+		img := effectiveImage(g.Spec.Image, r.VrrpdImage, r.AllowedImages)
+		if err := r.applyOwned(ctx, g, img.image); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.checkPodSecurity(ctx, g)
+		r.mu.Lock()
+		r.ownedFor[req.NamespacedName] = g.Generation
+		r.mu.Unlock()
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
 
-	var services corev1.ServiceList
-	if err := r.Client.List(ctx, &services, client.MatchingFields{indexServiceGroup: req.String()}); err != nil {
+// reconcileStatus computes the group's status from its Services and Nodes, applies its
+// owned objects, and writes the status.
+func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	g, err := r.load(ctx, req)
+	if g == nil {
 		return ctrl.Result{}, err
 	}
-	var nodes corev1.NodeList
-	// Read-only: the cache's own objects, not copies (500 Nodes copied on
-	// every reconcile were an eighth of the operator's CPU at scale).
-	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return ctrl.Result{}, err
-	}
-	reserved, err := r.reservedIDs(ctx, &g)
+	unlock := r.segments.lock(r.segment(g))
+	defer unlock()
+	r.catchUp(g)
+
+	p, granted, v, err := r.planGroup(ctx, g)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
-	// refused address or namespace leaves out that address or Service,
-	// never the group.
-	v := newVetter(ctx, r.Client).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync()).withGroupNamespaces(r.GroupNamespaces)
-	v.seed(&g, nodes.Items)
-	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
-	for i := range services.Items {
-		svc := &services.Items[i]
-		vips, _, err := v.vips(svc)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		granted[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = vips
-	}
-	r.mu.Lock()
-	memo := r.priorities[req.NamespacedName]
-	r.mu.Unlock()
-	p := planVetted(&g, services.Items, granted, nodes.Items, reserved, memo)
-	r.mu.Lock()
-	r.priorities[req.NamespacedName] = p.memo
-	r.mu.Unlock()
-	r.reportLeftOut(&g, services.Items, p.leftOutServices)
-	r.reportRenumbered(&g, p)
+	r.reportLeftOut(g, p.services, p.leftOutServices)
+	r.reportRenumbered(g, p.plan)
 
 	img := effectiveImage(g.Spec.Image, r.VrrpdImage, r.AllowedImages)
-	applyErr := r.applyOwned(ctx, &g, img.image)
-	r.checkPodSecurity(ctx, &g)
+	applyErr := r.applyOwned(ctx, g, img.image)
+	r.checkPodSecurity(ctx, g)
 
 	// A takeover from keepalived-operator replaces the instances' settings
 	// and priorities with the old pods' while it lasts (migration.go).
-	mig, requeue, migErr := r.migrate(ctx, &g, time.Now())
+	mig, requeue, migErr := r.migrate(ctx, g, time.Now())
 	if mig != nil {
 		p.instances = shadowInstances(p.instances, len(p.nodes), mig.OldVersion)
 	}
-
-	writeStatus := func() error {
-		status := buildStatus(&g, p, img, r.segment(&g) != g.Spec.Segment, applyErr)
-		status.Migration = mig
-		migrationCondition(&status, g.Generation, mig)
-		slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
-		r.reportConditions(&g, g.Status.Conditions, status.Conditions)
-		recordGroupMetrics(&g, &status, granted)
-		if equality.Semantic.DeepEqual(g.Status, status) {
-			return nil
-		}
-		before := g.ResourceVersion
-		g.Status = status
-		if err := r.Client.Status().Update(ctx, &g); err != nil {
-			// A conflict means our cached copy was stale; the retry
-			// starts from the newer one.
-			return err
-		}
-		r.mu.Lock()
-		r.written[req.NamespacedName] = statusWrite{before: before, after: g.ResourceVersion, status: *g.Status.DeepCopy()}
-		r.mu.Unlock()
-		return nil
-	}
-	// The status first: it is what every node's vrrpd waits for, and a new
-	// Service's VIP is late by whatever comes before it. The events RBAC
-	// goes alongside, not before: its Role names each Service, so a new
-	// Service rewrites it, and vrrpd needs it only to record who holds a
-	// VIP, at the earliest one Master_Down_Interval later. Alongside, not
-	// after: after, its two writes doubled the time a group reconcile held
-	// its worker once 5,000 Services had their addresses, the last 20
-	// groups' statuses waiting in turn (BenchmarkConvergence5000Services).
-	// It gets copies: writeStatus refills g from the API server's answer.
-	owner := &v1alpha1.KeepalivedGroup{TypeMeta: g.TypeMeta, ObjectMeta: *g.ObjectMeta.DeepCopy()}
-	instances := slices.Clone(p.instances)
-	rbacDone := make(chan error, 1)
-	go func() { rbacDone <- r.applyEventsRBAC(ctx, owner, instances) }()
-	statusErr := writeStatus()
-	rbacErr := <-rbacDone
-	if statusErr != nil {
-		return ctrl.Result{}, statusErr
-	}
-	if rbacErr != nil {
-		// The status is written again with the error.
-		applyErr = errors.Join(applyErr, fmt.Errorf("events RBAC: %w", rbacErr))
-		if err := writeStatus(); err != nil {
-			return ctrl.Result{}, errors.Join(applyErr, err)
-		}
+	st := statusInputs{plan: p.plan, img: img, mig: mig, granted: granted}
+	if err := r.writeStatusAndRBAC(ctx, g, st, &applyErr); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.mu.Lock()
 	r.published[req.NamespacedName] = p.routerIDs
@@ -320,6 +233,120 @@ func (r *GroupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ct
 		requeue = viewRetry
 	}
 	return ctrl.Result{RequeueAfter: requeue}, applyErr
+}
+
+// groupPlan is a group's plan and the Services it was made from.
+type groupPlan struct {
+	plan
+	services []corev1.Service
+}
+
+// planGroup computes the group's plan: each Service's VIPs as the tenancy rules allow
+// (granted), the member nodes, router IDs and priorities. The vetter says whether an
+// address was left undecided (vetter.deferred).
+func (r *GroupReconciler) planGroup(ctx context.Context, g *v1alpha1.KeepalivedGroup) (groupPlan, map[types.NamespacedName][]netip.Addr, *vetter, error) {
+	key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
+	var services corev1.ServiceList
+	if err := r.Client.List(ctx, &services, client.MatchingFields{indexServiceGroup: key.String()}); err != nil {
+		return groupPlan{}, nil, nil, err
+	}
+	var nodes corev1.NodeList
+	// Read-only: the cache's own objects, not copies (500 Nodes copied on
+	// every reconcile were an eighth of the operator's CPU at scale).
+	if err := r.Client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return groupPlan{}, nil, nil, err
+	}
+	reserved, err := r.reservedIDs(ctx, g)
+	if err != nil {
+		return groupPlan{}, nil, nil, err
+	}
+	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
+	// refused address or namespace leaves out that address or Service,
+	// never the group.
+	v := newVetter(ctx, r.Client).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync()).withGroupNamespaces(r.GroupNamespaces)
+	v.seed(g, nodes.Items)
+	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
+	for i := range services.Items {
+		svc := &services.Items[i]
+		vips, _, err := v.vips(svc)
+		if err != nil {
+			return groupPlan{}, nil, nil, err
+		}
+		granted[types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}] = vips
+	}
+	r.mu.Lock()
+	memo := r.priorities[key]
+	r.mu.Unlock()
+	p := planVetted(g, services.Items, granted, nodes.Items, reserved, memo)
+	r.mu.Lock()
+	r.priorities[key] = p.memo
+	r.mu.Unlock()
+	return groupPlan{plan: p, services: services.Items}, granted, v, nil
+}
+
+// statusInputs are what a group's status is built from besides the group itself.
+type statusInputs struct {
+	plan    plan
+	img     imageChoice
+	mig     *v1alpha1.Migration
+	granted map[types.NamespacedName][]netip.Addr
+}
+
+// writeStatus writes the group's status from st and applyErr, unless it is unchanged,
+// and remembers the write (catchUp).
+func (r *GroupReconciler) writeStatus(ctx context.Context, g *v1alpha1.KeepalivedGroup, st statusInputs, applyErr error) error {
+	status := buildStatus(g, st.plan, st.img, r.segment(g) != g.Spec.Segment, applyErr)
+	status.Migration = st.mig
+	migrationCondition(&status, g.Generation, st.mig)
+	slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
+	r.reportConditions(g, g.Status.Conditions, status.Conditions)
+	recordGroupMetrics(g, &status, st.granted)
+	if equality.Semantic.DeepEqual(g.Status, status) {
+		return nil
+	}
+	before := g.ResourceVersion
+	g.Status = status
+	if err := r.Client.Status().Update(ctx, g); err != nil {
+		// A conflict means our cached copy was stale; the retry
+		// starts from the newer one.
+		return err
+	}
+	r.mu.Lock()
+	r.written[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = statusWrite{before: before, after: g.ResourceVersion, status: *g.Status.DeepCopy()}
+	r.mu.Unlock()
+	return nil
+}
+
+// writeStatusAndRBAC writes the status and applies the events RBAC alongside; an RBAC
+// failure joins *applyErr and the status is written again with it.
+//
+// The status first: it is what every node's vrrpd waits for, and a new
+// Service's VIP is late by whatever comes before it. The events RBAC
+// goes alongside, not before: its Role names each Service, so a new
+// Service rewrites it, and vrrpd needs it only to record who holds a
+// VIP, at the earliest one Master_Down_Interval later. Alongside, not
+// after: after, its two writes doubled the time a group reconcile held
+// its worker once 5,000 Services had their addresses, the last 20
+// groups' statuses waiting in turn (BenchmarkConvergence5000Services).
+func (r *GroupReconciler) writeStatusAndRBAC(ctx context.Context, g *v1alpha1.KeepalivedGroup, st statusInputs, applyErr *error) error {
+	// It gets copies: writeStatus refills g from the API server's answer.
+	owner := &v1alpha1.KeepalivedGroup{TypeMeta: g.TypeMeta, ObjectMeta: *g.ObjectMeta.DeepCopy()}
+	instances := slices.Clone(st.plan.instances)
+	rbacDone := make(chan error, 1)
+	go func() { rbacDone <- r.applyEventsRBAC(ctx, owner, instances) }()
+	statusErr := r.writeStatus(ctx, g, st, *applyErr)
+	rbacErr := <-rbacDone
+	if statusErr != nil {
+		return statusErr
+	}
+	if rbacErr != nil {
+		// The status is written again with the error.
+		*applyErr = errors.Join(*applyErr, fmt.Errorf("events RBAC: %w", rbacErr))
+		if err := r.writeStatus(ctx, g, st, *applyErr); err != nil {
+			return errors.Join(*applyErr, err)
+		}
+	}
+	return nil
 }
 
 // deferForAllocations returns how long to put off the group's status

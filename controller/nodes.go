@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
@@ -83,26 +83,10 @@ func (h nodeToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimiting
 	}
 }
 
-func (h nodeToGroups) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.enqueue(ctx, q, e.Object.(*corev1.Node))
-}
-
-func (h nodeToGroups) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	o, n := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
-	if reflect.DeepEqual(o.Labels, n.Labels) && reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n)) {
-		return
-	}
-	h.enqueue(ctx, q, o, n)
-}
-
-func (h nodeToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if n, ok := e.Object.(*corev1.Node); ok {
-		h.enqueue(ctx, q, n)
-	}
-}
-
-func (h nodeToGroups) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if n, ok := e.Object.(*corev1.Node); ok {
-		h.enqueue(ctx, q, n)
-	}
+// handler enqueues on every Node event but an update that changed neither its labels
+// nor its addresses.
+func (h nodeToGroups) handler() handler.Funcs {
+	return objectHandler(h.enqueue, func(o, n *corev1.Node) bool {
+		return !reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n))
+	})
 }

@@ -54,7 +54,7 @@ func TestNamespaceLists(t *testing.T) {
 	}{
 		{nil, true}, {[]string{}, false}, {[]string{"other"}, false}, {[]string{"other", "team"}, true}, {[]string{AnyNamespace}, true},
 	} {
-		r := &GroupReconciler{GroupNamespaces: tc.list, SegmentNamespaces: tc.list}
+		r := &GroupReconciler{Options: Options{GroupNamespaces: tc.list, SegmentNamespaces: tc.list}}
 		if r.groupAllowed(g) != tc.allowed {
 			t.Errorf("GroupNamespaces %q: allowed %v", tc.list, !tc.allowed)
 		}

@@ -21,7 +21,7 @@ func settle(t testing.TB, m *testManager, quiet time.Duration, groups ...types.N
 	counts := func() []int {
 		out := make([]int, len(groups))
 		for i, g := range groups {
-			out[i] = m.r.Groups.Reconciles(g)
+			out[i] = m.groups.Reconciles(g)
 		}
 		return out
 	}
@@ -77,9 +77,9 @@ func TestServiceChangeReconcilesOnlyItsGroup(t *testing.T) {
 		}
 		return fmt.Errorf("a3's new VIP not in the status")
 	})
-	retries := m.r.Groups.Retries(a)
+	retries := m.groups.Retries(a)
 	after := settle(t, m, 500*time.Millisecond, a, b)
-	retries = m.r.Groups.Retries(a) - retries
+	retries = m.groups.Retries(a) - retries
 	t.Logf("one Service change: group a reconciled %d times (%d retried after an error)", after[0]-base[0], retries)
 	if d := after[0] - base[0] - retries; d != 1 {
 		t.Errorf("group a reconciled %d times (not counting %d retries) for one Service change, want 1", d, retries)

@@ -52,7 +52,7 @@ func TestRouterIDsStableAcrossRestartAndChurn(t *testing.T) {
 	m2 := startManager(t, ns)
 	ref := types.NamespacedName{Namespace: ns, Name: "g"}
 	eventually(t, 10*time.Second, func() error {
-		if m2.r.Groups.Reconciles(ref) == 0 {
+		if m2.groups.Reconciles(ref) == 0 {
 			return fmt.Errorf("not reconciled yet")
 		}
 		return nil

@@ -56,7 +56,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	var svc corev1.Service
 	if err := r.Client.Get(ctx, req.NamespacedName, &svc); err != nil {
 		// A deleted Service frees its addresses by being gone: the
-		// allocator reads the cache. serviceWatch.Delete forgot what this
+		// allocator reads the cache. serviceWatch's DeleteFunc forgot what this
 		// process remembered of it and woke its group's waiting Services.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -231,105 +231,170 @@ func ingressAddrs(svc *corev1.Service) []netip.Addr {
 	return out
 }
 
+// allocate gives the Service the addresses it asks for, or free ones of its group's
+// pool, and writes them to its status.
 func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) error {
+	req, err := r.request(v, svc, g)
+	if req == nil {
+		return err
+	}
+	if done, err := r.adoptFinalizer(ctx, svc); done || err != nil {
+		return err
+	}
+	current := ingressAddrs(svc)
+	chosen, undo, err := r.choose(v, svc, req, current)
+	if undo == nil {
+		return err
+	}
+	if err := r.writeIngress(ctx, svc, req.self, current, chosen, undo); err != nil {
+		return err
+	}
+	r.reportAllocated(svc, req, chosen)
+	return nil
+}
+
+// allocationRequest is what a Service asks of its group's pool, checked.
+type allocationRequest struct {
+	self, groupRef types.NamespacedName
+	g              *v1alpha1.KeepalivedGroup
+	facts          *groupFacts
+	pool           *ipam.Pool
+	// source names where want was asked (an annotation, spec.loadBalancerIP).
+	source     string
+	want       []netip.Addr
+	autoAssign bool
+	families   []ipam.Family
+}
+
+// request checks what the Service asks for against its group's pool and the tenancy
+// rules: nil, after an Event for each problem, when nothing is to be allocated.
+func (r *ServiceReconciler) request(v *vetter, svc *corev1.Service, g *v1alpha1.KeepalivedGroup) (*allocationRequest, error) {
 	self := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 	groupRef := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
 	ap := g.Spec.AddressPool
 	pool, err := ipam.Parse(rangesToStrings(ap.Addresses), rangesToStrings(ap.ExcludedAddresses))
 	if err != nil {
 		r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "address pool of group %s: %v", groupRef, err)
-		return nil
+		return nil, nil
 	}
 	source, want, err := requested(svc)
 	if err != nil {
 		r.event(svc, g, corev1.EventTypeWarning, ReasonInvalidAnnotation, actionAllocate, "%v", err)
-		return nil
+		return nil, nil
 	}
 	facts, err := v.group(groupRef)
 	if err != nil || facts.g == nil {
-		return err // the group is gone; its deletion reconciles the Service again
+		return nil, err // the group is gone; its deletion reconciles the Service again
 	}
 	autoAssign := ap.AutoAssign == nil || *ap.AutoAssign
 	if len(want) == 0 && !autoAssign {
-		return nil
+		return nil, nil
 	}
 	families, err := pool.Families(familyStrings(svc.Spec.IPFamilies), policyString(svc.Spec.IPFamilyPolicy))
 	if err != nil {
 		r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "group %s: %v", groupRef, err)
-		return nil
+		return nil, nil
 	}
 	for _, a := range want {
 		if !slices.Contains(families, ipam.FamilyOf(a)) {
 			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate,
 				"%s asks for %s but the Service gets only %v addresses", source, a, families)
-			return nil
+			return nil, nil
 		}
 		if !pool.Contains(a) {
 			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate,
 				"%s asks for %s, which is not in the address pool of group %s (%s)", source, a, groupRef, pool)
-			return nil
+			return nil, nil
 		}
 		if reason, msg := facts.addrProblem(a, fromPool); reason != "" {
 			r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s: %s", source, msg)
-			return nil
+			return nil, nil
 		}
 	}
-	// Never hand out what could not be a VIP: a CIDR entry's network or
-	// broadcast address, or a member node's own address.
-	unusable := func(x netip.Addr) bool {
-		_, own := facts.nodeOf(x)
-		return own || pool.IsEdge(x)
-	}
+	return &allocationRequest{self: self, groupRef: groupRef, g: g, facts: facts, pool: pool,
+		source: source, want: want, autoAssign: autoAssign, families: families}, nil
+}
 
-	if controllerutil.ContainsFinalizer(svc, serviceFinalizer) {
-		// Set by earlier versions of the operator (see allocatedHere); a finalizer
-		// nobody removes would hold the Service's deletion once the
-		// operator is uninstalled. First the addresses it marked become
-		// ours in managedFields (an apply of the same values), then, on
-		// the reconcile that write brings, the finalizer goes.
-		if len(svc.Status.LoadBalancer.Ingress) > 0 && !ownsIngress(svc.ManagedFields) {
-			return r.Client.Status().Apply(ctx, ingressApply(svc), client.FieldOwner(fieldOwner), client.ForceOwnership)
-		}
-		controllerutil.RemoveFinalizer(svc, serviceFinalizer)
-		if err := r.Client.Update(ctx, svc, client.FieldOwner(fieldOwner)); err != nil {
-			return err
-		}
+// unusable reports whether x could not be a VIP, so is never handed out: a CIDR entry's
+// network or broadcast address, or a member node's own address.
+func (req *allocationRequest) unusable(x netip.Addr) bool {
+	_, own := req.facts.nodeOf(x)
+	return own || req.pool.IsEdge(x)
+}
+
+// adoptFinalizer removes the finalizer earlier versions of the operator set (see
+// allocatedHere); a finalizer nobody removes would hold the Service's deletion once the
+// operator is uninstalled. First the addresses it marked become ours in managedFields
+// (an apply of the same values: done, the reconcile that write brings goes on), then
+// the finalizer goes.
+func (r *ServiceReconciler) adoptFinalizer(ctx context.Context, svc *corev1.Service) (done bool, err error) {
+	if !controllerutil.ContainsFinalizer(svc, serviceFinalizer) {
+		return false, nil
 	}
-	// Decide under the allocator's lock, reserve the choice in memory,
-	// then write without the lock (so writes for different Services
-	// overlap), and confirm or undo the reservation.
+	if len(svc.Status.LoadBalancer.Ingress) > 0 && !ownsIngress(svc.ManagedFields) {
+		return true, r.Client.Status().Apply(ctx, ingressApply(svc), client.FieldOwner(fieldOwner), client.ForceOwnership)
+	}
+	controllerutil.RemoveFinalizer(svc, serviceFinalizer)
+	return false, r.Client.Update(ctx, svc, client.FieldOwner(fieldOwner))
+}
+
+// choose decides the Service's addresses under the allocator's lock and reserves the
+// choice in memory, so that the write that follows goes without the lock (writes for
+// different Services overlap) and then confirms or undoes the reservation (undo). A nil
+// undo: nothing to write (the status shows the choice already, or nothing could be
+// chosen, which an Event tells).
+func (r *ServiceReconciler) choose(v *vetter, svc *corev1.Service, req *allocationRequest, current []netip.Addr) (chosen []netip.Addr, undo func(), err error) {
 	a := r.alloc
 	a.mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			a.mu.Unlock()
+	defer a.mu.Unlock()
+	chosen, failures, exhausted, err := r.pick(v, svc, req, current)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(failures) > 0 {
+		r.event(svc, req.g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s", strings.Join(failures, "; "))
+		if exhausted {
+			a.wait(req.groupRef, req.self)
 		}
-	}()
+		if svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicyRequireDualStack {
+			chosen = nil
+		}
+		if len(chosen) == 0 {
+			return nil, nil, nil
+		}
+	} else {
+		a.stopWaiting(req.groupRef, req.self)
+	}
+	if sameIngress(svc, chosen) {
+		return nil, nil, nil
+	}
+	return chosen, a.reserve(req.self, chosen), nil
+}
 
-	current := ingressAddrs(svc)
-	var chosen []netip.Addr
-	var failures []string
-	exhausted := false
-	for _, f := range families {
+// pick picks an address of each of the Service's families (under the allocator's
+// lock): the one it asks for, else the one it has if still its own, else a free one.
+// failures says why a family got none; exhausted, that the pool had no free address.
+func (r *ServiceReconciler) pick(v *vetter, svc *corev1.Service, req *allocationRequest, current []netip.Addr) (chosen []netip.Addr, failures []string, exhausted bool, err error) {
+	a, want := r.alloc, req.want
+	for _, f := range req.families {
 		var pick netip.Addr
 		if i := slices.IndexFunc(want, func(x netip.Addr) bool { return ipam.FamilyOf(x) == f }); i >= 0 {
 			pick = want[i]
-		} else if len(want) > 0 && !autoAssign {
+		} else if len(want) > 0 && !req.autoAssign {
 			continue
 		} else if i := slices.IndexFunc(current, func(x netip.Addr) bool {
-			return ipam.FamilyOf(x) == f && pool.Contains(x) && !unusable(x)
+			return ipam.FamilyOf(x) == f && req.pool.Contains(x) && !req.unusable(x)
 		}); i >= 0 {
 			pick = current[i]
 		}
 		if pick.IsValid() {
 			other, used, err := a.keeps(v, pick, svc, current)
 			if err != nil {
-				return err
+				return nil, nil, false, err
 			}
 			if used {
 				if slices.Contains(want, pick) {
-					failures = append(failures, fmt.Sprintf("%s %s is already in use by Service %s", source, pick, other))
+					failures = append(failures, fmt.Sprintf("%s %s is already in use by Service %s", req.source, pick, other))
 					continue
 				}
 				pick = netip.Addr{} // our old address was taken meanwhile: pick again
@@ -337,20 +402,20 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 		}
 		if !pick.IsValid() {
 			var lookupErr error
-			next, ok := pool.Allocate(f, func(x netip.Addr) bool {
+			next, ok := req.pool.Allocate(f, func(x netip.Addr) bool {
 				// In use first: inUseBy answers from memory for the
 				// addresses this process handed out.
 				_, used, err := a.inUseBy(v, x, svc, false)
 				if err != nil && lookupErr == nil {
 					lookupErr = err
 				}
-				return used || err != nil || unusable(x)
+				return used || err != nil || req.unusable(x)
 			})
 			if lookupErr != nil {
-				return lookupErr
+				return nil, nil, false, lookupErr
 			}
 			if !ok {
-				failures = append(failures, fmt.Sprintf("no free %s address in the pool of group %s (%s)", f, groupRef, pool))
+				failures = append(failures, fmt.Sprintf("no free %s address in the pool of group %s (%s)", f, req.groupRef, req.pool))
 				exhausted = true
 				continue
 			}
@@ -358,28 +423,13 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 		}
 		chosen = append(chosen, pick)
 	}
-	if len(failures) > 0 {
-		r.event(svc, g, corev1.EventTypeWarning, ReasonAllocationFailed, actionAllocate, "%s", strings.Join(failures, "; "))
-		if exhausted {
-			a.wait(groupRef, self)
-		}
-		if svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == corev1.IPFamilyPolicyRequireDualStack {
-			chosen = nil
-		}
-		if len(chosen) == 0 {
-			return nil
-		}
-	} else {
-		a.stopWaiting(groupRef, self)
-	}
+	return chosen, failures, exhausted, nil
+}
 
-	if sameIngress(svc, chosen) {
-		return nil
-	}
-	undo := a.reserve(self, chosen)
-	a.mu.Unlock()
-	locked = false
-
+// writeIngress writes the chosen addresses to the Service's status, then confirms the
+// reservation (the allocator's record) or, when the write failed, undoes it.
+func (r *ServiceReconciler) writeIngress(ctx context.Context, svc *corev1.Service, self types.NamespacedName, current, chosen []netip.Addr, undo func()) error {
+	a := r.alloc
 	svc.Status.LoadBalancer.Ingress = nil
 	vip := corev1.LoadBalancerIPModeVIP
 	for _, x := range chosen {
@@ -387,26 +437,30 @@ func (r *ServiceReconciler) allocate(ctx context.Context, v *vetter, svc *corev1
 	}
 	// Under our field manager: managedFields then records the ingress as
 	// ours (allocatedHere), with no write of its own.
-	err = r.Client.Status().Update(ctx, svc, client.FieldOwner(fieldOwner))
+	err := r.Client.Status().Update(ctx, svc, client.FieldOwner(fieldOwner))
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if err != nil {
 		undo()
-		a.mu.Unlock()
 		return err
 	}
 	a.record(self, current, chosen)
-	a.mu.Unlock()
+	return nil
+}
+
+// reportAllocated sends IPAllocated, held back while a bulk allocation lasts
+// (heldevents.go).
+func (r *ServiceReconciler) reportAllocated(svc *corev1.Service, req *allocationRequest, chosen []netip.Addr) {
 	strs := make([]string, len(chosen))
 	for i, x := range chosen {
 		strs[i] = x.String()
 	}
 	const note = "allocated %s from the address pool of group %s"
 	if r.held != nil && r.Recorder != nil {
-		r.held.eventf(svc, g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate, note, strings.Join(strs, ", "), groupRef)
-		return nil
+		r.held.eventf(svc, req.g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate, note, strings.Join(strs, ", "), req.groupRef)
+		return
 	}
-	r.event(svc, g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate, note, strings.Join(strs, ", "), groupRef)
-	return nil
+	r.event(svc, req.g, corev1.EventTypeNormal, ReasonIPAllocated, actionAllocate, note, strings.Join(strs, ", "), req.groupRef)
 }
 
 // sameIngress reports whether the Service already shows exactly these

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
@@ -99,11 +100,52 @@ type Reconcilers struct {
 
 // Setup registers the field indexes and both controllers with mgr.
 func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
+	return setup(mgr, opts, nil)
+}
+
+// setup is Setup; wrapStatus, when set, wraps the step of each group reconcile that
+// computes the status (GroupReconciler.reconcileStatus), which the tests count.
+func setup(mgr ctrl.Manager, opts Options, wrapStatus func(reconcileFunc) reconcileFunc) (*Reconcilers, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if err := addIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+
+	// The view is complete once the Service informer has listed every
+	// Service; until then no address is granted that a group's status does
+	// not record already (tenancy.go: fail closed).
+	services0 := mgr.GetCache()
+	viewSync := func() bool {
+		inf, err := services0.GetInformer(ctx, &corev1.Service{}, cache.BlockUntilSynced(false))
+		if err != nil || !inf.HasSynced() {
+			return false
+		}
+		return opts.viewSynced == nil || opts.viewSynced()
+	}
+
+	rec := mgr.GetEventRecorder(reportingController)
+	groups, err := setupGroups(mgr, opts, rec, viewSync, wrapStatus)
+	if err != nil {
+		return nil, err
+	}
+	services, err := setupServices(mgr, opts, rec, groups.pending, viewSync)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconcilers{Groups: groups, Services: services}, nil
+}
+
+// withDefaults checks opts and fills in the defaults.
+func (opts Options) withDefaults() (Options, error) {
 	if opts.VrrpdImage == "" {
-		return nil, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
+		return opts, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
 	}
 	if err := ValidateImagePatterns(opts.AllowedImages); err != nil {
-		return nil, fmt.Errorf("controller: --allowed-vrrpd-images: %w", err)
+		return opts, fmt.Errorf("controller: --allowed-vrrpd-images: %w", err)
 	}
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = DefaultServiceWorkers
@@ -121,15 +163,19 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	if len(opts.VrrpdResources.Limits) == 0 {
 		opts.VrrpdResources.Limits = def.Limits
 	}
-	ctx := context.Background()
-	idx := mgr.GetFieldIndexer()
+	return opts, nil
+}
+
+// addIndexes registers the field indexes the reconcilers ask: Services by group and by
+// address, Nodes by address.
+func addIndexes(ctx context.Context, idx client.FieldIndexer) error {
 	if err := idx.IndexField(ctx, &corev1.Service{}, indexServiceGroup, func(o client.Object) []string {
 		if ref, ok := groupOf(o.(*corev1.Service)); ok {
 			return []string{ref.String()}
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := idx.IndexField(ctx, &corev1.Service{}, indexServiceAddresses, func(o client.Object) []string {
 		svc := o.(*corev1.Service)
@@ -140,53 +186,40 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		}
 		return out
 	}); err != nil {
-		return nil, err
+		return err
 	}
 
 	// A Node's own addresses (nodeOwnAddrs' rule), so that a Service reconcile asks
 	// about its few addresses instead of reading every Node.
-	if err := idx.IndexField(ctx, &corev1.Node{}, indexNodeAddresses, func(o client.Object) []string {
+	return idx.IndexField(ctx, &corev1.Node{}, indexNodeAddresses, func(o client.Object) []string {
 		n := o.(*corev1.Node)
 		var out []string
 		for a := range nodeOwnAddrs([]corev1.Node{*n}) {
 			out = append(out, a.String())
 		}
 		return out
-	}); err != nil {
-		return nil, err
-	}
+	})
+}
 
-	// The view is complete once the Service informer has listed every
-	// Service; until then no address is granted that a group's status does
-	// not record already (tenancy.go: fail closed).
-	services0 := mgr.GetCache()
-	viewSync := func() bool {
-		inf, err := services0.GetInformer(ctx, &corev1.Service{}, cache.BlockUntilSynced(false))
-		if err != nil || !inf.HasSynced() {
-			return false
-		}
-		return opts.viewSynced == nil || opts.viewSynced()
-	}
-
-	rec := mgr.GetEventRecorder(reportingController)
+// setupGroups makes the GroupReconciler and its controller.
+func setupGroups(mgr ctrl.Manager, opts Options, rec recorder.EventRecorder, viewSync func() bool, wrapStatus func(reconcileFunc) reconcileFunc) (*GroupReconciler, error) {
 	groups := &GroupReconciler{
-		Client:            mgr.GetClient(),
-		Mapper:            mgr.GetRESTMapper(),
-		Recorder:          rec,
-		VrrpdImage:        opts.VrrpdImage,
-		SCCClusterRole:    opts.SCCClusterRole,
-		Reader:            mgr.GetAPIReader(),
-		MigrationDwell:    opts.MigrationDwell,
-		VrrpdResources:    opts.VrrpdResources,
-		PodMonitorRecheck: opts.PodMonitorRecheck,
-		GroupNamespaces:   opts.GroupNamespaces,
-		AllowedImages:     opts.AllowedImages,
-		SegmentNamespaces: opts.SegmentNamespaces,
-		PodMonitorLabels:  opts.PodMonitorLabels,
+		Client:   mgr.GetClient(),
+		Mapper:   mgr.GetRESTMapper(),
+		Recorder: rec,
+		Reader:   mgr.GetAPIReader(),
+		Options:  opts,
 	}
 	groups.init()
 	groups.viewSync = viewSync
 	groups.pending = newPendingAllocations()
+	var reconciler reconcile.Reconciler = groups
+	if wrapStatus != nil {
+		status := wrapStatus(groups.reconcileStatus)
+		reconciler = reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return groups.reconcile(ctx, req, status)
+		})
+	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("keepalivedgroup").
 		For(&v1alpha1.KeepalivedGroup{}, builder.WithPredicates(predicate.Or(
@@ -195,24 +228,25 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
-		Watches(&corev1.Service{}, serviceToGroups{c: mgr.GetClient()}).
-		Watches(&corev1.Node{}, nodeToGroups{c: mgr.GetClient()}).
+		Watches(&corev1.Service{}, serviceToGroups{c: mgr.GetClient()}.handler()).
+		Watches(&corev1.Node{}, nodeToGroups{c: mgr.GetClient()}.handler()).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return groupsSelectingNamespaces(ctx, mgr.GetClient())
 		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.GroupWorkers}).
-		Complete(groups)
-	if err != nil {
-		return nil, err
-	}
+		Complete(reconciler)
+	return groups, err
+}
 
+// setupServices makes the ServiceReconciler and its controller.
+func setupServices(mgr ctrl.Manager, opts Options, rec recorder.EventRecorder, pending *pendingAllocations, viewSync func() bool) (*ServiceReconciler, error) {
 	services := &ServiceReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: rec,
 		alloc:    newAllocator(),
-		pending:  groups.pending,
+		pending:  pending,
 		wake:     make(chan event.GenericEvent, 4096),
-		held:     newHeldEvents(rec, groups.pending),
+		held:     newHeldEvents(rec, pending),
 
 		groupNamespaces: opts.GroupNamespaces,
 		viewSync:        viewSync,
@@ -220,9 +254,9 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 	if err := mgr.Add(services.held); err != nil {
 		return nil, err
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
+	err := ctrl.NewControllerManagedBy(mgr).
 		Named("service").
-		Watches(&corev1.Service{}, serviceWatch{r: services}).
+		Watches(&corev1.Service{}, serviceWatch(services)).
 		Watches(&v1alpha1.KeepalivedGroup{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			return servicesOfGroup(ctx, mgr.GetClient(), types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 		}), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -232,51 +266,71 @@ func Setup(mgr ctrl.Manager, opts Options) (*Reconcilers, error) {
 		WatchesRawSource(source.Channel(services.wake, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.ServiceWorkers}).
 		Complete(services)
-	if err != nil {
-		return nil, err
-	}
-	return &Reconcilers{Groups: groups, Services: services}, nil
+	return services, err
 }
+
+// queue is the work queue an event handler adds to.
+type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // serviceWatch enqueues the Service of each event; for a deleted one,
 // also the Services waiting for an address of its group (the deleted
 // Service's addresses are free once it is gone from the cache; no
 // finalizer holds it for a release).
-type serviceWatch struct{ r *ServiceReconciler }
+func serviceWatch(r *ServiceReconciler) handler.Funcs {
+	// queued tells pendingAllocations of a Service about to be queued (before
+	// it is, so its reconcile cannot end first).
+	queued := func(o client.Object) {
+		if svc, ok := o.(*corev1.Service); ok && r.pending != nil {
+			r.pending.queued(svc)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q queue) {
+			queued(e.Object)
+			q.Add(requestFor(e.Object))
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q queue) {
+			queued(e.ObjectNew)
+			q.Add(requestFor(e.ObjectNew))
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q queue) {
+			q.Add(requestFor(e.Object))
+			if svc, ok := e.Object.(*corev1.Service); ok {
+				for _, w := range r.forget(svc) {
+					q.Add(reconcile.Request{NamespacedName: w})
+				}
+			}
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q queue) {
+			q.Add(requestFor(e.Object))
+		},
+	}
+}
 
 func requestFor(o client.Object) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}}
 }
 
-func (h serviceWatch) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.queued(e.Object)
-	q.Add(requestFor(e.Object))
-}
-
-func (h serviceWatch) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.queued(e.ObjectNew)
-	q.Add(requestFor(e.ObjectNew))
-}
-
-// queued tells pendingAllocations of a Service about to be queued (before
-// it is, so its reconcile cannot end first).
-func (h serviceWatch) queued(o client.Object) {
-	if svc, ok := o.(*corev1.Service); ok && h.r.pending != nil {
-		h.r.pending.queued(svc)
-	}
-}
-
-func (h serviceWatch) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	q.Add(requestFor(e.Object))
-	if svc, ok := e.Object.(*corev1.Service); ok {
-		for _, w := range h.r.forget(svc) {
-			q.Add(reconcile.Request{NamespacedName: w})
+// objectHandler is the event handler that passes the objects of each event, of type T,
+// to enqueue: both of an update, and only when changed says the update matters.
+func objectHandler[T client.Object](enqueue func(context.Context, queue, ...T), changed func(old, new T) bool) handler.Funcs {
+	one := func(ctx context.Context, o client.Object, q queue) {
+		if t, ok := o.(T); ok {
+			enqueue(ctx, q, t)
 		}
 	}
-}
-
-func (h serviceWatch) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	q.Add(requestFor(e.Object))
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q queue) { one(ctx, e.Object, q) },
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
+			o, ok1 := e.ObjectOld.(T)
+			n, ok2 := e.ObjectNew.(T)
+			if ok1 && ok2 && changed(o, n) {
+				enqueue(ctx, q, o, n)
+			}
+		},
+		DeleteFunc:  func(ctx context.Context, e event.DeleteEvent, q queue) { one(ctx, e.Object, q) },
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) { one(ctx, e.Object, q) },
+	}
 }
 
 // servicesOfGroup lists the Services annotated for a group, so a group
@@ -361,28 +415,10 @@ func (h serviceToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimit
 	}
 }
 
-func (h serviceToGroups) Create(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	h.enqueue(ctx, q, e.Object.(*corev1.Service))
-}
-
-func (h serviceToGroups) Update(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	o, n := e.ObjectOld.(*corev1.Service), e.ObjectNew.(*corev1.Service)
-	if !instanceInputsChanged(o, n) {
-		return
-	}
-	h.enqueue(ctx, q, o, n)
-}
-
-func (h serviceToGroups) Delete(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if svc, ok := e.Object.(*corev1.Service); ok {
-		h.enqueue(ctx, q, svc)
-	}
-}
-
-func (h serviceToGroups) Generic(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if svc, ok := e.Object.(*corev1.Service); ok {
-		h.enqueue(ctx, q, svc)
-	}
+// handler enqueues on every Service event but an update that cannot change a group's
+// instances.
+func (h serviceToGroups) handler() handler.Funcs {
+	return objectHandler(h.enqueue, instanceInputsChanged)
 }
 
 // instanceInputsChanged reports whether a Service update can change its

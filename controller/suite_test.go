@@ -86,9 +86,50 @@ func newNamespace(t testing.TB, prefix string) string {
 // cache sees only the given namespaces (and cluster-scoped Nodes), so tests
 // do not reconcile each other's objects.
 type testManager struct {
-	r     *Reconcilers
-	cache cache.Cache // the manager's informers
-	stop  func()
+	r      *Reconcilers
+	groups *reconcileCounts // the group reconciles that computed a status
+	cache  cache.Cache      // the manager's informers
+	stop   func()
+}
+
+// reconcileCounts counts, per group, the reconciles that computed its status
+// (GroupReconciler.reconcileStatus; tests assert no hot loops), and retries those of
+// them that ended in an error (a write conflict after a stale cache read, an API error),
+// which the work queue retries.
+type reconcileCounts struct {
+	mu                  sync.Mutex
+	reconciles, retries map[types.NamespacedName]int
+}
+
+// wrap counts the runs of next.
+func (c *reconcileCounts) wrap(next reconcileFunc) reconcileFunc {
+	return func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		c.mu.Lock()
+		c.reconciles[req.NamespacedName]++
+		c.mu.Unlock()
+		res, err := next(ctx, req)
+		if err != nil {
+			c.mu.Lock()
+			c.retries[req.NamespacedName]++
+			c.mu.Unlock()
+		}
+		return res, err
+	}
+}
+
+// Reconciles returns how many times the group's status has been computed.
+func (c *reconcileCounts) Reconciles(group types.NamespacedName) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reconciles[group]
+}
+
+// Retries returns how many of the group's reconciles ended in an error and were
+// retried.
+func (c *reconcileCounts) Retries(group types.NamespacedName) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.retries[group]
 }
 
 const testImage = "example.com/vrrpd:test"
@@ -122,7 +163,8 @@ func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces .
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Setup(mgr, opts)
+	counts := &reconcileCounts{reconciles: map[types.NamespacedName]int{}, retries: map[types.NamespacedName]int{}}
+	r, err := setup(mgr, opts, counts.wrap)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +175,7 @@ func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces .
 		cancel()
 		t.Fatal("cache did not sync")
 	}
-	m := &testManager{r: r, cache: mgr.GetCache()}
+	m := &testManager{r: r, groups: counts, cache: mgr.GetCache()}
 	var once sync.Once
 	m.stop = func() {
 		once.Do(func() {

@@ -19,7 +19,8 @@
 // reported, never recorded and never removed. VIPs are held per virtual router
 // and reference-counted: [Manager.Release] takes one off the interface when its
 // last holder lets go. [Manager.Missing] says which VIPs someone else took off,
-// so that a master can put them back.
+// so that a master can put them back. The holders and the record are
+// internal/holdings', which internal/route shares for routes and rules.
 //
 // The record is one file, written whole: a daemon moving hundreds of VIPs in
 // one wake-up (a mass takeover, or the step-down after it) brackets it in a

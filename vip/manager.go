@@ -13,6 +13,8 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/holdings"
 )
 
 // DefaultStateDir is where vrrpd keeps its record unless --state-dir says
@@ -29,15 +31,15 @@ type Manager struct {
 	lock   *os.File
 	links  linkCache
 
-	mu     sync.Mutex
-	record []VIP // what this Manager (or a crashed one before it) added: on disk
-	// holders are the virtual routers holding each recorded VIP: it leaves the interface
-	// when the last lets go. Only in memory: after a crash every recorded VIP goes.
-	holders map[key]map[string]bool
+	mu sync.Mutex
+	// book is what this Manager (or a crashed one before it) added, the record's VIPs,
+	// each with the virtual routers holding it: it leaves the interface when the last
+	// lets go. The holders are only in memory: after a crash every recorded VIP goes.
+	book holdings.Book[key, VIP]
 
 	// A turn (BeginTurn .. EndTurn) is one wake-up of the daemon, which may move hundreds
 	// of VIPs at once, and each write of the record serialises all of it. Within a turn
-	// a removal only drops the VIP from record, and stale says the file still lists
+	// a removal only drops the VIP from book, and stale says the file still lists
 	// it; EndTurn writes once. A file listing a VIP that is already gone is safe
 	// (recovery and Release take an absent address in their stride); one missing a VIP
 	// that is on the wire is not, so an add still writes first: Reserve writes every VIP
@@ -98,7 +100,9 @@ func open(stateDir string, nl *netlink.Handle) (*Manager, error) {
 		lock.Close()
 		return nil, fmt.Errorf("vip: %w", err)
 	}
-	m.record = rec
+	for _, v := range rec {
+		m.book.Put(v.key(), v)
+	}
 	return m, nil
 }
 
@@ -123,7 +127,14 @@ func (m *Manager) Close() error {
 func (m *Manager) recorded() []VIP {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return slices.Clone(m.record)
+	return m.entries()
+}
+
+// entries returns the recorded VIPs in the record's order.
+func (m *Manager) entries() []VIP {
+	vs := m.book.Entries()
+	sortVIPs(vs)
+	return vs
 }
 
 // Add is Hold for the one anonymous holder, for callers that run each VIP once.
@@ -172,8 +183,8 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 		isNew
 	)
 	on := addrCache{nl: m.nl}
-	next := slices.Clone(m.record)
-	changed := false
+	// What the record gains before the adds: new VIPs, and new labels of recorded ones.
+	put := map[key]VIP{}
 	kind := make([]int, len(vs))
 	for i, v := range vs {
 		k := v.key()
@@ -183,11 +194,14 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 			kind[i] = isNew
 			continue
 		}
-		if j := slices.IndexFunc(next, func(r VIP) bool { return r.key() == k }); j >= 0 {
+		cur, ok := put[k]
+		if !ok {
+			cur, ok = m.book.Get(k)
+		}
+		if ok {
 			kind[i] = isOurs
-			if next[j].Label != v.Label {
-				next[j] = v
-				changed = true
+			if cur.Label != v.Label {
+				put[k] = v
 			}
 			continue
 		}
@@ -201,11 +215,10 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 			continue
 		}
 		kind[i] = isNew
-		next = append(next, v)
-		changed = true
+		put[k] = v
 	}
-	if changed {
-		if err := m.write(next); err != nil {
+	if len(put) > 0 {
+		if err := m.write(put, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -224,31 +237,23 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 		case err != nil && !errors.Is(err, unix.EEXIST):
 			return foreign, fmt.Errorf("vip %s: add: %w", v, err)
 		}
-		m.hold(v.key(), holder)
+		m.book.Hold(v.key(), holder)
 	}
 	if len(raced) > 0 {
 		foreign = append(foreign, raced...)
-		next := slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool {
-			return slices.ContainsFunc(raced, func(v VIP) bool { return v.key() == r.key() })
-		})
-		if err := m.write(next); err != nil {
+		if err := m.write(nil, keys(raced)); err != nil {
 			return foreign, err
 		}
 	}
 	return foreign, nil
 }
 
-// held reports whether anyone holds k now.
-func (m *Manager) held(k key) bool { return len(m.holders[k]) > 0 }
-
-func (m *Manager) hold(k key, holder string) {
-	if m.holders == nil {
-		m.holders = make(map[key]map[string]bool)
+func keys(vs []VIP) []key {
+	out := make([]key, len(vs))
+	for i, v := range vs {
+		out[i] = v.key()
 	}
-	if m.holders[k] == nil {
-		m.holders[k] = make(map[string]bool, 1)
-	}
-	m.holders[k][holder] = true
+	return out
 }
 
 // Missing returns those of vs that are not on their interface (flushed by someone else,
@@ -315,16 +320,14 @@ func (m *Manager) Release(holder string, vs ...VIP) error {
 	var last []VIP
 	for _, v := range vs {
 		k := v.key()
-		j := slices.IndexFunc(m.record, func(r VIP) bool { return r.key() == k })
-		if j < 0 {
+		rec, ok := m.book.Get(k)
+		if !ok {
 			continue // not ours: never removed
 		}
-		delete(m.holders[k], holder)
-		if m.held(k) {
+		if !m.book.Let(k, holder) {
 			continue // another virtual router still holds it
 		}
-		delete(m.holders, k)
-		last = append(last, m.record[j]) // as added, whatever prefix the caller names
+		last = append(last, rec) // as added, whatever prefix the caller names
 
 	}
 	_, err := m.remove(last)
@@ -343,27 +346,46 @@ func (m *Manager) remove(vs []VIP) ([]VIP, error) {
 		}
 		removed = append(removed, v)
 	}
-	next := slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool {
-		return slices.ContainsFunc(removed, func(v VIP) bool { return v.key() == r.key() })
-	})
-	if len(next) != len(m.record) {
+	if len(removed) > 0 {
 		if m.turn > 0 {
-			m.record, m.stale = next, true // EndTurn writes it
+			for _, v := range removed {
+				m.book.Drop(v.key())
+			}
+			m.stale = true // EndTurn writes it
 			return removed, errors.Join(errs...)
 		}
-		if err := m.write(next); err != nil {
+		if err := m.write(nil, keys(removed)); err != nil {
 			return nil, errors.Join(append(errs, err)...)
 		}
 	}
 	return removed, errors.Join(errs...)
 }
 
-// write puts rec on disk and makes it the record.
-func (m *Manager) write(rec []VIP) error {
-	if err := writeRecord(m.dir, rec); err != nil {
+// write puts the record on disk with put's VIPs (new ones, or new attributes of recorded
+// ones) in it and drop's out of it, and then makes that the book's: a write that fails
+// changes nothing.
+func (m *Manager) write(put map[key]VIP, drop []key) error {
+	next := make([]VIP, 0, m.book.Len()+len(put))
+	for _, v := range m.book.Entries() {
+		if _, ok := put[v.key()]; !ok && !slices.Contains(drop, v.key()) {
+			next = append(next, v)
+		}
+	}
+	for k, v := range put {
+		if !slices.Contains(drop, k) {
+			next = append(next, v)
+		}
+	}
+	if err := writeRecord(m.dir, next); err != nil {
 		return fmt.Errorf("vip: %w", err)
 	}
-	m.record, m.stale = rec, false
+	for k, v := range put {
+		m.book.Put(k, v)
+	}
+	for _, k := range drop {
+		m.book.Drop(k)
+	}
+	m.stale = false
 	return nil
 }
 
@@ -387,14 +409,16 @@ func (m *Manager) EndTurn() error {
 		return nil
 	}
 	if len(m.reserved) > 0 {
-		m.record = slices.DeleteFunc(slices.Clone(m.record), func(r VIP) bool { return m.reserved[r.key()] })
+		for k := range m.reserved {
+			m.book.Drop(k)
+		}
 		m.stale = true
 		clear(m.reserved)
 	}
 	if !m.stale || m.lock == nil {
 		return nil
 	}
-	return m.write(m.record)
+	return m.write(nil, nil)
 }
 
 // Reserve records, in one write, every VIP of vs that is neither recorded nor on its
@@ -415,7 +439,7 @@ func (m *Manager) Reserve(vs ...VIP) error {
 			continue // Hold refuses it
 		}
 		k := v.key()
-		if m.reserved[k] || slices.ContainsFunc(m.record, func(r VIP) bool { return r.key() == k }) {
+		if m.reserved[k] || m.book.Has(k) {
 			continue
 		}
 		link, err := m.links.get(v.Dev, false)
@@ -434,7 +458,11 @@ func (m *Manager) Reserve(vs ...VIP) error {
 	if len(add) == 0 {
 		return nil
 	}
-	if err := m.write(append(slices.Clone(m.record), add...)); err != nil {
+	put := make(map[key]VIP, len(add))
+	for _, v := range add {
+		put[v.key()] = v
+	}
+	if err := m.write(put, nil); err != nil {
 		for _, v := range add {
 			delete(m.reserved, v.key())
 		}
@@ -475,10 +503,10 @@ func (m *Manager) removeStale(keep func(VIP) bool) ([]VIP, error) {
 		return nil, errors.New("vip: manager is closed")
 	}
 	var stale []VIP
-	for _, v := range m.record {
+	for _, v := range m.entries() {
 		if keep == nil || !keep(v) {
 			stale = append(stale, v)
-			delete(m.holders, v.key())
+			m.book.Orphan(v.key())
 		}
 	}
 	return m.remove(stale)

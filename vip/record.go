@@ -1,16 +1,12 @@
 package vip
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/atomicfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/holdings"
 )
 
 // recordFile holds the VIPs this daemon added and has not removed yet.
@@ -24,33 +20,34 @@ type recordDoc struct {
 	VIPs    []VIP `json:"vips"`
 }
 
+// record is the VIPs' crash record in dir (internal/holdings: written atomically, not
+// fsynced).
+func record(dir string) holdings.Record {
+	return holdings.Record{Dir: dir, File: recordFile, Version: recordVersion, What: "VIP record"}
+}
+
 // readRecord loads the record; a missing file is an empty record.
 func readRecord(dir string) ([]VIP, error) {
-	path := filepath.Join(dir, recordFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	var doc recordDoc
+	if err := record(dir).Read(&doc); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read VIP record: %w", err)
-	}
-	return parseRecord(path, b)
+	return validRecord(record(dir).Path(), doc)
 }
 
 // parseRecord reads the content b of the record at path.
 func parseRecord(path string, b []byte) ([]VIP, error) {
-	if len(b) == 0 {
-		// Only a machine crash can leave an empty file (atomicfile.Write does not sync),
-		// and it took every address with it: nothing is left to remove.
-		return nil, nil
-	}
+	// Only a machine crash can leave an empty file (atomicfile.Write does not sync),
+	// and it took every address with it: nothing is left to remove.
 	var doc recordDoc
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("VIP record %s is corrupt: %w", path, err)
+	if err := record(filepath.Dir(path)).Parse(b, &doc); err != nil {
+		return nil, err
 	}
-	if doc.Version != recordVersion {
-		return nil, fmt.Errorf("VIP record %s has version %d, this vrrpd understands %d", path, doc.Version, recordVersion)
-	}
+	return validRecord(path, doc)
+}
+
+// validRecord is the VIPs of doc, read from path, if each is valid.
+func validRecord(path string, doc recordDoc) ([]VIP, error) {
 	for _, v := range doc.VIPs {
 		if err := v.validate(); err != nil {
 			return nil, fmt.Errorf("VIP record %s: %w", path, err)
@@ -59,29 +56,24 @@ func parseRecord(path string, b []byte) ([]VIP, error) {
 	return doc.VIPs, nil
 }
 
-// writeRecord replaces the record atomically: a crash of vrrpd leaves either the old or the
-// new file, never half of one.
-//
-// It does not fsync. The record answers one question, which addresses a vrrpd that died
-// left on the interfaces, and only a crash of the process needs it: the kernel keeps the
-// renamed file in its page cache, where the next vrrpd reads it whether or not it reached
-// the disk. A crash of the machine needs no record, since the reboot drops every address
-// too; at worst it leaves an empty file (a rename whose data was not written yet), which
-// readRecord takes for an empty record. A sync would only make a takeover wait: the record
-// is written before its VIP is added, and on a state directory on disk the two syncs cost
-// milliseconds (none on the default tmpfs /run).
+// writeRecord replaces the record atomically: a crash of vrrpd leaves either the old or
+// the new file, never half of one (holdings.Record says why it does not fsync).
 func writeRecord(dir string, vips []VIP) error {
-	b, err := encodeRecord(vips)
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(dir, recordFile, b)
+	return record(dir).Write(sortedDoc(vips))
 }
 
-// encodeRecord is the record's content for vips: sorted, so that one set of VIPs is
-// always one file.
-func encodeRecord(vips []VIP) ([]byte, error) {
+// encodeRecord is the record's content for vips.
+func encodeRecord(vips []VIP) ([]byte, error) { return holdings.Encode(sortedDoc(vips)) }
+
+// sortedDoc is the record of vips, sorted, so that one set of VIPs is always one file.
+func sortedDoc(vips []VIP) recordDoc {
 	vips = slices.Clone(vips)
+	sortVIPs(vips)
+	return recordDoc{Version: recordVersion, VIPs: vips}
+}
+
+// sortVIPs sorts by interface, address and prefix length.
+func sortVIPs(vips []VIP) {
 	slices.SortFunc(vips, func(a, b VIP) int {
 		if c := strings.Compare(a.Dev, b.Dev); c != 0 {
 			return c
@@ -91,9 +83,4 @@ func encodeRecord(vips []VIP) ([]byte, error) {
 		}
 		return a.Prefix.Bits() - b.Prefix.Bits()
 	})
-	b, err := json.MarshalIndent(recordDoc{Version: recordVersion, VIPs: vips}, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }

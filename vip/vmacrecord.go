@@ -1,7 +1,6 @@
 package vip
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/atomicfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/holdings"
 )
 
 // The virtual MAC interfaces' crash record. A macvlan changes its parent's arp_ignore
@@ -48,28 +47,23 @@ type recordedVMAC struct {
 
 func (r *vmacRecord) empty() bool { return len(r.Parents) == 0 && len(r.MACVLANs) == 0 }
 
+// vmacRecordIn is the record in dir (internal/holdings: written atomically, not fsynced,
+// as the VIPs' record: a crash of the machine resets the sysctls and drops the
+// macvlans).
+func vmacRecordIn(dir string) holdings.Record {
+	return holdings.Record{Dir: dir, File: vmacRecordFile, Version: vmacRecordVersion, What: "VMAC record"}
+}
+
 // readVMACRecord loads the record in dir; a missing or empty file is an empty record.
 func readVMACRecord(dir string) (*vmacRecord, error) {
 	rec := &vmacRecord{Version: vmacRecordVersion}
-	path := filepath.Join(dir, vmacRecordFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(b) == 0) {
-		return rec, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read VMAC record: %w", err)
-	}
-	if err := json.Unmarshal(b, rec); err != nil {
-		return nil, fmt.Errorf("VMAC record %s is corrupt: %w", path, err)
-	}
-	if rec.Version != vmacRecordVersion {
-		return nil, fmt.Errorf("VMAC record %s has version %d, this vrrpd understands %d", path, rec.Version, vmacRecordVersion)
+	if err := vmacRecordIn(dir).Read(rec); err != nil {
+		return nil, err
 	}
 	return rec, nil
 }
 
-// write replaces the record in dir atomically (internal/atomicfile; no fsync, as the
-// VIPs' record: a crash of the machine resets the sysctls and drops the macvlans).
+// write replaces the record in dir, or removes it when it is empty.
 func (r *vmacRecord) write(dir string) error {
 	if r.empty() {
 		err := os.Remove(filepath.Join(dir, vmacRecordFile))
@@ -79,11 +73,7 @@ func (r *vmacRecord) write(dir string) error {
 		return err
 	}
 	r.Version = vmacRecordVersion
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	return atomicfile.Write(dir, vmacRecordFile, append(b, '\n'))
+	return vmacRecordIn(dir).Write(r)
 }
 
 // Recovered is what VMACs.Recover undid.

@@ -186,20 +186,28 @@ func (i *Instance) HandleTimer(now time.Time, out []Action) []Action {
 // backup takes over after Skew_Time, and drops the VIPs. The instance ends in Init and may
 // Start again.
 func (i *Instance) Shutdown(now time.Time, out []Action) []Action {
-	switch i.state {
-	case StateMaster:
-		out = i.leaveMaster(StateInit, ReasonShutdown, true, out)
-		return i.stop(out)
-	case StateBackup:
-		i.state = StateInit
-		out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateInit, Reason: ReasonShutdown})
-		i.forgetMaster()
-		return i.stop(out)
-	case StateFault:
+	if i.state == StateFault {
 		i.state = StateInit
 		return append(out, Action{Kind: ActionStateChange, From: StateFault, To: StateInit, Reason: ReasonShutdown})
 	}
-	return out
+	return i.halt(StateInit, ReasonShutdown, out)
+}
+
+// halt takes a Master or a Backup to state to (Init or Fault), with no timer running: a
+// Master sends priority 0 and drops its VIPs, a Backup forgets its master. In any other
+// state it does nothing.
+func (i *Instance) halt(to State, reason Reason, out []Action) []Action {
+	switch i.state {
+	case StateMaster:
+		out = i.leaveMaster(to, reason, true, out)
+	case StateBackup:
+		i.state = to
+		out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: to, Reason: reason})
+		i.forgetMaster()
+	default:
+		return out
+	}
+	return i.stop(out)
 }
 
 // SetFault sets or clears keepalived's FAULT condition: the interface is down or a tracked
@@ -215,17 +223,7 @@ func (i *Instance) SetFault(now time.Time, fault bool, reason Reason, out []Acti
 	i.fault = fault
 	if fault {
 		i.faultReason = reason
-		switch i.state {
-		case StateMaster:
-			out = i.leaveMaster(StateFault, reason, true, out)
-			return i.stop(out)
-		case StateBackup:
-			i.state = StateFault
-			out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateFault, Reason: reason})
-			i.forgetMaster()
-			return i.stop(out)
-		}
-		return out
+		return i.halt(StateFault, reason, out)
 	}
 	i.faultReason = ""
 	if i.state != StateFault {
@@ -257,15 +255,21 @@ func (i *Instance) SetPriority(now time.Time, p uint8, out []Action) []Action {
 	return out
 }
 
-// becomeMaster is the transition to Master (RFC 5798 §6.4.1 for the owner, §6.4.2 when
-// Master_Down_Timer fires).
-func (i *Instance) becomeMaster(now time.Time, from State, reason Reason, out []Action) []Action {
+// enterMaster is the state of a router that has just become Master: its own master, at
+// its own priority.
+func (i *Instance) enterMaster() {
 	i.state = StateMaster
 	i.counters.BecomeMaster++
 	i.master = i.cfg.Primary
 	i.masterPriority = i.priority
 	i.preemptAt = time.Time{}
 	i.afterHandover = false
+}
+
+// becomeMaster is the transition to Master (RFC 5798 §6.4.1 for the owner, §6.4.2 when
+// Master_Down_Timer fires).
+func (i *Instance) becomeMaster(now time.Time, from State, reason Reason, out []Action) []Action {
+	i.enterMaster()
 	// The advertisement goes first (RFC 5798 §6.4.1, §6.4.2 list it first; keepalived's
 	// vrrp_state_master_tx sends it before it logs, adds the addresses or announces them):
 	// the other backups, whose Master_Down_Timers may run out a few milliseconds later, must
@@ -340,12 +344,7 @@ func handoffDelay(interval time.Duration) time.Duration { return min(50*time.Mil
 // that long instead of being held by two routers while the other one reacts: at no moment
 // are they on two nodes.
 func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
-	i.state = StateMaster
-	i.counters.BecomeMaster++
-	i.master = i.cfg.Primary
-	i.masterPriority = i.priority
-	i.preemptAt = time.Time{}
-	i.afterHandover = false
+	i.enterMaster()
 	i.pendingVIPs = true
 	out = i.send(i.priority, out)
 	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})

@@ -50,17 +50,8 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 	}
 	switch i.state {
 	case StateMaster:
-		removed := prefixesNotIn(old.VIPs, i.cfg.VIPs)
-		added := prefixesNotIn(i.cfg.VIPs, old.VIPs)
-		if i.pendingVIPs {
-			removed, added = nil, nil // none added yet; the Adver_Timer adds the new list
-		}
-		if len(removed) > 0 {
-			out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
-		}
-		if len(added) > 0 {
-			out = append(out, Action{Kind: ActionAddVIPs, VIPs: added})
-		}
+		var removed, added []netip.Prefix
+		out, removed, added = i.moveVIPs(old.VIPs, i.cfg.VIPs, out)
 		changed := len(removed) > 0 || len(added) > 0 || c.Priority != old.Priority ||
 			c.AdvertInterval != old.AdvertInterval || c.AuthType != old.AuthType ||
 			c.AuthPass != old.AuthPass || c.Primary != old.Primary
@@ -98,6 +89,23 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 	return out, nil
 }
 
+// moveVIPs is a Master's change of VIPs from was to now: those that went are removed,
+// those that came added (and returned, to be announced). None moves while the VIPs are
+// pending: none was added yet, and the Adver_Timer adds the new list.
+func (i *Instance) moveVIPs(was, now []netip.Prefix, out []Action) (_ []Action, removed, added []netip.Prefix) {
+	if i.pendingVIPs {
+		return out, nil, nil
+	}
+	removed, added = prefixesNotIn(was, now), prefixesNotIn(now, was)
+	if len(removed) > 0 {
+		out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
+	}
+	if len(added) > 0 {
+		out = append(out, Action{Kind: ActionAddVIPs, VIPs: added})
+	}
+	return out, removed, added
+}
+
 // prefixesNotIn returns the prefixes of a that are not in b, or nil.
 func prefixesNotIn(a, b []netip.Prefix) []netip.Prefix {
 	var r []netip.Prefix
@@ -128,17 +136,7 @@ func (i *Instance) keepMasterNewVersion(now time.Time, c Config, out []Action) [
 	i.masterPriority = i.priority
 	i.master = c.Primary
 	i.preemptAt = time.Time{}
-	removed := prefixesNotIn(old.VIPs, c.VIPs)
-	added := prefixesNotIn(c.VIPs, old.VIPs)
-	if i.pendingVIPs {
-		removed, added = nil, nil // none added yet; the Adver_Timer adds the new list
-	}
-	if len(removed) > 0 {
-		out = append(out, Action{Kind: ActionRemoveVIPs, VIPs: removed})
-	}
-	if len(added) > 0 {
-		out = append(out, Action{Kind: ActionAddVIPs, VIPs: added})
-	}
+	out, _, added := i.moveVIPs(old.VIPs, c.VIPs, out)
 	out = i.send(i.priority, out)
 	if len(added) > 0 {
 		out = append(out, Action{Kind: ActionAnnounce, VIPs: added})

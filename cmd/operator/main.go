@@ -122,34 +122,9 @@ func run(ctx context.Context, args []string) error {
 		return fmt.Errorf("build info metric: %w", err)
 	}
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	cfg, err := ctrl.GetConfig()
+	mgr, err := newManager(*metricsAddr, *probeAddr, *leaderElect, *leaderNS, *apiQPS, *apiBurst)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	if *apiQPS <= 0 || *apiBurst <= 0 {
-		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
-	}
-	cfg.QPS, cfg.Burst = float32(*apiQPS), *apiBurst
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
-		HealthProbeBindAddress:  *probeAddr,
-		LeaderElection:          *leaderElect,
-		LeaderElectionID:        "vrrp-operator.redhatcop.redhat.io",
-		LeaderElectionNamespace: *leaderNS,
-		// A new leader may start only after the old one has stopped
-		// writing: allocations depend on it.
-		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		return fmt.Errorf("manager: %w", err)
+		return err
 	}
 	opts := controller.Options{
 		VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res,
@@ -174,6 +149,41 @@ func run(ctx context.Context, args []string) error {
 	log.Info("starting", "vrrpdImage", *vrrpdImage, "leaderElection", *leaderElect,
 		"groupNamespaces", opts.GroupNamespaces, "allowedVrrpdImages", opts.AllowedImages, "segmentNamespaces", opts.SegmentNamespaces)
 	return mgr.Start(ctx)
+}
+
+// newManager is the controller manager: the scheme (client-go's kinds and ours), the
+// API client's rate limits, the metrics and probe endpoints, leader election.
+func newManager(metricsAddr, probeAddr string, leaderElect bool, leaderNS string, apiQPS float64, apiBurst int) (ctrl.Manager, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if apiQPS <= 0 || apiBurst <= 0 {
+		return nil, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
+	}
+	cfg.QPS, cfg.Burst = float32(apiQPS), apiBurst
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "vrrp-operator.redhatcop.redhat.io",
+		LeaderElectionNamespace: leaderNS,
+		// A new leader may start only after the old one has stopped
+		// writing: allocations depend on it.
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	return mgr, nil
 }
 
 func newLogger(format string, verbosity int) (logr.Logger, error) {

@@ -247,41 +247,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vrrpd: --pprof-address: this vrrpd was built without the profiling endpoint (tag vrrpd_nopprof, the host build); the image's vrrpd serves it")
 		return exitConfig
 	}
-	if *rtPrio != 0 {
-		if err := setRealtime(*rtPrio); err != nil {
-			fmt.Fprintln(stderr, "vrrpd:", err)
-			return exitConfig
-		}
-		// Scripts and notify hooks must not inherit the real-time policy.
-		if err := proc.SpawnWithDefaultScheduling(); err != nil {
-			fmt.Fprintln(stderr, "vrrpd:", err)
-			return exitFail
-		}
-	} else if err := proc.SpawnWithoutAmbientCapabilities(); err != nil {
-		// Nor the capabilities a unit gave vrrpd as ambient ones.
-		fmt.Fprintln(stderr, "vrrpd:", err)
-		return exitFail
+	if code, ok := setUpProcess(*rtPrio, *lockMem, stderr); !ok {
+		return code
 	}
-	if *lockMem {
-		if err := lockMemory(); err != nil {
-			fmt.Fprintln(stderr, "vrrpd:", err)
-			return exitFail
-		}
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "vrrpd: --log-level: %v\n", err)
+	log := newLogger(*logLevel, stderr)
+	if log == nil {
 		return exitConfig
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	// The first line says what runs, so that a bug report's log answers "which version".
-	log.Info("vrrpd", "version", version.Version, "go", runtime.Version())
 
-	// The configuration comes from a file, or in Kubernetes mode from the node's group.
-	var (
-		cfg  *config.Config
-		kube *kubeMode // nil in standalone mode
-	)
 	listen, err := listenAddress(*metricsAddr, *metricsHost)
 	if err != nil {
 		fmt.Fprintln(stderr, "vrrpd:", err)
@@ -291,116 +264,29 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "vrrpd: --password-file is for Kubernetes mode (--group); a file's instances carry auth_pass")
 		return exitConfig
 	}
-	switch {
-	case *group != "" || *node != "":
-		if *group == "" || *node == "" || *path != "" {
-			fmt.Fprintln(stderr, "vrrpd: Kubernetes mode needs both --group and --node, and no --config")
-			return exitConfig
-		}
-		var err error
-		if kube, err = newKubeMode(*group, *node); err != nil {
-			fmt.Fprintln(stderr, "vrrpd:", err)
-			return exitConfig
-		}
-		// Nothing to serve until the group (or its cache) says what.
-		cfg = &config.Config{RouterID: *node}
-	case *path == "":
-		fmt.Fprintln(stderr, "vrrpd: --config (or --group and --node) is required")
-		return exitConfig
-	default:
-		var ws []config.Warning
-		var err error
-		cfg, ws, err = config.LoadWith(*path, *opts)
-		for _, w := range ws {
-			log.Warn(w.Message, "at", w.Pos.String())
-		}
-		if err != nil {
-			log.Error("configuration rejected", "err", err)
-			return exitConfig
-		}
-		if cfg.NetNamespace != "" {
-			// Returns only when vrrpd is in the namespace (after the re-execution).
-			if err := enterNetns(cfg.NetNamespace); err != nil {
-				log.Error("cannot start", "err", err)
-				return exitFail
-			}
-			log.Info("running in network namespace", "net_namespace", cfg.NetNamespace)
-		}
+	cfg, kube, code := loadConfig(*path, *group, *node, *opts, log, stderr)
+	if cfg == nil {
+		return code
 	}
-
-	if *ipStack {
-		// Kept so that units and manifests written for the old default still start.
-		log.Warn("--send-through-ip-stack is deprecated and has no effect: advertisements go through the IP stack by default")
-	}
-	if *ipStack && *packetSocket {
-		log.Warn("--send-through-ip-stack and --send-on-packet-socket both given: the packet socket is used")
-	}
-	dopts := daemon.Options{StateDir: *stateDir, Logger: log, PacketSocket: *packetSocket, AwaitConfig: kube != nil}
-	if kube != nil {
-		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
-		if err := kube.recordEvents(&dopts, log); err != nil {
-			log.Error("cannot start", "err", err)
-			return exitFail
-		}
-	}
-	d, err := daemon.New(dopts)
-	if err != nil {
-		log.Error("cannot start", "err", err)
+	d := newDaemon(*stateDir, *packetSocket, *ipStack, kube, log)
+	if d == nil {
 		return exitFail
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
 
-	mopts := metrics.Options{Health: d.Health(), Live: d.Live(), Ready: d.Ready(), Program: "vrrpd", Logger: log}
-	// The probes, on a socket no remote host reaches (probe.go).
-	// A socket that cannot be made (a state directory path too long for one) is a
-	// warning, not a reason to leave the VIPs unserved: in Kubernetes mode the exec
-	// probes then fail and say why, and a host without probes loses nothing else.
-	if probes, err := serveProbes(filepath.Join(*stateDir, probeSocketName), mopts, log); err != nil {
-		log.Warn("no probe socket: vrrpd probe will not reach this daemon", "err", err)
-	} else {
-		defer probes.Close()
-	}
-	if listen != "" {
-		srv, err := metrics.NewServer(listen, d, mopts)
-		if err != nil {
-			log.Error("metrics", "err", err)
-			return exitFail
-		}
-		ln, err := net.Listen("tcp", listen)
-		if err != nil {
-			log.Error("metrics listener", "address", listen, "err", err)
-			return exitFail
-		}
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server stopped", "err", err)
-			}
-		}()
-		defer srv.Close()
-	}
-
-	if *pprofAddr != "" {
-		srv, err := servePprof(*pprofAddr, log)
-		if err != nil {
-			log.Error("cannot start", "err", err)
-			return exitFail
-		}
-		defer srv.Close()
+	servers, ok := serveEndpoints(d, *stateDir, listen, *pprofAddr, log)
+	defer closeAll(servers)
+	if !ok {
+		return exitFail
 	}
 
 	if kube != nil {
 		kube.start(ctx, d, *stateDir, *passwordFile, log)
 		log.Info("starting", "group", *group, "node", *node, "state_dir", *stateDir)
 	} else {
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		go func() {
-			for range hup {
-				reload(ctx, d, *path, *opts, log)
-			}
-		}()
+		reloadOnHUP(ctx, d, *path, *opts, log)
 		log.Info("starting", "config", *path, "instances", len(cfg.Instances), "state_dir", *stateDir)
 	}
 	if err := d.Run(ctx, cfg); err != nil {
@@ -408,6 +294,177 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// newLogger is vrrpd's logger at level (--log-level); nil, said on stderr, when level is
+// not a level. Its first
+// line says what runs, so that a bug report's log answers "which version".
+func newLogger(level string, stderr io.Writer) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		fmt.Fprintf(stderr, "vrrpd: --log-level: %v\n", err)
+		return nil
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: l}))
+	log.Info("vrrpd", "version", version.Version, "go", runtime.Version())
+	return log
+}
+
+// newDaemon makes the daemon (nil, logged, when it cannot): in Kubernetes mode (kube)
+// entering and leaving MASTER become Events on the Services.
+func newDaemon(stateDir string, packetSocket, ipStack bool, kube *kubeMode, log *slog.Logger) *daemon.Daemon {
+	if ipStack {
+		// Kept so that units and manifests written for the old default still start.
+		log.Warn("--send-through-ip-stack is deprecated and has no effect: advertisements go through the IP stack by default")
+	}
+	if ipStack && packetSocket {
+		log.Warn("--send-through-ip-stack and --send-on-packet-socket both given: the packet socket is used")
+	}
+	dopts := daemon.Options{StateDir: stateDir, Logger: log, PacketSocket: packetSocket, AwaitConfig: kube != nil}
+	if kube != nil {
+		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
+		if err := kube.recordEvents(&dopts, log); err != nil {
+			log.Error("cannot start", "err", err)
+			return nil
+		}
+	}
+	d, err := daemon.New(dopts)
+	if err != nil {
+		log.Error("cannot start", "err", err)
+		return nil
+	}
+	return d
+}
+
+// reloadOnHUP reloads the configuration file on each SIGHUP.
+func reloadOnHUP(ctx context.Context, d *daemon.Daemon, path string, opts config.LoadOptions, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			reload(ctx, d, path, opts, log)
+		}
+	}()
+}
+
+// setUpProcess readies the process before anything starts: real-time scheduling
+// (--realtime-priority), which its scripts must not inherit, nor the capabilities a
+// unit gave vrrpd as ambient ones; and the memory lock (--lock-memory). Not ok: exit
+// with code.
+func setUpProcess(rtPrio int, lockMem bool, stderr io.Writer) (code int, ok bool) {
+	if rtPrio != 0 {
+		if err := setRealtime(rtPrio); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitConfig, false
+		}
+		// Scripts and notify hooks must not inherit the real-time policy.
+		if err := proc.SpawnWithDefaultScheduling(); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitFail, false
+		}
+	} else if err := proc.SpawnWithoutAmbientCapabilities(); err != nil {
+		// Nor the capabilities a unit gave vrrpd as ambient ones.
+		fmt.Fprintln(stderr, "vrrpd:", err)
+		return exitFail, false
+	}
+	if lockMem {
+		if err := lockMemory(); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return exitFail, false
+		}
+	}
+	return exitOK, true
+}
+
+// loadConfig returns the configuration to start with: from a file, or in Kubernetes
+// mode (kube not nil) an empty one until the node's group says what to serve. A nil
+// cfg: exit with code.
+func loadConfig(path, group, node string, opts config.LoadOptions, log *slog.Logger, stderr io.Writer) (cfg *config.Config, kube *kubeMode, code int) {
+	switch {
+	case group != "" || node != "":
+		if group == "" || node == "" || path != "" {
+			fmt.Fprintln(stderr, "vrrpd: Kubernetes mode needs both --group and --node, and no --config")
+			return nil, nil, exitConfig
+		}
+		var err error
+		if kube, err = newKubeMode(group, node); err != nil {
+			fmt.Fprintln(stderr, "vrrpd:", err)
+			return nil, nil, exitConfig
+		}
+		// Nothing to serve until the group (or its cache) says what.
+		return &config.Config{RouterID: node}, kube, exitOK
+	case path == "":
+		fmt.Fprintln(stderr, "vrrpd: --config (or --group and --node) is required")
+		return nil, nil, exitConfig
+	}
+	cfg, ws, err := config.LoadWith(path, opts)
+	for _, w := range ws {
+		log.Warn(w.Message, "at", w.Pos.String())
+	}
+	if err != nil {
+		log.Error("configuration rejected", "err", err)
+		return nil, nil, exitConfig
+	}
+	if cfg.NetNamespace != "" {
+		// Returns only when vrrpd is in the namespace (after the re-execution).
+		if err := enterNetns(cfg.NetNamespace); err != nil {
+			log.Error("cannot start", "err", err)
+			return nil, nil, exitFail
+		}
+		log.Info("running in network namespace", "net_namespace", cfg.NetNamespace)
+	}
+	return cfg, nil, exitOK
+}
+
+// serveEndpoints starts what serves d besides VRRP: the probe socket, the metrics
+// server (unless listen is empty) and the profiling endpoint (when asked for). It
+// returns the servers to close at exit; not ok, one could not start (logged).
+func serveEndpoints(d *daemon.Daemon, stateDir, listen, pprofAddr string, log *slog.Logger) (servers []io.Closer, ok bool) {
+	mopts := metrics.Options{Health: d.Health(), Live: d.Live(), Ready: d.Ready(), Program: "vrrpd", Logger: log}
+	// The probes, on a socket no remote host reaches (probe.go).
+	// A socket that cannot be made (a state directory path too long for one) is a
+	// warning, not a reason to leave the VIPs unserved: in Kubernetes mode the exec
+	// probes then fail and say why, and a host without probes loses nothing else.
+	if probes, err := serveProbes(filepath.Join(stateDir, probeSocketName), mopts, log); err != nil {
+		log.Warn("no probe socket: vrrpd probe will not reach this daemon", "err", err)
+	} else {
+		servers = append(servers, probes)
+	}
+	if listen != "" {
+		srv, err := metrics.NewServer(listen, d, mopts)
+		if err != nil {
+			log.Error("metrics", "err", err)
+			return servers, false
+		}
+		ln, err := net.Listen("tcp", listen)
+		if err != nil {
+			log.Error("metrics listener", "address", listen, "err", err)
+			return servers, false
+		}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server stopped", "err", err)
+			}
+		}()
+		servers = append(servers, srv)
+	}
+
+	if pprofAddr != "" {
+		srv, err := servePprof(pprofAddr, log)
+		if err != nil {
+			log.Error("cannot start", "err", err)
+			return servers, false
+		}
+		servers = append(servers, srv)
+	}
+	return servers, true
+}
+
+// closeAll closes the servers, the last started first.
+func closeAll(servers []io.Closer) {
+	for i := len(servers) - 1; i >= 0; i-- {
+		servers[i].Close()
+	}
 }
 
 // hostIPEnv is the environment variable vrrpd's pod sets to the node's address

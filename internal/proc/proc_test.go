@@ -178,3 +178,153 @@ func TestRunAsUser(t *testing.T) {
 		t.Errorf("the output file is owned by %d (%v), want %d", st.Uid, err, u.UID)
 	}
 }
+
+// readPids reads the pids the script wrote to files, one a file, waiting for each file:
+// the script writes them from background processes.
+func readPids(t *testing.T, files ...string) []int {
+	t.Helper()
+	var pids []int
+	for _, f := range files {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, err := os.ReadFile(f)
+			if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && perr == nil && pid > 0 {
+				pids = append(pids, pid)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no pid in %s", f)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return pids
+}
+
+// waitGone fails unless every pid is gone (or a zombie) within a generous deadline.
+func waitGone(t *testing.T, what string, pids ...int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range pids {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: process %d still runs", what, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// result is what Run returned.
+type result struct {
+	ok, timedOut bool
+	err          error
+}
+
+// runAsync runs c in the background, so that the test can look at its processes while
+// it runs.
+func runAsync(ctx context.Context, c Command, timeout time.Duration) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		ok, timedOut, err := Run(ctx, c, timeout)
+		ch <- result{ok, timedOut, err}
+	}()
+	return ch
+}
+
+// A timeout kills the whole process group: the script's child and that child's own
+// child (a grandchild of the script), both sleeping well past the timeout, are gone.
+func TestRunTimeoutKillsChildAndGrandchild(t *testing.T) {
+	dir := t.TempDir()
+	child, grandchild := filepath.Join(dir, "child"), filepath.Join(dir, "grandchild")
+	// The child is a shell that starts a sleeping grandchild and waits for it.
+	script := "sh -c 'sleep 60 & echo $! > " + grandchild + "; echo $$ > " + child + "; wait' & wait"
+	res := runAsync(context.Background(), sh(script), 3*time.Second)
+	pids := readPids(t, child, grandchild)
+	for _, pid := range pids {
+		if !alive(pid) {
+			t.Fatalf("process %d gone before the timeout", pid)
+		}
+	}
+	if r := <-res; r.ok || !r.timedOut || r.err != nil {
+		t.Fatalf("ok %v timedOut %v err %v, want a timeout", r.ok, r.timedOut, r.err)
+	}
+	waitGone(t, "after the timeout", pids...)
+}
+
+// A script that dies at SIGTERM leaves its group no grace: a grandchild that ignores
+// SIGTERM gets SIGKILL as soon as the script is gone, not KillGrace later.
+func TestRunTimeoutKillsAtOnceWhenScriptExits(t *testing.T) {
+	defer func(g time.Duration) { KillGrace = g }(KillGrace)
+	KillGrace = time.Minute
+	pidFile := filepath.Join(t.TempDir(), "grandchild")
+	// The script's own shell takes SIGTERM's default (it exits); its background child
+	// ignores SIGTERM and sleeps.
+	script := "sh -c 'trap \"\" TERM; echo $$ > " + pidFile + "; exec sleep 60' & wait"
+	start := time.Now()
+	res := runAsync(context.Background(), sh(script), 3*time.Second)
+	pids := readPids(t, pidFile)
+	if r := <-res; r.ok || !r.timedOut || r.err != nil {
+		t.Fatalf("ok %v timedOut %v err %v, want a timeout", r.ok, r.timedOut, r.err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("took %v: waited out KillGrace (%v) although the script had exited", took, KillGrace)
+	}
+	waitGone(t, "after the timeout", pids...)
+}
+
+// A cancelled context kills the whole group too, not only the script.
+func TestRunCancelKillsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res := runAsync(ctx, sh("sh -c 'echo $$ > "+pidFile+"; exec sleep 60' & wait"), time.Minute)
+	pids := readPids(t, pidFile)
+	cancel()
+	if r := <-res; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", r.err)
+	}
+	waitGone(t, "after the cancel", pids...)
+}
+
+// A script killed by a signal (not by the timeout) is a failure that says so, not a
+// timeout.
+func TestRunKilledBySignal(t *testing.T) {
+	ok, timedOut, err := Run(context.Background(), sh("kill -KILL $$"), 10*time.Second)
+	var ee *exec.ExitError
+	if ok || timedOut || !errors.As(err, &ee) {
+		t.Fatalf("ok %v timedOut %v err %v, want an exit status", ok, timedOut, err)
+	}
+	ws, isWS := ee.Sys().(syscall.WaitStatus)
+	if !isWS || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("status %v, want killed by SIGKILL", ee)
+	}
+}
+
+// A script run as another user is still timed out and its whole group killed (vrrpd,
+// root, may signal it), and its exit status is reported like any other.
+func TestRunAsUserTimeoutAndExitCode(t *testing.T) {
+	privtest.RequireRoot(t)
+	u := privtest.Users(t, 1)[0]
+	child := filepath.Join(privtest.SharedDir(t), "child")
+	c := sh("sh -c 'echo $$ > " + child + "; exec sleep 60' & wait")
+	c.Cred = u.Cred()
+	res := runAsync(context.Background(), c, 3*time.Second)
+	pids := readPids(t, child)
+	var st syscall.Stat_t
+	if err := syscall.Stat(child, &st); err != nil || st.Uid != u.UID {
+		t.Errorf("the child ran as %d (%v), want %d", st.Uid, err, u.UID)
+	}
+	if r := <-res; r.ok || !r.timedOut || r.err != nil {
+		t.Fatalf("ok %v timedOut %v err %v, want a timeout", r.ok, r.timedOut, r.err)
+	}
+	waitGone(t, "the other user's group after the timeout", pids...)
+
+	c = sh("exit 3")
+	c.Cred = u.Cred()
+	ok, _, err := Run(context.Background(), c, 10*time.Second)
+	var ee *exec.ExitError
+	if ok || !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("exit 3 as %s: ok %v err %v", u.Name, ok, err)
+	}
+}

@@ -8,7 +8,8 @@
 // there. What it adds it records first (routes.json in the state directory, written
 // atomically), so that after a kill -9 the next daemon's [Manager.Recover] takes off
 // exactly what the dead one left and nothing else. Entries are held per holder (a virtual
-// router, or the static set) and leave the kernel when the last holder lets go.
+// router, or the static set) and leave the kernel when the last holder lets go: the
+// holders and the record are internal/holdings', as package vip's are.
 //
 // Routes and rules are added with keepalived's protocol number (RTPROT_KEEPALIVED, 18)
 // unless the configuration names another, so `ip route show proto 18` lists them and a

@@ -1,46 +1,29 @@
 package route
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/netip"
-	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
-	"github.com/vrrp-operator/vrrp-operator/internal/atomicfile"
+	"github.com/vrrp-operator/vrrp-operator/internal/holdings"
 )
-
-// recordFile holds the routes and rules this daemon added and has not removed yet.
-const recordFile = "routes.json"
-
-const recordVersion = 1
-
-type recordDoc struct {
-	Version int     `json:"version"`
-	Routes  []Route `json:"routes"`
-	Rules   []Rule  `json:"rules"`
-}
 
 // Manager adds and removes routes and rules and keeps their crash record. It is safe
 // for concurrent use.
 type Manager struct {
-	dir string
-	nl  *netlink.Handle
+	nl     *netlink.Handle
+	record holdings.Record
 
 	mu sync.Mutex
 	// routes and rules are what this Manager (or a crashed one before it) added, with
-	// their holders; the keys are on disk, the holders only in memory.
-	routes map[Route]map[string]bool
-	rules  map[Rule]map[string]bool
+	// their holders; the entries are on disk, the holders only in memory.
+	routes holdings.Book[Route, Route]
+	rules  holdings.Book[Rule, Rule]
 }
 
 // Open loads what a previous run recorded in stateDir (package vip's directory, locked
@@ -53,120 +36,28 @@ func open(stateDir string, nl *netlink.Handle) (*Manager, error) {
 	if stateDir == "" {
 		return nil, errors.New("route: empty state directory")
 	}
-	m := &Manager{dir: stateDir, nl: nl, routes: map[Route]map[string]bool{}, rules: map[Rule]map[string]bool{}}
-	b, err := os.ReadFile(filepath.Join(stateDir, recordFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
+	m := &Manager{nl: nl, record: record(stateDir)}
+	var doc recordDoc
+	if err := m.record.Read(&doc); err != nil {
+		return nil, fmt.Errorf("route: %w", err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("route: read record: %w", err)
-	}
-	doc, err := parseRecord(filepath.Join(stateDir, recordFile), b)
-	if err != nil {
+	if err := validRecord(m.record.Path(), doc); err != nil {
 		return nil, err
 	}
 	for _, r := range doc.Routes {
-		m.routes[r] = map[string]bool{}
+		m.routes.Put(r, r)
 	}
 	for _, r := range doc.Rules {
-		m.rules[r] = map[string]bool{}
+		m.rules.Put(r, r)
 	}
 	return m, nil
-}
-
-// parseRecord reads the content b of the record at path.
-func parseRecord(path string, b []byte) (recordDoc, error) {
-	var doc recordDoc
-	if len(b) == 0 {
-		return doc, nil // left by a machine crash, which took the routes too (atomicfile.Write)
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return recordDoc{}, fmt.Errorf("route: record %s is corrupt: %w", path, err)
-	}
-	if doc.Version != recordVersion {
-		return recordDoc{}, fmt.Errorf("route: record %s has version %d, this vrrpd understands %d", path, doc.Version, recordVersion)
-	}
-	// Only valid entries are ever recorded (Hold validates first): anything else is a
-	// damaged or foreign file, and Recover would hand the kernel what it cannot mean.
-	for _, r := range doc.Routes {
-		if err := r.Validate(); err != nil {
-			return recordDoc{}, fmt.Errorf("route: record %s: route %s: %w", path, r, err)
-		}
-	}
-	for _, r := range doc.Rules {
-		if err := r.Validate(); err != nil {
-			return recordDoc{}, fmt.Errorf("route: record %s: rule %s: %w", path, r, err)
-		}
-	}
-	return doc, nil
-}
-
-// write saves the record (under m.mu).
-func (m *Manager) write() error {
-	b, err := encodeRecord(m.routes, m.rules)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(m.dir, 0o700); err != nil {
-		return fmt.Errorf("route: state directory: %w", err)
-	}
-	return atomicfile.Write(m.dir, recordFile, b)
-}
-
-// encodeRecord is the record's content for the keys of routes and rules.
-func encodeRecord[R, U any](routes map[Route]R, rules map[Rule]U) ([]byte, error) {
-	doc := recordDoc{Version: recordVersion, Routes: []Route{}, Rules: []Rule{}}
-	for r := range routes {
-		doc.Routes = append(doc.Routes, r)
-	}
-	for r := range rules {
-		doc.Rules = append(doc.Rules, r)
-	}
-	// Sorted, so that one set of entries is always one file: as ip prints them, then by
-	// every field (table 0 and table main print alike).
-	slices.SortFunc(doc.Routes, func(a, b Route) int { return cmpEntries(a, b, a.String(), b.String()) })
-	slices.SortFunc(doc.Rules, func(a, b Rule) int { return cmpEntries(a, b, a.String(), b.String()) })
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
-}
-
-// cmpEntries orders two entries by their text as ip prints them (sa, sb), then by their
-// JSON, which holds every field.
-func cmpEntries(a, b any, sa, sb string) int {
-	if c := cmpString(sa, sb); c != 0 {
-		return c
-	}
-	ja, _ := json.Marshal(a)
-	jb, _ := json.Marshal(b)
-	return bytes.Compare(ja, jb)
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Recorded returns what is recorded as added: this run's and a crashed run's.
 func (m *Manager) Recorded() ([]Route, []Rule) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var rs []Route
-	for r := range m.routes {
-		rs = append(rs, r)
-	}
-	var us []Rule
-	for r := range m.rules {
-		us = append(us, r)
-	}
-	return rs, us
+	return m.routes.Keys(), m.rules.Keys()
 }
 
 // Hold makes sure the routes and rules are in the kernel for holder and returns those it
@@ -212,28 +103,7 @@ func (m *Manager) holdRoute(holder string, r Route) (foreign bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if hs, ours := m.routes[r]; ours {
-		hs[holder] = true
-		if present {
-			return false, nil
-		}
-		return false, m.nl.RouteAdd(nr) // someone took it off: back
-	}
-	if present {
-		return true, nil
-	}
-	// Recorded first: a crash between the two leaves a record of a route that may not
-	// be there, which recovery tolerates; never a route nobody knows about.
-	m.routes[r] = map[string]bool{holder: true}
-	if err := m.write(); err != nil {
-		delete(m.routes, r)
-		return false, err
-	}
-	if err := m.nl.RouteAdd(nr); err != nil {
-		delete(m.routes, r)
-		return false, errors.Join(err, m.write())
-	}
-	return false, nil
+	return hold(m, &m.routes, holder, r, present, func() error { return m.nl.RouteAdd(nr) })
 }
 
 func (m *Manager) holdRule(holder string, r Rule) (foreign bool, err error) {
@@ -244,23 +114,32 @@ func (m *Manager) holdRule(holder string, r Rule) (foreign bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if hs, ours := m.rules[r]; ours {
-		hs[holder] = true
+	return hold(m, &m.rules, holder, r, present, func() error { return m.nl.RuleAdd(toNetlinkRule(r)) })
+}
+
+// hold makes sure the entry e of book, which present says the kernel has, is there for
+// holder; add adds it. One the kernel has that book does not is foreign.
+func hold[E comparable](m *Manager, book *holdings.Book[E, E], holder string, e E, present bool, add func() error) (foreign bool, err error) {
+	if book.Has(e) {
+		book.Hold(e, holder)
 		if present {
 			return false, nil
 		}
-		return false, m.nl.RuleAdd(toNetlinkRule(r))
+		return false, add() // someone took it off: back
 	}
 	if present {
 		return true, nil
 	}
-	m.rules[r] = map[string]bool{holder: true}
+	// Recorded first: a crash between the two leaves a record of an entry that may not
+	// be there, which recovery tolerates; never an entry nobody knows about.
+	book.Put(e, e)
+	book.Hold(e, holder)
 	if err := m.write(); err != nil {
-		delete(m.rules, r)
+		book.Drop(e)
 		return false, err
 	}
-	if err := m.nl.RuleAdd(toNetlinkRule(r)); err != nil {
-		delete(m.rules, r)
+	if err := add(); err != nil {
+		book.Drop(e)
 		return false, errors.Join(err, m.write())
 	}
 	return false, nil
@@ -272,41 +151,10 @@ func (m *Manager) holdRule(holder string, r Rule) (foreign bool, err error) {
 func (m *Manager) Release(holder string, routes []Route, rules []Rule) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var errs []error
-	var gone int
-	for _, r := range routes {
-		hs, ours := m.routes[r]
-		if !ours {
-			continue
-		}
-		delete(hs, holder)
-		if len(hs) > 0 {
-			continue
-		}
-		if err := m.delRoute(r); err != nil {
-			errs = append(errs, fmt.Errorf("route %s: %w", r, err))
-			continue // stays recorded: recovery tries again
-		}
-		delete(m.routes, r)
-		gone++
-	}
-	for _, r := range rules {
-		hs, ours := m.rules[r]
-		if !ours {
-			continue
-		}
-		delete(hs, holder)
-		if len(hs) > 0 {
-			continue
-		}
-		if err := m.delRule(r); err != nil {
-			errs = append(errs, fmt.Errorf("rule %s: %w", r, err))
-			continue
-		}
-		delete(m.rules, r)
-		gone++
-	}
-	if gone > 0 {
+	goneRoutes, errs := remove(&m.routes, routes, func(r Route) bool { return m.routes.Let(r, holder) }, m.delRoute, "route")
+	goneRules, ruleErrs := remove(&m.rules, rules, func(r Rule) bool { return m.rules.Let(r, holder) }, m.delRule, "rule")
+	errs = append(errs, ruleErrs...)
+	if len(goneRoutes)+len(goneRules) > 0 {
 		errs = append(errs, m.write())
 	}
 	return errors.Join(errs...)
@@ -317,29 +165,31 @@ func (m *Manager) Release(holder string, routes []Route, rules []Rule) error {
 func (m *Manager) Recover() ([]Route, []Rule, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var errs []error
-	var routes []Route
-	var rules []Rule
-	for r := range m.routes {
-		if err := m.delRoute(r); err != nil {
-			errs = append(errs, fmt.Errorf("route %s: %w", r, err))
-			continue
-		}
-		delete(m.routes, r)
-		routes = append(routes, r)
-	}
-	for r := range m.rules {
-		if err := m.delRule(r); err != nil {
-			errs = append(errs, fmt.Errorf("rule %s: %w", r, err))
-			continue
-		}
-		delete(m.rules, r)
-		rules = append(rules, r)
-	}
+	routes, errs := remove(&m.routes, m.routes.Keys(), func(Route) bool { return true }, m.delRoute, "route")
+	rules, ruleErrs := remove(&m.rules, m.rules.Keys(), func(Rule) bool { return true }, m.delRule, "rule")
+	errs = append(errs, ruleErrs...)
 	if len(routes)+len(rules) > 0 {
 		errs = append(errs, m.write())
 	}
 	return routes, rules, errors.Join(errs...)
+}
+
+// remove takes out of the kernel (del) and then out of book each of es that due says is
+// due for removal, and returns those removed; one that could not be removed stays
+// recorded, so that recovery tries again. The caller writes the record.
+func remove[E comparable](book *holdings.Book[E, E], es []E, due func(E) bool, del func(E) error, what string) (removed []E, errs []error) {
+	for _, e := range es {
+		if !due(e) {
+			continue // not ours, or another holder keeps it
+		}
+		if err := del(e); err != nil {
+			errs = append(errs, fmt.Errorf("%s %v: %w", what, e, err))
+			continue
+		}
+		book.Drop(e)
+		removed = append(removed, e)
+	}
+	return removed, errs
 }
 
 // gone reports whether err says the entry (or its interface) is not there: a removal
