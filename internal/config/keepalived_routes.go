@@ -1,0 +1,150 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/route"
+)
+
+// keepalived.conf's routing keywords: per instance virtual_routes, virtual_rules and
+// track_src_ip; at the top level static_ipaddress, static_routes and static_rules; in
+// global_defs net_namespace. Lines are read by values_routes.go's readers, as YAML's are.
+
+// routeGlobal applies net_namespace from global_defs; false for other keywords. It is
+// read here rather than in Globals.SetKeyword, which a KeepalivedGroup's verbatimConfig
+// also reaches: a group must not move vrrpd out of its pod's namespace.
+func (p *kaParser) routeGlobal(n node) (bool, error) {
+	if n.key() != "net_namespace" {
+		return false, nil
+	}
+	st := newStatement(n.key(), n.args(), n.pos)
+	name, err := st.One()
+	p.notes(st)
+	if err == nil && !validNetns(name) {
+		err = fmt.Errorf("net_namespace %q is not a namespace name (a file name in /run/netns)", name)
+	}
+	if err != nil {
+		return true, errAt(n.pos, "%v", err)
+	}
+	p.g.hostSettings().netns = name
+	return true, nil
+}
+
+// staticBlock reads a top-level static_ipaddress, static_routes or static_rules block;
+// false for other keywords.
+func (p *kaParser) staticBlock(n node) (bool, error) {
+	switch n.key() {
+	case "static_ipaddress", "static_routes", "static_rules":
+	default:
+		return false, nil
+	}
+	if err := p.needBlock(n); err != nil {
+		return true, err
+	}
+	s := &p.g.hostSettings().static
+	for _, c := range n.children {
+		if c.hasBlock {
+			return true, errAt(c.pos, "unexpected block in %s", n.key())
+		}
+		var err error
+		switch n.key() {
+		case "static_ipaddress":
+			var v VIP
+			if v, err = p.staticAddress(c); err == nil {
+				s.Addresses = append(s.Addresses, v)
+			}
+		case "static_routes":
+			var rt route.Route
+			if rt, err = p.routeLine(c, "static_routes"); err == nil {
+				s.Routes = append(s.Routes, rt)
+			}
+		case "static_rules":
+			var ru route.Rule
+			if ru, err = p.ruleLine(c, "static_rules"); err == nil {
+				s.Rules = append(s.Rules, ru)
+			}
+		}
+		if err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// staticAddress reads one static_ipaddress line: a VIP line whose dev is required
+// (there is no instance interface to fall back on).
+func (p *kaParser) staticAddress(c node) (VIP, error) {
+	v, ws, err := parseVIPWords(c.words)
+	if err != nil {
+		return v, &Error{Pos: c.pos, Message: "static_ipaddress: " + err.Error()}
+	}
+	for _, w := range ws {
+		p.warn(c.pos, "static_ipaddress: %s", w)
+	}
+	if v.Dev == "" {
+		return v, errAt(c.pos, "static_ipaddress %s: no dev given (a static address belongs to no instance's interface)", v.Prefix)
+	}
+	if m := VIPProblem(v.Prefix); m != "" {
+		return v, errAt(c.pos, "static_ipaddress %s: %s", v.Prefix, m)
+	}
+	return v, nil
+}
+
+// routeLine and ruleLine read one line of a route or rule block, with its notes.
+func (p *kaParser) routeLine(c node, block string) (route.Route, error) {
+	return blockLine(p, c, block, parseRouteWords)
+}
+
+func (p *kaParser) ruleLine(c node, block string) (route.Rule, error) {
+	return blockLine(p, c, block, parseRuleWords)
+}
+
+// blockLine parses one line of block with parse, its notes grouped by what they say.
+func blockLine[T any](p *kaParser, c node, block string, parse func([]string) (T, []string, error)) (T, error) {
+	v, notes, err := parse(c.words)
+	for _, m := range notes {
+		p.warnGroup(block+" "+m, c.pos, "%s: %s", block, m)
+	}
+	if err != nil {
+		return v, errAt(c.pos, "%s: %v", block, err)
+	}
+	return v, nil
+}
+
+// instanceRoutes applies an instance's virtual_routes or virtual_rules block, or
+// track_src_ip; false for other keywords.
+func (p *kaParser) instanceRoutes(c node, d *Draft) (bool, error) {
+	switch c.key() {
+	case "track_src_ip":
+		st := newStatement(c.key(), c.args(), c.pos)
+		st.NoValue()
+		p.notes(st)
+		d.routing.trackSrcIP, d.routing.trackPos = true, c.pos
+		return true, nil
+	case "virtual_routes", "virtual_rules":
+	default:
+		return false, nil
+	}
+	if err := p.needBlock(c); err != nil {
+		return true, err
+	}
+	for _, e := range c.children {
+		if e.hasBlock {
+			return true, errAt(e.pos, "unexpected block in %s", c.key())
+		}
+		if c.key() == "virtual_routes" {
+			r, err := p.routeLine(e, "virtual_routes")
+			if err != nil {
+				return true, err
+			}
+			d.routing.routes = append(d.routing.routes, r)
+			continue
+		}
+		r, err := p.ruleLine(e, "virtual_rules")
+		if err != nil {
+			return true, err
+		}
+		d.routing.rules = append(d.routing.rules, r)
+	}
+	return true, nil
+}
