@@ -152,16 +152,20 @@ func (g *Globals) SetKeyword(key string, args []string) ([]string, error) {
 	return s.Notes, err
 }
 
-func (g *Globals) set(s *statement) error {
-	v, f, err := read(keyword.Global, s)
+func (g *Globals) set(s *statement) error { return setKeyword(g, keyword.Global, s, (*Globals).land) }
+
+// setKeyword reads s through the keyword table and lands a good value in a copy of *dst
+// that then replaces it: a bad value changes nothing.
+func setKeyword[T any](dst *T, b keyword.Block, s *statement, land func(*T, keyword.Field, keyword.Parsed, *statement) bool) error {
+	v, f, err := read(b, s)
 	if err != nil {
 		return err
 	}
-	n := *g
-	if !n.land(f, v) {
+	n := *dst
+	if !land(&n, f, v, s) {
 		return ErrUnknownKeyword
 	}
-	*g = n
+	*dst = n
 	return nil
 }
 
@@ -178,7 +182,7 @@ func read(b keyword.Block, s *statement) (keyword.Parsed, keyword.Field, error) 
 
 // land puts a global keyword's value in its setting; false for a setting Globals do not
 // have.
-func (g *Globals) land(f keyword.Field, v keyword.Parsed) bool {
+func (g *Globals) land(f keyword.Field, v keyword.Parsed, _ *statement) bool {
 	switch f {
 	case keyword.FieldRouterID:
 		g.routerID = v.Text
@@ -241,18 +245,7 @@ func (d *Draft) SetKeyword(key string, args []string) ([]string, error) {
 	return s.Notes, err
 }
 
-func (d *Draft) set(s *statement) error {
-	v, f, err := read(keyword.Instance, s)
-	if err != nil {
-		return err
-	}
-	n := *d
-	if !n.land(f, v, s) {
-		return ErrUnknownKeyword
-	}
-	*d = n
-	return nil
-}
+func (d *Draft) set(s *statement) error { return setKeyword(d, keyword.Instance, s, (*Draft).land) }
 
 // land puts an instance keyword's value in its setting, with where it was written for
 // the settings whose later warnings name it; false for a setting a Draft does not have.

@@ -146,3 +146,15 @@ func urlPort(u *url.URL) int {
 	}
 	return 80
 }
+
+// resolve is the entry's tracking of script sc: the entry's weight and reverse, else
+// the script's (a reverse without a weight turns the script's around).
+func (t trackRef) resolve(sc *Script) TrackScript {
+	ts := TrackScript{Script: t.name, Weight: sc.Weight, Reverse: sc.Reverse}
+	if t.weight != nil {
+		ts.Weight, ts.Reverse = *t.weight, t.reverse
+	} else if t.reverse {
+		ts.Reverse = true
+	}
+	return ts
+}

@@ -69,3 +69,16 @@ func (t *trackTables) file(name string) (*TrackFileSpec, bool) {
 	f, ok := t.files[name]
 	return f, ok
 }
+
+// resolve is the entry's tracking of file spec: the entry's weight and reverse where it
+// gives them, else the file's.
+func (t fileTrackRef) resolve(spec *TrackFileSpec) TrackFile {
+	tf := TrackFile{File: t.name, Weight: spec.Weight, Reverse: spec.Reverse}
+	if t.weight != nil {
+		tf.Weight = *t.weight
+	}
+	if t.reverse != nil {
+		tf.Reverse = *t.reverse
+	}
+	return tf
+}

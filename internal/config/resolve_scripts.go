@@ -28,12 +28,7 @@ func (r *resolver) tracking() error {
 			r.warn(t.pos, "track_script %s: no vrrp_script of that name; ignored", t.name)
 			continue
 		}
-		ts := TrackScript{Script: t.name, Weight: sc.Weight, Reverse: sc.Reverse}
-		if t.weight != nil {
-			ts.Weight, ts.Reverse = *t.weight, t.reverse
-		} else if t.reverse {
-			ts.Reverse = true
-		}
+		ts := t.resolve(sc)
 		if r.in.Priority == track.OwnerPriority && ts.Weight != 0 {
 			r.warn(t.pos, "track_script %s: an address owner (priority 255) cannot have a weighted script; ignored, as keepalived does", t.name)
 			continue

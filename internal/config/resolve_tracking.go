@@ -38,14 +38,7 @@ func (r *resolver) moreTracking() error {
 			r.warn(t.pos, "duplicate track_file %s; ignored", t.name)
 			continue
 		}
-		tf := TrackFile{File: t.name, Weight: spec.Weight, Reverse: spec.Reverse}
-		if t.weight != nil {
-			tf.Weight = *t.weight
-		}
-		if t.reverse != nil {
-			tf.Reverse = *t.reverse
-		}
-		in.TrackFiles = append(in.TrackFiles, tf)
+		in.TrackFiles = append(in.TrackFiles, t.resolve(spec))
 	}
 	sg := r.g.trk.groupOf(d.name)
 	inSync := sg != nil && !sg.trackingWeight
@@ -97,116 +90,138 @@ func (r *resolver) moreTracking() error {
 // one of a single member is kept with keepalived's warning. The group's trackers are added
 // to each member's (weights cleared when a member is the address owner).
 func syncGroups(g Globals, ins []Instance) ([]SyncGroup, []Warning) {
-	var ws []Warning
-	warn := func(pos Position, format string, a ...any) {
-		ws = append(ws, Warning{Pos: pos, Message: fmt.Sprintf(format, a...)})
-	}
 	if g.trk == nil {
 		return nil, nil
 	}
-	index := map[string]int{}
+	sr := &syncResolver{g: g, ins: ins, index: map[string]int{}}
 	for i, in := range ins {
-		index[in.Name] = i
+		sr.index[in.Name] = i
 	}
 	var out []SyncGroup
 	for _, sd := range g.trk.groups {
-		sg := SyncGroup{Name: sd.name, Notify: sd.notify, Source: sd.pos}
-		owner, nonOwner := false, false
-		for _, m := range sd.members {
-			i, ok := index[m]
-			switch {
-			case !ok:
-				warn(sd.membersPos, "virtual router %s in sync group %s doesn't exist; ignored", m, sd.name)
-				continue
-			case ins[i].SyncGroup != "":
-				warn(sd.membersPos, "virtual router %s cannot be in more than one sync group; ignoring it in %s", m, sd.name)
-				continue
-			}
-			ins[i].SyncGroup = sd.name
-			sg.Members = append(sg.Members, m)
-			if ins[i].Priority == track.OwnerPriority {
-				owner = true
-			} else {
-				nonOwner = true
-			}
-		}
-		switch len(sg.Members) {
-		case 0:
-			warn(sd.pos, "sync group %s: no matching virtual router found; removed", sd.name)
+		sg, owner, ok := sr.members(sd)
+		if !ok {
 			continue
-		case 1:
-			warn(sd.pos, "sync group %s has only 1 virtual router(s) - this probably isn't what you want", sd.name)
-		}
-		if owner && nonOwner {
-			warn(sd.pos, "sync group %s has some member(s) as address owner and some not as address owner. This won't work.", sd.name)
 		}
 		for _, m := range sg.Members {
-			in := &ins[index[m]]
-			for _, t := range sd.ifTracks {
-				w := t.weight
-				if owner && w != 0 {
-					warn(t.pos, "(%s) cannot have weighted track interface %s with member having priority 255 - clearing weight", sd.name, t.name)
-					w = 0
-				}
-				if j := slices.IndexFunc(in.TrackInterfaces, func(o TrackInterface) bool { return o.Interface == t.name }); j >= 0 {
-					warn(t.pos, "(%s) track_interface %s is configured on VRRP instance and sync group. Remove vrrp instance or sync group config", in.Name, t.name)
-					if in.TrackInterfaces[j].Weight != 0 {
-						in.TrackInterfaces[j].Weight, in.TrackInterfaces[j].Reverse = w, t.reverse
-					}
-					continue
-				}
-				in.TrackInterfaces = append(in.TrackInterfaces, TrackInterface{Interface: t.name, Weight: w, Reverse: t.reverse})
-			}
-			for _, t := range sd.fileTracks {
-				spec, ok := g.trk.file(t.name)
-				if !ok {
-					warn(t.pos, "(%s) track file %s not found; ignored", sd.name, t.name)
-					continue
-				}
-				tf := TrackFile{File: t.name, Weight: spec.Weight, Reverse: spec.Reverse}
-				if t.weight != nil {
-					tf.Weight = *t.weight
-				}
-				if t.reverse != nil {
-					tf.Reverse = *t.reverse
-				}
-				if owner && tf.Weight != 0 {
-					warn(t.pos, "(%s) cannot have weighted track file %s with member having priority 255 - setting weight 0", sd.name, t.name)
-					tf.Weight = 0
-				}
-				if j := slices.IndexFunc(in.TrackFiles, func(o TrackFile) bool { return o.File == t.name }); j >= 0 {
-					if in.TrackFiles[j].Weight != 0 {
-						in.TrackFiles[j].Weight, in.TrackFiles[j].Reverse = tf.Weight, tf.Reverse
-					}
-					continue
-				}
-				in.TrackFiles = append(in.TrackFiles, tf)
-			}
-			for _, t := range sd.scriptTracks {
-				sc, ok := g.scripts.get(t.name)
-				if !ok {
-					warn(t.pos, "(%s) track_script %s: no vrrp_script of that name; ignored", sd.name, t.name)
-					continue
-				}
-				ts := TrackScript{Script: t.name, Weight: sc.Weight, Reverse: sc.Reverse}
-				if t.weight != nil {
-					ts.Weight, ts.Reverse = *t.weight, t.reverse
-				} else if t.reverse {
-					ts.Reverse = true
-				}
-				if owner && ts.Weight != 0 {
-					warn(t.pos, "(%s) cannot have weighted track script %s with member having priority 255 - clearing weight", sd.name, t.name)
-					ts.Weight = 0
-				}
-				if slices.ContainsFunc(in.TrackScripts, func(o TrackScript) bool { return o.Script == t.name }) {
-					continue
-				}
-				in.TrackScripts = append(in.TrackScripts, ts)
-			}
+			in := &ins[sr.index[m]]
+			sr.addInterfaces(sd, in, owner)
+			sr.addFiles(sd, in, owner)
+			sr.addScripts(sd, in, owner)
 		}
 		out = append(out, sg)
 	}
-	return out, ws
+	return out, sr.ws
+}
+
+// syncResolver carries syncGroups: the instances by name, and the warnings so far.
+type syncResolver struct {
+	g     Globals
+	ins   []Instance
+	index map[string]int
+	ws    []Warning
+}
+
+func (sr *syncResolver) warn(pos Position, format string, a ...any) {
+	sr.ws = append(sr.ws, Warning{Pos: pos, Message: fmt.Sprintf(format, a...)})
+}
+
+// members claims the group's members, each for one group only; owner says a member is
+// the address owner. false: no member is left, and the group is removed.
+func (sr *syncResolver) members(sd *syncDraft) (sg SyncGroup, owner, ok bool) {
+	sg = SyncGroup{Name: sd.name, Notify: sd.notify, Source: sd.pos}
+	nonOwner := false
+	for _, m := range sd.members {
+		i, ok := sr.index[m]
+		switch {
+		case !ok:
+			sr.warn(sd.membersPos, "virtual router %s in sync group %s doesn't exist; ignored", m, sd.name)
+			continue
+		case sr.ins[i].SyncGroup != "":
+			sr.warn(sd.membersPos, "virtual router %s cannot be in more than one sync group; ignoring it in %s", m, sd.name)
+			continue
+		}
+		sr.ins[i].SyncGroup = sd.name
+		sg.Members = append(sg.Members, m)
+		if sr.ins[i].Priority == track.OwnerPriority {
+			owner = true
+		} else {
+			nonOwner = true
+		}
+	}
+	switch len(sg.Members) {
+	case 0:
+		sr.warn(sd.pos, "sync group %s: no matching virtual router found; removed", sd.name)
+		return sg, false, false
+	case 1:
+		sr.warn(sd.pos, "sync group %s has only 1 virtual router(s) - this probably isn't what you want", sd.name)
+	}
+	if owner && nonOwner {
+		sr.warn(sd.pos, "sync group %s has some member(s) as address owner and some not as address owner. This won't work.", sd.name)
+	}
+	return sg, owner, true
+}
+
+// addInterfaces adds the group's track_interface entries to member in.
+func (sr *syncResolver) addInterfaces(sd *syncDraft, in *Instance, owner bool) {
+	for _, t := range sd.ifTracks {
+		w := t.weight
+		if owner && w != 0 {
+			sr.warn(t.pos, "(%s) cannot have weighted track interface %s with member having priority 255 - clearing weight", sd.name, t.name)
+			w = 0
+		}
+		if j := slices.IndexFunc(in.TrackInterfaces, func(o TrackInterface) bool { return o.Interface == t.name }); j >= 0 {
+			sr.warn(t.pos, "(%s) track_interface %s is configured on VRRP instance and sync group. Remove vrrp instance or sync group config", in.Name, t.name)
+			if in.TrackInterfaces[j].Weight != 0 {
+				in.TrackInterfaces[j].Weight, in.TrackInterfaces[j].Reverse = w, t.reverse
+			}
+			continue
+		}
+		in.TrackInterfaces = append(in.TrackInterfaces, TrackInterface{Interface: t.name, Weight: w, Reverse: t.reverse})
+	}
+}
+
+// addFiles adds the group's track_file entries to member in.
+func (sr *syncResolver) addFiles(sd *syncDraft, in *Instance, owner bool) {
+	for _, t := range sd.fileTracks {
+		spec, ok := sr.g.trk.file(t.name)
+		if !ok {
+			sr.warn(t.pos, "(%s) track file %s not found; ignored", sd.name, t.name)
+			continue
+		}
+		tf := t.resolve(spec)
+		if owner && tf.Weight != 0 {
+			sr.warn(t.pos, "(%s) cannot have weighted track file %s with member having priority 255 - setting weight 0", sd.name, t.name)
+			tf.Weight = 0
+		}
+		if j := slices.IndexFunc(in.TrackFiles, func(o TrackFile) bool { return o.File == t.name }); j >= 0 {
+			if in.TrackFiles[j].Weight != 0 {
+				in.TrackFiles[j].Weight, in.TrackFiles[j].Reverse = tf.Weight, tf.Reverse
+			}
+			continue
+		}
+		in.TrackFiles = append(in.TrackFiles, tf)
+	}
+}
+
+// addScripts adds the group's track_script entries to member in.
+func (sr *syncResolver) addScripts(sd *syncDraft, in *Instance, owner bool) {
+	for _, t := range sd.scriptTracks {
+		sc, ok := sr.g.scripts.get(t.name)
+		if !ok {
+			sr.warn(t.pos, "(%s) track_script %s: no vrrp_script of that name; ignored", sd.name, t.name)
+			continue
+		}
+		ts := t.resolve(sc)
+		if owner && ts.Weight != 0 {
+			sr.warn(t.pos, "(%s) cannot have weighted track script %s with member having priority 255 - clearing weight", sd.name, t.name)
+			ts.Weight = 0
+		}
+		if slices.ContainsFunc(in.TrackScripts, func(o TrackScript) bool { return o.Script == t.name }) {
+			continue
+		}
+		in.TrackScripts = append(in.TrackScripts, ts)
+	}
 }
 
 // usedTrackFiles returns the track files some instance tracks, in name order: keepalived

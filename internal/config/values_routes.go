@@ -24,14 +24,16 @@ var unsupportedRouteOptions = map[string]bool{
 	"nexthop": true, "vrf": true, "as": true, "track_group": true,
 }
 
-// words walks the words of one route or rule line.
-type words struct {
+// lineWords walks the words of one route or rule line, with the notes about words
+// accepted without effect and the family the words name so far (0 unset, 4, 6).
+type lineWords struct {
 	w     []string
 	i     int
 	notes []string
+	fam   int
 }
 
-func (ws *words) next() (string, bool) {
+func (ws *lineWords) next() (string, bool) {
 	if ws.i >= len(ws.w) {
 		return "", false
 	}
@@ -40,12 +42,39 @@ func (ws *words) next() (string, bool) {
 }
 
 // value returns the value of option opt.
-func (ws *words) value(opt string) (string, error) {
+func (ws *lineWords) value(opt string) (string, error) {
 	v, ok := ws.next()
 	if !ok {
 		return "", fmt.Errorf("%q needs a value", opt)
 	}
 	return v, nil
+}
+
+// walkLine is the one loop of a route and a rule line (what says which): the words both
+// read alike (inet and inet6, no_track, an option vrrpd refuses) here, every other word
+// through word, which reads the values its option takes. The first error ends the line.
+func walkLine(w []string, what string, refused map[string]bool, word func(ws *lineWords, opt string) error) (*lineWords, error) {
+	ws := &lineWords{w: w}
+	for {
+		opt, ok := ws.next()
+		var err error
+		switch {
+		case !ok:
+			return ws, nil
+		case opt == "inet" || opt == "inet6":
+			err = setFamilyWord(opt, &ws.fam, what)
+		case opt == "no_track":
+			// keepalived's tracking takes an instance out of MASTER when its route or rule
+			// is deleted; vrrpd puts it back instead, as it does a VIP.
+		case refused[opt]:
+			err = fmt.Errorf("%s option %q is not supported by vrrpd", what, opt)
+		default:
+			err = word(ws, opt)
+		}
+		if err != nil {
+			return ws, err
+		}
+	}
 }
 
 // family sets *fam (0 unset, 4, 6) from a, or fails on a mix.
@@ -66,116 +95,113 @@ func setFamily(fam *int, a netip.Addr) error {
 // returns notes about words accepted without effect.
 func parseRouteWords(w []string) (route.Route, []string, error) {
 	r := route.Route{Protocol: route.Protocol}
-	ws := &words{w: w}
-	fam := 0
 	var dst string
-	for {
-		opt, ok := ws.next()
-		if !ok {
-			break
+	ws, err := walkLine(w, "route", unsupportedRouteOptions, func(ws *lineWords, opt string) error {
+		return routeWord(&r, &dst, ws, opt)
+	})
+	if err == nil {
+		err = routeEnd(&r, dst, ws.fam)
+	}
+	return r, ws.notes, err
+}
+
+// routeWord reads one option of a route line with its value, or the destination.
+func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
+	var v string
+	var err error
+	switch opt {
+	case "src":
+		if v, err = ws.value(opt); err == nil {
+			err = parseAddrInto(&r.Src, v, "src", &ws.fam)
 		}
-		var v string
-		var err error
-		switch {
-		case opt == "inet" || opt == "inet6":
-			if err := setFamilyWord(opt, &fam, "route"); err != nil {
-				return r, ws.notes, err
-			}
-		case opt == "src":
-			if v, err = ws.value(opt); err == nil {
-				err = parseAddrInto(&r.Src, v, "src", &fam)
-			}
-		case opt == "via" || opt == "gw":
-			if opt == "gw" {
-				ws.notes = append(ws.notes, `"gw" is deprecated in keepalived; read as "via"`)
-			}
-			if v, err = ws.value(opt); err == nil && (v == "inet" || v == "inet6") {
-				v, err = ws.value(opt)
-			}
-			if err == nil {
-				err = parseAddrInto(&r.Via, v, "via", &fam)
-			}
-		case opt == "dev" || opt == "oif":
-			if v, err = ws.value(opt); err == nil {
-				r.Dev = v
-			}
-		case opt == "table":
-			if v, err = ws.value(opt); err == nil {
-				r.Table, err = route.ParseTable(v)
-			}
-		case opt == "metric" || opt == "priority" || opt == "preference":
-			if v, err = ws.value(opt); err == nil {
-				var n uint64
-				n, err = strconv.ParseUint(v, 10, 32)
-				r.Metric = uint32(n)
-				if err != nil {
-					err = fmt.Errorf("bad %s %q", opt, v)
-				}
-			}
-		case opt == "scope":
-			if v, err = ws.value(opt); err == nil {
-				r.Scope, err = route.ParseScope(v)
-			}
-		case opt == "protocol" || opt == "proto":
-			if v, err = ws.value(opt); err == nil {
-				r.Protocol, err = route.ParseProtocol(v)
-			}
-		case opt == "onlink":
-			r.OnLink = true
-		case opt == "no_track":
-			// keepalived's tracking takes an instance out of MASTER when its route is
-			// deleted; vrrpd puts the route back instead, as it does a VIP.
-		case opt == "add":
-		case opt == "prepend" || opt == "append":
-			ws.notes = append(ws.notes, fmt.Sprintf("%q is not supported: vrrpd adds a route only when the table has none to its destination with its metric (ip route add), and leaves one it finds there alone", opt))
-		case unsupportedRouteOptions[opt]:
-			return r, ws.notes, fmt.Errorf("route option %q is not supported by vrrpd", opt)
-		default:
-			if opt == "to" {
-				if opt, err = ws.value("to"); err != nil {
-					return r, ws.notes, err
-				}
-			}
-			if t, ok := route.ParseType(opt); ok {
-				r.Type = t
-				if opt, err = ws.value(opt); err != nil {
-					return r, ws.notes, err
-				}
-			} else if isUnsupportedRouteType(opt) {
-				return r, ws.notes, fmt.Errorf("route type %q is not supported by vrrpd (unicast, blackhole, unreachable, prohibit and throw are)", opt)
-			}
-			if dst != "" {
-				return r, ws.notes, fmt.Errorf("unknown route keyword %q (the destination is %s)", opt, dst)
-			}
-			dst = opt
+	case "via", "gw":
+		if opt == "gw" {
+			ws.notes = append(ws.notes, `"gw" is deprecated in keepalived; read as "via"`)
 		}
-		if err != nil {
-			return r, ws.notes, err
+		if v, err = ws.value(opt); err == nil && (v == "inet" || v == "inet6") {
+			v, err = ws.value(opt)
+		}
+		if err == nil {
+			err = parseAddrInto(&r.Via, v, "via", &ws.fam)
+		}
+	case "dev", "oif":
+		r.Dev, err = ws.value(opt)
+	case "table":
+		if v, err = ws.value(opt); err == nil {
+			r.Table, err = route.ParseTable(v)
+		}
+	case "metric", "priority", "preference":
+		if v, err = ws.value(opt); err == nil {
+			n, perr := strconv.ParseUint(v, 10, 32)
+			if r.Metric = uint32(n); perr != nil {
+				err = fmt.Errorf("bad %s %q", opt, v)
+			}
+		}
+	case "scope":
+		if v, err = ws.value(opt); err == nil {
+			r.Scope, err = route.ParseScope(v)
+		}
+	case "protocol", "proto":
+		if v, err = ws.value(opt); err == nil {
+			r.Protocol, err = route.ParseProtocol(v)
+		}
+	case "onlink":
+		r.OnLink = true
+	case "add":
+	case "prepend", "append":
+		ws.notes = append(ws.notes, fmt.Sprintf("%q is not supported: vrrpd adds a route only when the table has none to its destination with its metric (ip route add), and leaves one it finds there alone", opt))
+	default:
+		return routeDestination(r, dst, ws, opt)
+	}
+	return err
+}
+
+// routeDestination reads "[to] [TYPE] DST": the one word of a route line that is no
+// option.
+func routeDestination(r *route.Route, dst *string, ws *lineWords, opt string) error {
+	var err error
+	if opt == "to" {
+		if opt, err = ws.value("to"); err != nil {
+			return err
 		}
 	}
-	if dst == "" {
-		return r, ws.notes, fmt.Errorf("route has no destination")
+	if t, ok := route.ParseType(opt); ok {
+		r.Type = t
+		if opt, err = ws.value(opt); err != nil {
+			return err
+		}
+	} else if isUnsupportedRouteType(opt) {
+		return fmt.Errorf("route type %q is not supported by vrrpd (unicast, blackhole, unreachable, prohibit and throw are)", opt)
 	}
-	if dst == "default" || dst == "all" {
+	if *dst != "" {
+		return fmt.Errorf("unknown route keyword %q (the destination is %s)", opt, *dst)
+	}
+	*dst = opt
+	return nil
+}
+
+// routeEnd sets the route's destination, of the family its words name, and checks it.
+func routeEnd(r *route.Route, dst string, fam int) error {
+	switch {
+	case dst == "":
+		return fmt.Errorf("route has no destination")
+	case dst == "default" || dst == "all":
 		if fam == 6 {
 			r.Dst = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 		} else {
 			r.Dst = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 		}
-	} else {
+	default:
 		p, err := parsePrefix(dst)
 		if err != nil {
-			return r, ws.notes, fmt.Errorf("unknown route keyword or bad destination %q", dst)
+			return fmt.Errorf("unknown route keyword or bad destination %q", dst)
 		}
 		if err := setFamily(&fam, p.Addr()); err != nil {
-			return r, ws.notes, fmt.Errorf("route %s %v", dst, err)
+			return fmt.Errorf("route %s %v", dst, err)
 		}
 		r.Dst = p
 	}
-	if err := r.Validate(); err != nil {
-		return r, ws.notes, err
-	}
-	return r, ws.notes, nil
+	return r.Validate()
 }
 
 func isUnsupportedRouteType(s string) bool {
@@ -213,114 +239,108 @@ var unsupportedRuleOptions = map[string]bool{
 // prohibit).
 func parseRuleWords(w []string) (route.Rule, []string, error) {
 	r := route.Rule{Protocol: route.Protocol}
-	ws := &words{w: w}
-	fam := 0
 	action := ""
-	setAction := func(a string) error {
-		if action != "" {
-			return fmt.Errorf("rule has two actions (%s and %s)", action, a)
-		}
-		action = a
-		return nil
+	ws, err := walkLine(w, "rule", unsupportedRuleOptions, func(ws *lineWords, opt string) error {
+		return ruleWord(&r, &action, ws, opt)
+	})
+	r.IPv6 = ws.fam == 6
+	switch {
+	case err != nil:
+	case action == "":
+		err = fmt.Errorf("rule has no action (table N, blackhole, unreachable or prohibit)")
+	default:
+		err = r.Validate()
 	}
-	for {
-		opt, ok := ws.next()
-		if !ok {
-			break
+	return r, ws.notes, err
+}
+
+// ruleWord reads one option of a rule line with its value, or its action.
+func ruleWord(r *route.Rule, action *string, ws *lineWords, opt string) error {
+	var v string
+	var err error
+	switch opt {
+	case "from", "to":
+		if v, err = ws.value(opt); err == nil && v != "all" {
+			err = ruleAddr(r, &ws.fam, opt, v)
 		}
-		var v string
-		var err error
-		switch {
-		case opt == "inet" || opt == "inet6":
-			if err := setFamilyWord(opt, &fam, "rule"); err != nil {
-				return r, ws.notes, err
+	case "table", "lookup":
+		if v, err = ws.value(opt); err == nil {
+			if r.Table, err = route.ParseTable(v); err == nil {
+				err = setAction(action, "table")
 			}
-		case opt == "from" || opt == "to":
-			if v, err = ws.value(opt); err != nil || v == "all" {
-				break
-			}
-			var p netip.Prefix
-			if p, err = parsePrefix(v); err != nil {
+		}
+	case "not":
+		r.Invert = true
+	case "preference", "order", "priority", "pref":
+		if v, err = ws.value(opt); err == nil {
+			n, perr := strconv.ParseUint(v, 0, 32)
+			if perr != nil {
 				err = fmt.Errorf("bad rule %s %q", opt, v)
-				break
 			}
-			if err = setFamily(&fam, p.Addr()); err != nil {
-				err = fmt.Errorf("rule %v", err)
-				break
-			}
-			if p != p.Masked() {
-				err = fmt.Errorf("rule %s %s has host bits set (did you mean %s?)", opt, p, p.Masked())
-				break
-			}
-			if opt == "from" {
-				r.From = p
-			} else {
-				r.To = p
-			}
-		case opt == "table" || opt == "lookup":
-			if v, err = ws.value(opt); err == nil {
-				if r.Table, err = route.ParseTable(v); err == nil {
-					err = setAction("table")
-				}
-			}
-		case opt == "not":
-			r.Invert = true
-		case opt == "preference" || opt == "order" || opt == "priority" || opt == "pref":
-			if v, err = ws.value(opt); err == nil {
-				var n uint64
-				if n, err = strconv.ParseUint(v, 0, 32); err != nil {
-					err = fmt.Errorf("bad rule %s %q", opt, v)
-				}
-				r.Priority, r.HasPriority = uint32(n), true
-			}
-		case opt == "fwmark":
-			if v, err = ws.value(opt); err == nil {
-				err = parseMark(&r, v)
-			}
-		case opt == "dev" || opt == "iif":
-			r.IIF, err = ws.value(opt)
-		case opt == "oif":
-			r.OIF, err = ws.value(opt)
-		case opt == "protocol":
-			if v, err = ws.value(opt); err == nil {
-				r.Protocol, err = route.ParseProtocol(v)
-			}
-		case opt == "no_track":
-		case opt == "type":
-			if v, err = ws.value(opt); err == nil {
-				err = ruleType(&r, v, setAction)
-			}
-		case unsupportedRuleOptions[opt]:
-			return r, ws.notes, fmt.Errorf("rule option %q is not supported by vrrpd", opt)
-		default:
-			if _, known := route.ParseType(opt); known {
-				err = ruleType(&r, opt, setAction)
-			} else {
-				err = fmt.Errorf("unknown rule keyword %q", opt)
-			}
+			r.Priority, r.HasPriority = uint32(n), true
 		}
-		if err != nil {
-			return r, ws.notes, err
+	case "fwmark":
+		if v, err = ws.value(opt); err == nil {
+			err = parseMark(r, v)
 		}
+	case "dev", "iif":
+		r.IIF, err = ws.value(opt)
+	case "oif":
+		r.OIF, err = ws.value(opt)
+	case "protocol":
+		if v, err = ws.value(opt); err == nil {
+			r.Protocol, err = route.ParseProtocol(v)
+		}
+	case "type":
+		if v, err = ws.value(opt); err == nil {
+			err = ruleType(r, v, action)
+		}
+	default:
+		if _, known := route.ParseType(opt); !known {
+			return fmt.Errorf("unknown rule keyword %q", opt)
+		}
+		err = ruleType(r, opt, action)
 	}
-	r.IPv6 = fam == 6
-	if action == "" {
-		return r, ws.notes, fmt.Errorf("rule has no action (table N, blackhole, unreachable or prohibit)")
+	return err
+}
+
+// ruleAddr reads the prefix of a rule's from or to (opt).
+func ruleAddr(r *route.Rule, fam *int, opt, v string) error {
+	p, err := parsePrefix(v)
+	if err != nil {
+		return fmt.Errorf("bad rule %s %q", opt, v)
 	}
-	if err := r.Validate(); err != nil {
-		return r, ws.notes, err
+	if err := setFamily(fam, p.Addr()); err != nil {
+		return fmt.Errorf("rule %v", err)
 	}
-	return r, ws.notes, nil
+	if p != p.Masked() {
+		return fmt.Errorf("rule %s %s has host bits set (did you mean %s?)", opt, p, p.Masked())
+	}
+	if opt == "from" {
+		r.From = p
+	} else {
+		r.To = p
+	}
+	return nil
+}
+
+// setAction records a rule's action, which a rule has one of.
+func setAction(action *string, a string) error {
+	if *action != "" {
+		return fmt.Errorf("rule has two actions (%s and %s)", *action, a)
+	}
+	*action = a
+	return nil
 }
 
 // ruleType reads a rule action word other than table.
-func ruleType(r *route.Rule, v string, setAction func(string) error) error {
+func ruleType(r *route.Rule, v string, action *string) error {
 	t, ok := route.ParseType(v)
 	if !ok || t == route.TypeUnicast || t == route.TypeThrow {
 		return fmt.Errorf("rule action %q is not supported by vrrpd (table, blackhole, unreachable and prohibit are)", v)
 	}
 	r.Type = t
-	return setAction(v)
+	return setAction(action, v)
 }
 
 // parseMark reads fwmark MARK[/MASK], each decimal or 0x hex.

@@ -109,16 +109,12 @@ type yamlAuth struct {
 
 // yamlVIP is either the keepalived form as a string ("10.0.0.1/24 dev eth0 label
 // eth0:1") or a mapping {address, dev, label}.
-type yamlVIP struct {
-	Text    string `yaml:"-"`
+type yamlVIP = textOrKeys[yamlVIPKeys]
+
+type yamlVIPKeys struct {
 	Address string `yaml:"address"`
 	Dev     string `yaml:"dev"`
 	Label   string `yaml:"label"`
-}
-
-func (v *yamlVIP) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain yamlVIP
-	return textOrMapping(unmarshal, &v.Text, (*plain)(v))
 }
 
 // yamlDuration is a Go duration string ("100ms", "1.5s") or a number of seconds.
@@ -260,9 +256,7 @@ func (ix yamlIndex) defaults(p yamlPart[yamlDefaults], g *Globals, ws *[]Warning
 	}
 	d := p.v
 	at := func(k ...any) Position { return ix.at(append([]any{"defaults"}, k...)...) }
-	err := ix.keywords(keyword.Global, []any{"defaults"}, "defaults", ws, func(f keyword.Field, v keyword.Parsed, _ *statement) bool {
-		return g.land(f, v)
-	})
+	err := ix.keywords(keyword.Global, []any{"defaults"}, "defaults", ws, g.land)
 	if err != nil {
 		return err
 	}
@@ -369,9 +363,7 @@ func (ix yamlIndex) instance(i int, p yamlPart[yamlInstance], ws *[]Warning) (Dr
 	d := Draft{pos: ix.at(base...), name: y.Name, ownerIgnoreAdverts: y.OwnerIgnoreAdverts}
 	for _, step := range []func() error{
 		func() error {
-			return ix.keywords(keyword.Instance, base, what, ws, func(k keyword.Field, v keyword.Parsed, s *statement) bool {
-				return d.land(k, v, s)
-			})
+			return ix.keywords(keyword.Instance, base, what, ws, d.land)
 		},
 		func() error { return ix.instanceAddresses(base, what, y, &d, ws) },
 		func() error { return ix.auth(base, what, y.Auth, &d, ws) },
@@ -599,11 +591,11 @@ func (ix yamlIndex) vips(ys []yamlVIP, base []any, key, what string, ws *[]Warni
 			}
 			v = pv
 		} else {
-			p, err := parsePrefix(y.Address)
+			p, err := parsePrefix(y.Keys.Address)
 			if err != nil {
 				return nil, errAt(pos, "%s: %s[%d]: %v", what, key, j, err)
 			}
-			v = VIP{Prefix: p, Dev: y.Dev, Label: y.Label}
+			v = VIP{Prefix: p, Dev: y.Keys.Dev, Label: y.Keys.Label}
 			if len(v.Dev) > 15 || len(v.Label) > 15 {
 				return nil, errAt(pos, "%s: %s[%d]: dev and label are at most 15 characters", what, key, j)
 			}
