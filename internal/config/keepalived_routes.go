@@ -1,10 +1,6 @@
 package config
 
-import (
-	"fmt"
-
-	"github.com/vrrp-operator/vrrp-operator/internal/route"
-)
+import "fmt"
 
 // keepalived.conf's routing keywords: per instance virtual_routes, virtual_rules and
 // track_src_ip; at the top level static_ipaddress, static_routes and static_rules; in
@@ -54,15 +50,9 @@ func (p *kaParser) staticBlock(n node) (bool, error) {
 				s.Addresses = append(s.Addresses, v)
 			}
 		case "static_routes":
-			var rt route.Route
-			if rt, err = p.routeLine(c, "static_routes"); err == nil {
-				s.Routes = append(s.Routes, rt)
-			}
+			err = blockLine(p, c, n.key(), parseRouteWords, &s.Routes)
 		case "static_rules":
-			var ru route.Rule
-			if ru, err = p.ruleLine(c, "static_rules"); err == nil {
-				s.Rules = append(s.Rules, ru)
-			}
+			err = blockLine(p, c, n.key(), parseRuleWords, &s.Rules)
 		}
 		if err != nil {
 			return true, err
@@ -90,25 +80,23 @@ func (p *kaParser) staticAddress(c node) (VIP, error) {
 	return v, nil
 }
 
-// routeLine and ruleLine read one line of a route or rule block, with its notes.
-func (p *kaParser) routeLine(c node, block string) (route.Route, error) {
-	return blockLine(p, c, block, parseRouteWords)
-}
-
-func (p *kaParser) ruleLine(c node, block string) (route.Rule, error) {
-	return blockLine(p, c, block, parseRuleWords)
-}
-
-// blockLine parses one line of block with parse, its notes grouped by what they say.
-func blockLine[T any](p *kaParser, c node, block string, parse func([]string) (T, []string, error)) (T, error) {
+// blockLine parses one line of block with parse, its notes grouped by what they say, and
+// appends it to dst. A line keepalived would skip (see skippable) is skipped with a
+// warning, as keepalived skips it; any other error is returned.
+func blockLine[T any](p *kaParser, c node, block string, parse func([]string) (T, []string, error), dst *[]T) error {
 	v, notes, err := parse(c.words)
 	for _, m := range notes {
 		p.warnGroup(block+" "+m, c.pos, "%s: %s", block, m)
 	}
-	if err != nil {
-		return v, errAt(c.pos, "%s: %v", block, err)
+	switch {
+	case skippable(err):
+		p.warn(c.pos, "%s: %v; line skipped, as keepalived skips it", block, err)
+	case err != nil:
+		return errAt(c.pos, "%s: %v", block, err)
+	default:
+		*dst = append(*dst, v)
 	}
-	return v, nil
+	return nil
 }
 
 // instanceRoutes applies an instance's virtual_routes or virtual_rules block, or
@@ -132,19 +120,15 @@ func (p *kaParser) instanceRoutes(c node, d *Draft) (bool, error) {
 		if e.hasBlock {
 			return true, errAt(e.pos, "unexpected block in %s", c.key())
 		}
+		var err error
 		if c.key() == "virtual_routes" {
-			r, err := p.routeLine(e, "virtual_routes")
-			if err != nil {
-				return true, err
-			}
-			d.routing.routes = append(d.routing.routes, r)
-			continue
+			err = blockLine(p, e, c.key(), parseRouteWords, &d.routing.routes)
+		} else {
+			err = blockLine(p, e, c.key(), parseRuleWords, &d.routing.rules)
 		}
-		r, err := p.ruleLine(e, "virtual_rules")
 		if err != nil {
 			return true, err
 		}
-		d.routing.rules = append(d.routing.rules, r)
 	}
 	return true, nil
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -11,6 +12,33 @@ import (
 
 // The readers of a route and a policy rule line in keepalived's syntax, which
 // keepalived.conf (keepalived_routes.go) and YAML (yaml_routes.go) both use.
+
+// A line's error is of one of two kinds. keepalived skips a route or rule line it cannot
+// read, with a message, and runs the rest (alloc_route and alloc_rule in keepalived
+// 2.2.7's vrrp_iproute.c and vrrp_iprule.c): so does keepalived.conf's reader here, with
+// a warning naming the line. A line keepalived reads and vrrpd cannot apply as written
+// (an option, type or action vrrpd does not support, or one vrrpd's own checks refuse)
+// is a lineApplyError and stays an error: skipping it would run the host without a route
+// its file asks for.
+type lineApplyError struct{ error }
+
+func (e lineApplyError) Unwrap() error { return e.error }
+
+// applyError marks err, if any, as a line vrrpd cannot apply.
+func applyError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return lineApplyError{err}
+}
+
+func applyErrorf(format string, a ...any) error { return applyError(fmt.Errorf(format, a...)) }
+
+// skippable reports whether keepalived skips a line with error err and runs the rest.
+func skippable(err error) bool {
+	var a lineApplyError
+	return err != nil && !errors.As(err, &a)
+}
 
 // unsupportedRouteOptions are keepalived's route options vrrpd does not apply. A line
 // using one is an error, not a warning: the route vrrpd would add is not the route the
@@ -67,7 +95,7 @@ func walkLine(w []string, what string, refused map[string]bool, word func(ws *li
 			// keepalived's tracking takes an instance out of MASTER when its route or rule
 			// is deleted; vrrpd puts it back instead, as it does a VIP.
 		case refused[opt]:
-			err = fmt.Errorf("%s option %q is not supported by vrrpd", what, opt)
+			err = applyErrorf("%s option %q is not supported by vrrpd", what, opt)
 		default:
 			err = word(ws, opt)
 		}
@@ -171,7 +199,7 @@ func routeDestination(r *route.Route, dst *string, ws *lineWords, opt string) er
 			return err
 		}
 	} else if isUnsupportedRouteType(opt) {
-		return fmt.Errorf("route type %q is not supported by vrrpd (unicast, blackhole, unreachable, prohibit and throw are)", opt)
+		return applyErrorf("route type %q is not supported by vrrpd (unicast, blackhole, unreachable, prohibit and throw are)", opt)
 	}
 	if *dst != "" {
 		return fmt.Errorf("unknown route keyword %q (the destination is %s)", opt, *dst)
@@ -201,7 +229,7 @@ func routeEnd(r *route.Route, dst string, fam int) error {
 		}
 		r.Dst = p
 	}
-	return r.Validate()
+	return applyError(r.Validate())
 }
 
 func isUnsupportedRouteType(s string) bool {
@@ -249,7 +277,7 @@ func parseRuleWords(w []string) (route.Rule, []string, error) {
 	case action == "":
 		err = fmt.Errorf("rule has no action (table N, blackhole, unreachable or prohibit)")
 	default:
-		err = r.Validate()
+		err = applyError(r.Validate())
 	}
 	return r, ws.notes, err
 }
@@ -337,7 +365,11 @@ func setAction(action *string, a string) error {
 func ruleType(r *route.Rule, v string, action *string) error {
 	t, ok := route.ParseType(v)
 	if !ok || t == route.TypeUnicast || t == route.TypeThrow {
-		return fmt.Errorf("rule action %q is not supported by vrrpd (table, blackhole, unreachable and prohibit are)", v)
+		err := fmt.Errorf("rule action %q is not supported by vrrpd (table, blackhole, unreachable and prohibit are)", v)
+		if ok { // an action keepalived takes
+			err = applyError(err)
+		}
+		return err
 	}
 	r.Type = t
 	return setAction(action, v)
