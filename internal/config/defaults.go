@@ -21,6 +21,7 @@ const (
 	DefaultInitialState      = StateBackup
 	DefaultPreempt           = true
 	DefaultAcceptMode        = true
+	DefaultDownTimerAdverts  = 3
 	maxAuthPass              = 8
 	maxAdvertIntervalV2      = 255 * time.Second
 	maxAdvertIntervalV3      = 4095 * 10 * time.Millisecond

@@ -33,6 +33,8 @@ type Globals struct {
 	lowerPrioNoAdvert  bool
 	v3ChecksumAsV2     bool
 	ownerIgnoreAdverts bool
+	// downTimerAdverts is vrrp_down_timer_adverts, 0 when unset.
+	downTimerAdverts int
 	// scripts are the vrrp_script blocks by name (behind a pointer: Globals stay
 	// comparable), and scriptSettings script_user and enable_script_security (scripts.go).
 	scripts        *scriptTable
@@ -106,6 +108,8 @@ type Draft struct {
 	mcast              netip.Addr
 	mcastPos           Position
 	garp               garpDraft
+	downTimerAdverts   int // 0: unset
+	downTimerPos       Position
 	vmac               vmacDraft
 	tracks             []trackRef // track_script entries (scripts.go)
 	notify             Notify
@@ -210,6 +214,8 @@ func (g *Globals) land(f keyword.Field, v keyword.Parsed, _ *statement) bool {
 		g.lowerPrioNoAdvert = v.Bool
 	case keyword.FieldV3ChecksumAsV2:
 		g.v3ChecksumAsV2 = v.Bool
+	case keyword.FieldDownTimerAdverts:
+		g.downTimerAdverts = int(v.Uint)
 	default:
 		return false
 	}
@@ -290,6 +296,8 @@ func (d *Draft) land(f keyword.Field, v keyword.Parsed, s *statement) bool {
 		d.garp.masterRefresh = &v.Duration
 	case keyword.FieldGARPMasterRefreshRepeat:
 		d.garp.masterRefreshRepeat = &v.Int
+	case keyword.FieldDownTimerAdverts:
+		d.downTimerAdverts, d.downTimerPos = int(v.Uint), s.pos
 	case keyword.FieldVMAC:
 		s.useVMAC(&d.vmac)
 	case keyword.FieldVMACXmitBase:

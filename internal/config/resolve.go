@@ -67,7 +67,7 @@ func (r *resolver) or(pos Position) Position {
 func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	r := &resolver{d: d, g: g, opt: opt}
 	for _, step := range []func() error{
-		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
+		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval, r.downTimer,
 		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
 		r.vmac, r.tracking, r.routing, r.moreTracking,
 	} {
@@ -225,6 +225,26 @@ func (r *resolver) interval() error {
 		r.warn(pos, "VRRPv%d advertisement interval %v must %s; rounding to %v", in.Version, in.AdvertInterval, units, rounded)
 		in.AdvertInterval = rounded
 	}
+	return nil
+}
+
+// downTimer: RFC 5798's 3 intervals unless down_timer_adverts (or the global
+// vrrp_down_timer_adverts) says otherwise; strict mode
+// keeps the RFC's, as keepalived does (vrrp_complete_instance).
+func (r *resolver) downTimer() error {
+	d, in := r.d, &r.in
+	n, pos := r.g.downTimerAdverts, d.pos
+	if d.downTimerAdverts != 0 {
+		n, pos = d.downTimerAdverts, r.or(d.downTimerPos)
+	}
+	if in.Strict && n != 0 && n != DefaultDownTimerAdverts {
+		r.warn(pos, "down_timer_adverts is incompatible with strict mode; using %d", DefaultDownTimerAdverts)
+		n = 0
+	}
+	if n == DefaultDownTimerAdverts {
+		n = 0 // the RFC's, as unset
+	}
+	in.DownTimerAdverts = n
 	return nil
 }
 

@@ -45,6 +45,7 @@ type yamlDefaults struct {
 	AdvertInterval     *yamlDuration  `yaml:"advertInterval"`
 	MulticastGroup4    string         `yaml:"multicastGroup4"`
 	MulticastGroup6    string         `yaml:"multicastGroup6"`
+	DownTimerAdverts   *int           `yaml:"downTimerAdverts"`
 	GARP               yamlGlobalGARP `yaml:"garp"`
 	yamlAdvertHandling `yaml:",inline"`
 }
@@ -81,6 +82,7 @@ type yamlInstance struct {
 	AdvertInterval       *yamlDuration     `yaml:"advertInterval"`
 	Preempt              *bool             `yaml:"preempt"`
 	PreemptDelay         *yamlDuration     `yaml:"preemptDelay"`
+	DownTimerAdverts     *int              `yaml:"downTimerAdverts"`
 	Accept               *bool             `yaml:"accept"`
 	VIPs                 []yamlVIP         `yaml:"vips"`
 	ExcludedVIPs         []yamlVIP         `yaml:"excludedVIPs"`

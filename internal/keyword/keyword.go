@@ -77,6 +77,7 @@ const (
 	FieldGNAInterval
 	FieldMulticastGroup4
 	FieldMulticastGroup6
+	FieldDownTimerAdverts
 )
 
 // Keyword is one entry of the table.

@@ -64,6 +64,9 @@ var table = []Keyword{
 	{Name: "garp_master_repeat", Block: Instance, Value: repeat, Field: FieldGARPMasterRepeat, YAML: "garp.masterRepeat", Owner: OwnerService, Bounded: true},
 	{Name: "garp_master_refresh", Block: Instance, Value: refresh, Field: FieldGARPMasterRefresh, YAML: "garp.masterRefresh", Owner: OwnerService, Bounded: true},
 	{Name: "garp_master_refresh_repeat", Block: Instance, Value: repeat, Field: FieldGARPMasterRefreshRepeat, YAML: "garp.masterRefreshRepeat", Owner: OwnerService, Bounded: true},
+	// The master is down after this many intervals of silence (RFC 5798's 3 by
+	// default): the instance's own timing, which every member reads from one status.
+	{Name: "down_timer_adverts", Block: Instance, Value: Uint(1, 100), Field: FieldDownTimerAdverts, YAML: "downTimerAdverts", Owner: OwnerService, Bounded: true},
 	// use_vmac makes a macvlan on every member node and changes its interface's
 	// arp_ignore and arp_filter: the node's settings, which the group decides
 	// (spec.useVMAC), never a Service. vmac_xmit_base goes with it (spec.vmacXmitBase).
@@ -127,6 +130,7 @@ var table = []Keyword{
 	{Name: "vrrp_garp_master_refresh_repeat", Block: Global, Value: repeat, Field: FieldGARPMasterRefreshRepeat, YAML: "garp.masterRefreshRepeat", Owner: OwnerService, Bounded: true},
 	{Name: "vrrp_garp_lower_prio_delay", Block: Global, Value: delay, Owner: OwnerService, Bounded: true},
 	{Name: "vrrp_garp_lower_prio_repeat", Block: Global, Value: repeat, Owner: OwnerService, Bounded: true},
+	{Name: "vrrp_down_timer_adverts", Block: Global, Value: Uint(1, 100), Field: FieldDownTimerAdverts, YAML: "downTimerAdverts", Owner: OwnerService, Bounded: true},
 	{Name: "vrrp_garp_interval", Block: Global, Value: interval, Field: FieldGARPInterval, YAML: "garp.interval", Owner: OwnerService},
 	{Name: "vrrp_gna_interval", Block: Global, Value: interval, Field: FieldGNAInterval, YAML: "garp.naInterval", Owner: OwnerService},
 	{Name: "vrrp_mcast_group4", Block: Global, Value: Multicast(4), Field: FieldMulticastGroup4, YAML: "multicastGroup4", Owner: OwnerService},
