@@ -236,7 +236,9 @@ func (p *kaParser) peers(n node, d *Draft) error {
 		}
 		a, ok := parseAddr(p.stripAddr(c, "unicast_peer", c.key()))
 		if !ok {
-			return errAt(c.pos, "bad IP address %q", c.key())
+			// keepalived (alloc_vrrp_unicast_peer) reports a malformed peer and skips it.
+			p.warn(c.pos, "unicast_peer: bad IP address %q; line skipped, as keepalived skips it", c.key())
+			continue
 		}
 		if len(c.args()) > 0 {
 			// keepalived 2.2 also allows min_ttl/max_ttl here; vrrpd does not check them.
@@ -341,7 +343,10 @@ func (p *kaParser) vips(n node, out []draftVIP, seen map[netip.Addr]Position) ([
 		}
 		v, ws, err := parseVIPWords(c.words)
 		if err != nil {
-			return nil, &Error{Pos: c.pos, Message: err.Error()}
+			// keepalived (alloc_ipaddress) reports an address it cannot read, an option
+			// without its value or a label too long, and skips the line.
+			p.warn(c.pos, "%s: %v; line skipped, as keepalived skips it", n.key(), err)
+			continue
 		}
 		for _, w := range ws {
 			p.warn(c.pos, "%s", w)
