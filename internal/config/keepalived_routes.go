@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // keepalived.conf's routing keywords: per instance virtual_routes, virtual_rules and
 // track_src_ip; at the top level static_ipaddress, static_routes and static_rules; in
@@ -46,8 +49,11 @@ func (p *kaParser) staticBlock(n node) (bool, error) {
 		switch n.key() {
 		case "static_ipaddress":
 			var v VIP
-			if v, err = p.staticAddress(c); err == nil {
+			switch v, err = p.staticAddress(c); err {
+			case nil:
 				s.Addresses = append(s.Addresses, v)
+			case errSkipped:
+				err = nil
 			}
 		case "static_routes":
 			err = blockLine(p, c, n.key(), parseRouteWords, &s.Routes)
@@ -61,12 +67,17 @@ func (p *kaParser) staticBlock(n node) (bool, error) {
 	return true, nil
 }
 
+// errSkipped says a line was skipped, with a warning.
+var errSkipped = errors.New("line skipped")
+
 // staticAddress reads one static_ipaddress line: a VIP line whose dev is required
 // (there is no instance interface to fall back on).
 func (p *kaParser) staticAddress(c node) (VIP, error) {
 	v, ws, err := parseVIPWords(c.words)
 	if err != nil {
-		return v, &Error{Pos: c.pos, Message: "static_ipaddress: " + err.Error()}
+		// keepalived (alloc_ipaddress) reports a line it cannot read and skips it.
+		p.warn(c.pos, "static_ipaddress: %v; line skipped, as keepalived skips it", err)
+		return v, errSkipped
 	}
 	for _, w := range ws {
 		p.warn(c.pos, "static_ipaddress: %s", w)

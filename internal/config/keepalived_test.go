@@ -264,6 +264,8 @@ func TestKeepalivedSkippedLines(t *testing.T) {
 			`e.conf:5: virtual_ipaddress: VIP 10.99.0.2/24: "dev" needs a value; line skipped, as keepalived skips it`},
 		{"bad peer", kaConf("", "unicast_peer {\npeer.example\n10.99.0.3\n}"),
 			`e.conf:5: unicast_peer: bad IP address "peer.example"; line skipped, as keepalived skips it`},
+		{"bad static address", "static_ipaddress {\n10.99.0.300/24 dev eth0\n}\n" + kaConf("", "virtual_ipaddress {\n10.99.0.1/24\n}"),
+			`e.conf:2: static_ipaddress: bad address "10.99.0.300/24" (want addr or addr/prefix); line skipped, as keepalived skips it`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, ws, err := Parse("e.conf", []byte(tt.conf))
