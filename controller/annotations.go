@@ -83,12 +83,6 @@ func serviceVIPs(svc *corev1.Service) (vips []netip.Addr, bad []string) {
 	return slices.Compact(vips), bad
 }
 
-// groupFieldOf is v1alpha1.GroupField, "" for none.
-func groupFieldOf(k string) string {
-	f, _ := v1alpha1.GroupField(k)
-	return f
-}
-
 // spreadVIPs reports the spreadvips annotation; anything but "true" is
 // false, as in the original.
 func spreadVIPs(svc *corev1.Service) bool {
@@ -97,7 +91,7 @@ func spreadVIPs(svc *corev1.Service) bool {
 
 // parseVerbatim reads the verbatimconfig annotation: a JSON object of
 // vrrp_instance keywords and values. It returns the entries a Service may set
-// (v1alpha1.OwnerUser in the API's keyword table) and a description of every
+// (v1alpha1.OwnerUser in the keyword table, package keyword) and a description of every
 // entry it dropped: keywords the operator decides, keywords that would run a
 // program, and keys that are no vrrp_instance keyword at all (a typo or a
 // global_defs keyword, reported rather than passed on silently). A value that
@@ -118,24 +112,12 @@ func parseVerbatim(s string) (map[string]string, []string) {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		owner, known := v1alpha1.InstanceKeyword(k)
-		problem := v1alpha1.ServiceValueProblem(k, raw[k])
-		switch {
-		case !known:
-			problems = append(problems, fmt.Sprintf("%s key %q is not a keepalived vrrp_instance keyword; ignored", v1alpha1.AnnotationVerbatimConfig, k))
-		case owner == v1alpha1.OwnerOperator && groupFieldOf(k) != "":
-			problems = append(problems, fmt.Sprintf("%s key %q is the group's decision (%s of the KeepalivedGroup), not a Service's; ignored", v1alpha1.AnnotationVerbatimConfig, k, groupFieldOf(k)))
-		case owner == v1alpha1.OwnerOperator:
-			problems = append(problems, fmt.Sprintf("%s key %q is set by the operator; ignored", v1alpha1.AnnotationVerbatimConfig, k))
-		case owner == v1alpha1.OwnerNode:
-			problems = append(problems, fmt.Sprintf("%s key %q would add routes or rules on the nodes, which a Service may not; ignored", v1alpha1.AnnotationVerbatimConfig, k))
-		case owner == v1alpha1.OwnerRefused:
-			problems = append(problems, fmt.Sprintf("%s key %q would run a program, which vrrpd never does on a Service's say; ignored", v1alpha1.AnnotationVerbatimConfig, k))
-		case problem != "":
+		// The keyword table's one wording, shared with vrrpd's warnings.
+		if problem := v1alpha1.VerbatimProblem(k, raw[k]); problem != "" {
 			problems = append(problems, fmt.Sprintf("%s key %q %s; ignored", v1alpha1.AnnotationVerbatimConfig, k, problem))
-		default:
-			out[k] = raw[k]
+			continue
 		}
+		out[k] = raw[k]
 	}
 	if len(out) == 0 {
 		out = nil

@@ -41,6 +41,7 @@ func TestVerbatimContract(t *testing.T) {
 			return in.MulticastGroup == netip.MustParseAddr("224.0.0.19")
 		}},
 		"lower_prio_no_advert": {"", func(in config.Instance) bool { return in.LowerPrioNoAdvert }},
+		"down_timer_adverts":   {"2", func(in config.Instance) bool { return in.DownTimerAdverts == 2 }},
 		"strict_mode": {"", func(in config.Instance) bool {
 			return in.Strict && in.LowerPrioNoAdvert && !in.AcceptMode
 		}},

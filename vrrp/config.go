@@ -96,7 +96,15 @@ type Config struct {
 	// auth_pass): AuthNone, or AuthSimple with a password of 1 to 8 bytes. v3 has none.
 	AuthType AuthType
 	AuthPass string
+	// DownTimerAdverts is how many advertisement intervals of silence make the master
+	// down: Master_Down_Interval is DownTimerAdverts * Master_Adver_Interval + Skew_Time.
+	// 0 is RFC 5798 §6.1's 3; keepalived's down_timer_adverts sets 1 to
+	// MaxDownTimerAdverts (fewer: a faster takeover, and a false one on a lost packet).
+	DownTimerAdverts int
 }
+
+// MaxDownTimerAdverts is keepalived's bound of down_timer_adverts.
+const MaxDownTimerAdverts = 100
 
 // Validate reports the first problem of the configuration, or nil.
 func (c Config) Validate() error {
@@ -114,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.PreemptDelay < 0 || c.PreemptDelay > MaxPreemptDelay {
 		return fmt.Errorf("vrrp: preempt delay %v out of range 0..%v", c.PreemptDelay, MaxPreemptDelay)
+	}
+	if c.DownTimerAdverts < 0 || c.DownTimerAdverts > MaxDownTimerAdverts {
+		return fmt.Errorf("vrrp: down timer adverts %d out of range 0..%d", c.DownTimerAdverts, MaxDownTimerAdverts)
 	}
 	if err := c.validateAddresses(); err != nil {
 		return err

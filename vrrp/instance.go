@@ -106,9 +106,13 @@ func (i *Instance) SkewTime() time.Duration {
 }
 
 // MasterDownInterval returns Master_Down_Interval for the instance's version, effective
-// priority and Master_Adver_Interval.
+// priority and Master_Adver_Interval, and its DownTimerAdverts.
 func (i *Instance) MasterDownInterval() time.Duration {
-	return i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)
+	n := time.Duration(i.cfg.DownTimerAdverts)
+	if n == 0 {
+		return i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)
+	}
+	return n*i.masterAdverInterval + i.SkewTime()
 }
 
 // Fault reports whether a fault is set (SetFault), whatever the state.

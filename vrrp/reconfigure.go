@@ -74,7 +74,7 @@ func (i *Instance) Reconfigure(now time.Time, c Config, out []Action) ([]Action,
 			i.afterHandover = true
 			if i.timer == TimerNone {
 				// Silence counts again, from now.
-				out = i.arm(TimerMasterDown, now.Add(i.cfg.Version.MasterDownInterval(i.priority, i.masterAdverInterval)), out)
+				out = i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 			}
 		}
 		if c.Version == Version2 || i.master == (netip.Addr{}) {

@@ -86,6 +86,9 @@ type Instance struct {
 	// ExcludedVIPs (keepalived's virtual_ipaddress_excluded) are added and removed with
 	// the VIPs but never put in advertisements; they may be of either family.
 	ExcludedVIPs []VIP
+	// DownTimerAdverts is how many advertisement intervals of silence make the master
+	// down (keepalived's down_timer_adverts), 0 for RFC 5798's 3 (vrrp.Config's meaning).
+	DownTimerAdverts int
 	// GARP are the gratuitous ARP / unsolicited neighbour advertisement settings.
 	GARP GARP
 	// VMAC is the virtual MAC setting (use_vmac, vmac_xmit_base).
@@ -200,6 +203,7 @@ func (a Instance) Equal(b Instance) bool {
 		slices.Equal(a.VIPs, b.VIPs) &&
 		slices.Equal(a.ExcludedVIPs, b.ExcludedVIPs) &&
 		a.GARP == b.GARP &&
+		a.DownTimerAdverts == b.DownTimerAdverts &&
 		a.VMAC.Equal(b.VMAC) &&
 		a.Strict == b.Strict &&
 		a.LowerPrioNoAdvert == b.LowerPrioNoAdvert &&
@@ -259,6 +263,8 @@ func (a Instance) StateMachineConfig(primary netip.Addr) vrrp.Config {
 		Primary:        primary,
 		AuthType:       a.AuthType,
 		AuthPass:       a.AuthPass,
+
+		DownTimerAdverts: a.DownTimerAdverts,
 
 		LowerPrioNoAdvert:  a.LowerPrioNoAdvert,
 		OwnerIgnoreAdverts: a.OwnerIgnoreAdverts,

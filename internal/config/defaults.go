@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/keyword"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -20,25 +21,21 @@ const (
 	DefaultInitialState      = StateBackup
 	DefaultPreempt           = true
 	DefaultAcceptMode        = true
+	DefaultDownTimerAdverts  = 3
 	maxAuthPass              = 8
 	maxAdvertIntervalV2      = 255 * time.Second
 	maxAdvertIntervalV3      = 4095 * 10 * time.Millisecond
 )
 
 // Limits of the numbers that drive work or waiting, one set for keepalived.conf, YAML and
-// a KeepalivedGroup's verbatim keywords (api/v1alpha1's VerbatimNumberLimit holds the
-// operator to the same; TestLimitsAgreeWithAPI checks). keepalived 2.2.7 reads the repeat
-// counts up to UINT_MAX, and vrrpd queues announcements lazily (package garp), yet every
-// round is a frame per VIP on the wire: 255 rounds is far beyond any use (keepalived's
-// default is 5) and bounds what one Service can make every member send. The delays are
-// keepalived's own limit (UINT_MAX microseconds, in whole seconds); the refresh period is
-// at least a second, as keepalived's whole seconds make it, and tighter than its UINT_MAX.
+// a KeepalivedGroup's verbatim keywords: the keyword table's (package keyword, which the
+// operator's check of a Service's verbatim keywords reads too).
 const (
-	MaxGARPRepeat  = 255
-	MaxGARPDelay   = 4294 * time.Second
-	MaxGARPRefresh = (1<<31 - 1) * time.Second
+	MaxGARPRepeat  = keyword.MaxGARPRepeat
+	MaxGARPDelay   = keyword.MaxGARPDelay
+	MaxGARPRefresh = keyword.MaxGARPRefresh
 	// MaxGARPInterval bounds vrrp_garp_interval and vrrp_gna_interval.
-	MaxGARPInterval = 1000 * time.Second
+	MaxGARPInterval = keyword.MaxGARPInterval
 )
 
 // DefaultGARP returns keepalived's default announcement settings.

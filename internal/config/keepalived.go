@@ -120,7 +120,7 @@ func (p *kaParser) globalDefs(ns []node) error {
 			p.ignore(n, " in global_defs")
 			continue
 		}
-		st := &statement{key: n.key(), args: n.args(), pos: n.pos}
+		st := newStatement(n.key(), n.args(), n.pos)
 		err := p.g.set(st)
 		p.notes(st)
 		switch {
@@ -135,7 +135,7 @@ func (p *kaParser) globalDefs(ns []node) error {
 
 // notes turns a statement's notes into warnings at its position.
 func (p *kaParser) notes(st *statement) {
-	for _, m := range st.notes {
+	for _, m := range st.Notes {
 		p.warn(st.pos, "%s", m)
 	}
 }
@@ -189,7 +189,7 @@ func (p *kaParser) instance(n node) error {
 			if c.key() == "unicast_src_ip" || c.key() == "mcast_src_ip" {
 				c = p.stripSource(c)
 			}
-			st := &statement{key: c.key(), args: c.args(), pos: c.pos}
+			st := newStatement(c.key(), c.args(), c.pos)
 			err = d.set(st)
 			p.notes(st)
 			if errors.Is(err, ErrUnknownKeyword) {
@@ -236,7 +236,9 @@ func (p *kaParser) peers(n node, d *Draft) error {
 		}
 		a, ok := parseAddr(p.stripAddr(c, "unicast_peer", c.key()))
 		if !ok {
-			return errAt(c.pos, "bad IP address %q", c.key())
+			// keepalived (alloc_vrrp_unicast_peer) reports a malformed peer and skips it.
+			p.warn(c.pos, "unicast_peer: bad IP address %q; line skipped, as keepalived skips it", c.key())
+			continue
 		}
 		if len(c.args()) > 0 {
 			// keepalived 2.2 also allows min_ttl/max_ttl here; vrrpd does not check them.
@@ -341,7 +343,10 @@ func (p *kaParser) vips(n node, out []draftVIP, seen map[netip.Addr]Position) ([
 		}
 		v, ws, err := parseVIPWords(c.words)
 		if err != nil {
-			return nil, &Error{Pos: c.pos, Message: err.Error()}
+			// keepalived (alloc_ipaddress) reports an address it cannot read, an option
+			// without its value or a label too long, and skips the line.
+			p.warn(c.pos, "%s: %v; line skipped, as keepalived skips it", n.key(), err)
+			continue
 		}
 		for _, w := range ws {
 			p.warn(c.pos, "%s", w)
@@ -359,71 +364,10 @@ func (p *kaParser) vips(n node, out []draftVIP, seen map[netip.Addr]Position) ([
 	return out, nil
 }
 
-// parseVIPWords parses "addr[/len] [dev DEV] [label LABEL] [brd X] [scope S] ...". It
-// returns warnings for options keepalived knows that vrrpd does not apply.
-func parseVIPWords(words []string) (VIP, []string, error) {
-	var v VIP
-	var ws []string
-	if len(words) == 0 {
-		return v, nil, fmt.Errorf("empty VIP")
-	}
-	pfx, err := parsePrefix(words[0])
-	if err != nil {
-		return v, nil, err
-	}
-	v.Prefix = pfx
-	for i := 1; i < len(words); i++ {
-		opt := words[i]
-		value := func() (string, error) {
-			if i+1 >= len(words) {
-				return "", fmt.Errorf("VIP %s: %q needs a value", words[0], opt)
-			}
-			i++
-			return words[i], nil
-		}
-		switch opt {
-		case "dev":
-			if v.Dev, err = value(); err != nil {
-				return v, nil, err
-			}
-			if len(v.Dev) > 15 {
-				return v, nil, fmt.Errorf("VIP %s: interface name %q is longer than 15 characters", words[0], v.Dev)
-			}
-		case "label":
-			if v.Label, err = value(); err != nil {
-				return v, nil, err
-			}
-			if len(v.Label) > 15 {
-				return v, nil, fmt.Errorf("VIP %s: label %q is longer than 15 characters", words[0], v.Label)
-			}
-		case "scope":
-			s, err := value()
-			if err != nil {
-				return v, nil, err
-			}
-			// vrrpd adds addresses with the kernel's default, global scope.
-			if s != "global" && s != "0" {
-				ws = append(ws, fmt.Sprintf("VIP %s: scope %s is not supported; the address gets scope global", words[0], s))
-			}
-		case "brd", "broadcast", "peer", "preferred_lft", "track_group":
-			s, err := value()
-			if err != nil {
-				return v, nil, err
-			}
-			ws = append(ws, fmt.Sprintf("VIP %s: option %q %q is not supported; ignored", words[0], opt, s))
-		case "no_track", "home", "nodad", "-nodad", "noprefixroute", "autojoin":
-			ws = append(ws, fmt.Sprintf("VIP %s: option %q is not supported; ignored", words[0], opt))
-		default:
-			ws = append(ws, fmt.Sprintf("VIP %s: unknown option %q; ignored", words[0], opt))
-		}
-	}
-	return v, ws, nil
-}
-
 // one returns the single value of a statement inside a block.
 func (p *kaParser) one(n node) (string, error) {
-	st := &statement{key: n.key(), args: n.args(), pos: n.pos}
-	v, err := st.one()
+	st := newStatement(n.key(), n.args(), n.pos)
+	v, err := st.One()
 	p.notes(st)
 	if err != nil {
 		return "", &Error{Pos: n.pos, Message: err.Error()}

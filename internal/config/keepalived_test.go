@@ -252,6 +252,41 @@ frobnicate
 }
 
 // Every error names file:line and aborts the load: no Config comes back.
+// TestKeepalivedSkippedLines: a virtual_ipaddress or unicast_peer line keepalived cannot
+// read (alloc_ipaddress, alloc_vrrp_unicast_peer: a bad address, an option without its
+// value), it reports and skips, and runs the rest; vrrpd skips it with a warning at its
+// line. These were errors before issue 28.
+func TestKeepalivedSkippedLines(t *testing.T) {
+	for _, tt := range []struct{ name, conf, want string }{
+		{"bad VIP", kaConf("", "virtual_ipaddress {\n10.99.0.300/24\n10.99.0.1/24\n}"),
+			`e.conf:5: virtual_ipaddress: bad address "10.99.0.300/24" (want addr or addr/prefix); line skipped, as keepalived skips it`},
+		{"VIP dev without value", kaConf("", "virtual_ipaddress {\n10.99.0.2/24 dev\n10.99.0.1/24\n}"),
+			`e.conf:5: virtual_ipaddress: VIP 10.99.0.2/24: "dev" needs a value; line skipped, as keepalived skips it`},
+		{"bad peer", kaConf("", "unicast_peer {\npeer.example\n10.99.0.3\n}"),
+			`e.conf:5: unicast_peer: bad IP address "peer.example"; line skipped, as keepalived skips it`},
+		{"bad static address", "static_ipaddress {\n10.99.0.300/24 dev eth0\n}\n" + kaConf("", "virtual_ipaddress {\n10.99.0.1/24\n}"),
+			`e.conf:2: static_ipaddress: bad address "10.99.0.300/24" (want addr or addr/prefix); line skipped, as keepalived skips it`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, ws, err := Parse("e.conf", []byte(tt.conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text := FormatWarnings(ws); !strings.Contains(text, tt.want) {
+				t.Errorf("warnings:\n%s\nwant %s", text, tt.want)
+			}
+			in := cfg.Instances[0]
+			kept := in.VIPs[0].Prefix.String() == "10.99.0.1/24"
+			if strings.Contains(tt.name, "peer") {
+				kept = len(in.UnicastPeers) == 1 && in.UnicastPeers[0].String() == "10.99.0.3"
+			}
+			if len(in.VIPs) != 1 || !kept {
+				t.Errorf("the skipped line was kept, or the next one not: %+v %v", in.VIPs, in.UnicastPeers)
+			}
+		})
+	}
+}
+
 func TestKeepalivedErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -272,9 +307,6 @@ func TestKeepalivedErrors(t *testing.T) {
 		{"bad advert_int text", kaConf("", "advert_int 1,5"), `e.conf:4: advert_int "1,5" is not a number of seconds between 10ms and 4m15s`},
 		{"bad version", kaConf("", "version 4"), `e.conf:4: version "4" is not a number between 2 and 3`},
 		{"bad global version", kaConf("vrrp_version 1", ""), `e.conf:2: vrrp_version "1" is not a number between 2 and 3`},
-		{"bad VIP", kaConf("", "virtual_ipaddress {\n10.99.0.300/24\n}"), `e.conf:5: bad address "10.99.0.300/24" (want addr or addr/prefix)`},
-		{"VIP dev without value", kaConf("", "virtual_ipaddress {\n10.99.0.1/24 dev\n}"), `e.conf:5: VIP 10.99.0.1/24: "dev" needs a value`},
-		{"bad peer", kaConf("", "unicast_peer {\npeer.example\n}"), `e.conf:5: bad IP address "peer.example"`},
 		{"bad unicast_src_ip", kaConf("", "unicast_src_ip 10.99.0"), `e.conf:4: bad IP address "10.99.0"`},
 		{"auth AH", kaConf("", "authentication {\nauth_type AH\n}"), `e.conf:5: auth_type AH (IPsec authentication header) is not supported by vrrpd; use PASS or none`},
 		{"auth unknown", kaConf("", "authentication {\nauth_type MD5\n}"), `e.conf:5: unknown auth_type "MD5" (want PASS)`},

@@ -10,114 +10,6 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
-// Globals are the host-wide settings an instance inherits: keepalived's global_defs, the
-// defaults section of the YAML file, or a KeepalivedGroup's spec.verbatimConfig. Build
-// one with DefaultGlobals and SetKeyword.
-type Globals struct {
-	routerID       string
-	version        vrrp.Version
-	advertInterval time.Duration
-	garp           GARP
-	mcast4, mcast6 netip.Addr
-	// strict is vrrp_strict: every instance that does not say otherwise (strict_mode)
-	// follows keepalived's strict rules.
-	strict bool
-	// lowerPrioNoAdvert (vrrp_lower_prio_no_advert), v3ChecksumAsV2 (v3_checksum_as_v2)
-	// and ownerIgnoreAdverts (YAML only) are the defaults of the instance settings.
-	lowerPrioNoAdvert  bool
-	v3ChecksumAsV2     bool
-	ownerIgnoreAdverts bool
-	// scripts are the vrrp_script blocks by name (behind a pointer: Globals stay
-	// comparable), and scriptSettings script_user and enable_script_security (scripts.go).
-	scripts        *scriptTable
-	scriptSettings ScriptSettings
-	scriptUserPos  Position // where script_user is set, for its error
-	// host is net_namespace and the static blocks (routes.go), nil when none is set.
-	host *hostSettings
-	// trk are the track_file blocks and sync groups (tracking.go).
-	trk *trackTables
-}
-
-// DefaultGlobals returns keepalived's built-in global settings (VRRPv2, 1s, the standard
-// multicast groups, keepalived's announcement defaults).
-func DefaultGlobals() Globals {
-	return Globals{
-		version:        DefaultVersion,
-		advertInterval: DefaultAdvertInterval,
-		garp:           DefaultGARP(),
-		mcast4:         vrrp.MulticastIPv4,
-		mcast6:         vrrp.MulticastIPv6,
-	}
-}
-
-// SetVersion sets the VRRP version of instances that name none (keepalived.conf's
-// global vrrp_version; Kubernetes mode uses the CRD's default, 3).
-func (g *Globals) SetVersion(v vrrp.Version) { g.version = v }
-
-// draftVIP is a VIP with where it was written.
-type draftVIP struct {
-	VIP
-	pos Position
-}
-
-// Draft is an instance as written, before defaults and validation. The two file formats
-// and Kubernetes mode all fill one (the parsers directly, Kubernetes mode through the
-// setters in draft.go) and pass it to Resolve, so all follow exactly the same rules.
-// Pointer and zero fields mean "not set".
-type Draft struct {
-	pos          Position
-	name         string
-	iface        string
-	vrid         *uint8
-	priority     *uint8
-	version      vrrp.Version
-	versionPos   Position
-	advert       time.Duration
-	advertPos    Position
-	preempt      *bool
-	preemptPos   Position
-	preemptDelay time.Duration
-	delayPos     Position
-	accept       *bool
-	state        string
-	statePos     Position
-	strict       *bool
-	// lowerPrioNoAdvert, v3ChecksumAsV2 and ownerIgnoreAdverts are nil when unset: the
-	// global default applies.
-	lowerPrioNoAdvert  *bool
-	lpnaPos            Position
-	v3ChecksumAsV2     *bool
-	ownerIgnoreAdverts *bool
-	handoverOnly       bool
-	src                netip.Addr
-	srcPos             Position
-	peers              []draftVIP // Prefix holds the single address
-	auth               *vrrp.AuthType
-	authPass           string
-	authPos            Position
-	vips               []draftVIP
-	evips              []draftVIP
-	mcast              netip.Addr
-	mcastPos           Position
-	garp               garpDraft
-	vmac               vmacDraft
-	tracks             []trackRef // track_script entries (scripts.go)
-	notify             Notify
-	routing            routeDraft // virtual_routes, virtual_rules, track_src_ip (routes.go)
-	// ifTracks, fileTracks and dontTrackPrimary: tracking.go.
-	ifTracks         []ifTrackRef
-	fileTracks       []fileTrackRef
-	dontTrackPrimary bool
-}
-
-// garpDraft holds the per-instance announcement overrides.
-type garpDraft struct {
-	masterDelay         *time.Duration
-	masterRepeat        *int
-	masterRefresh       *time.Duration
-	masterRefreshRepeat *int
-}
-
 // Options are the differences between the sources of a Config that the shared rules
 // must know about. The zero value is keepalived.conf's and the YAML file's behaviour.
 type Options struct {
@@ -175,7 +67,7 @@ func (r *resolver) or(pos Position) Position {
 func Resolve(d *Draft, g Globals, opt Options) (Instance, []Warning, error) {
 	r := &resolver{d: d, g: g, opt: opt}
 	for _, step := range []func() error{
-		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval,
+		r.identity, r.family, r.version, r.priorityAndState, r.auth, r.interval, r.downTimer,
 		r.preemption, r.transport, r.addresses, r.announcements, r.advertHandling,
 		r.vmac, r.tracking, r.routing, r.moreTracking,
 	} {
@@ -333,6 +225,26 @@ func (r *resolver) interval() error {
 		r.warn(pos, "VRRPv%d advertisement interval %v must %s; rounding to %v", in.Version, in.AdvertInterval, units, rounded)
 		in.AdvertInterval = rounded
 	}
+	return nil
+}
+
+// downTimer: RFC 5798's 3 intervals unless down_timer_adverts (or the global
+// vrrp_down_timer_adverts) says otherwise; strict mode
+// keeps the RFC's, as keepalived does (vrrp_complete_instance).
+func (r *resolver) downTimer() error {
+	d, in := r.d, &r.in
+	n, pos := r.g.downTimerAdverts, d.pos
+	if d.downTimerAdverts != 0 {
+		n, pos = d.downTimerAdverts, r.or(d.downTimerPos)
+	}
+	if in.Strict && n != 0 && n != DefaultDownTimerAdverts {
+		r.warn(pos, "down_timer_adverts is incompatible with strict mode; using %d", DefaultDownTimerAdverts)
+		n = 0
+	}
+	if n == DefaultDownTimerAdverts {
+		n = 0 // the RFC's, as unset
+	}
+	in.DownTimerAdverts = n
 	return nil
 }
 

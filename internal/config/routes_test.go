@@ -109,33 +109,64 @@ func TestRoutesFromKeepalivedConf(t *testing.T) {
 	}
 }
 
-// Every unsupported option is an error at its line naming it; so are bad values.
+// Every unsupported option is an error at its line naming it, and so is a line vrrpd's
+// own checks refuse: keepalived adds such a route, and vrrpd cannot add it as written.
 func TestRouteAndRuleErrorsNameFileLine(t *testing.T) {
-	inst := func(block string) string {
-		return "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress {\n  10.0.0.1\n }\n" + block + "}\n"
-	}
 	for _, c := range []struct{ conf, want string }{
-		{inst(" virtual_routes {\n  10.1.0.0/16 via 10.0.0.254 mtu 1400\n }\n"), `k.conf:8: virtual_routes: route option "mtu" is not supported`},
-		{inst(" virtual_routes {\n  10.1.0.0/16 nexthop via 10.0.0.1\n }\n"), `k.conf:8: virtual_routes: route option "nexthop"`},
-		{inst(" virtual_routes {\n  10.1.0.0/16 via 10.0.0.254 dev eth0 frobnicate\n }\n"), `k.conf:8: virtual_routes: unknown route keyword "frobnicate"`},
-		{inst(" virtual_routes {\n  10.1.0.1/16 dev eth0\n }\n"), `host bits set`},
-		{inst(" virtual_routes {\n  10.1.0.0/16 via 2001:db8::1\n }\n"), `mixes IPv4 and IPv6`},
-		{inst(" virtual_routes {\n  10.1.0.0/16\n }\n"), `needs via or dev`},
-		{inst(" virtual_routes {\n  local 10.1.0.0/16 dev eth0\n }\n"), `route type "local" is not supported`},
-		{inst(" virtual_routes {\n  10.1.0.0/16 dev eth0 table blue\n }\n"), `routing table "blue"`},
-		{inst(" virtual_rules {\n  from 10.1.0.0/16 uidrange 1-2 table 5\n }\n"), `k.conf:8: virtual_rules: rule option "uidrange" is not supported`},
-		{inst(" virtual_rules {\n  from 10.1.0.0/16\n }\n"), `rule has no action`},
-		{inst(" virtual_rules {\n  from 10.1.0.0/16 table 5 blackhole\n }\n"), `two actions`},
-		{inst(" virtual_rules {\n  from 10.1.0.0/16 to 2001:db8::/32 table 5\n }\n"), `mixes IPv4 and IPv6`},
-		{"static_ipaddress {\n 10.0.0.5/24\n}\n" + inst(""), `k.conf:2: static_ipaddress 10.0.0.5/24: no dev given`},
-		{"static_routes {\n 10.0.0.0/24 via 10.0.0.1 track_group G\n}\n" + inst(""), `k.conf:2: static_routes: route option "track_group"`},
-		{"global_defs {\n net_namespace ../etc\n}\n" + inst(""), `k.conf:2: net_namespace "../etc" is not a namespace name`},
+		{routeInst(" virtual_routes {\n  10.1.0.0/16 via 10.0.0.254 mtu 1400\n }\n"), `k.conf:8: virtual_routes: route option "mtu" is not supported`},
+		{routeInst(" virtual_routes {\n  10.1.0.0/16 nexthop via 10.0.0.1\n }\n"), `k.conf:8: virtual_routes: route option "nexthop"`},
+		{routeInst(" virtual_routes {\n  10.1.0.1/16 dev eth0\n }\n"), `host bits set`},
+		{routeInst(" virtual_routes {\n  10.1.0.0/16\n }\n"), `needs via or dev`},
+		{routeInst(" virtual_routes {\n  local 10.1.0.0/16 dev eth0\n }\n"), `route type "local" is not supported`},
+		{routeInst(" virtual_rules {\n  from 10.1.0.0/16 uidrange 1-2 table 5\n }\n"), `k.conf:8: virtual_rules: rule option "uidrange" is not supported`},
+		{"static_ipaddress {\n 10.0.0.5/24\n}\n" + routeInst(""), `k.conf:2: static_ipaddress 10.0.0.5/24: no dev given`},
+		{"static_routes {\n 10.0.0.0/24 via 10.0.0.1 track_group G\n}\n" + routeInst(""), `k.conf:2: static_routes: route option "track_group"`},
+		{"global_defs {\n net_namespace ../etc\n}\n" + routeInst(""), `k.conf:2: net_namespace "../etc" is not a namespace name`},
 	} {
 		_, _, err := Parse("k.conf", []byte(c.conf))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("want error containing %q, got %v\n%s", c.want, err, c.conf)
 		}
 	}
+}
+
+// A route or rule line keepalived cannot read, it skips with a message and runs the rest
+// (alloc_route, alloc_rule): vrrpd skips it too, with a warning naming the line, and
+// keeps the lines around it.
+func TestUnreadableRouteAndRuleLinesSkipped(t *testing.T) {
+	for _, c := range []struct{ block, want string }{
+		{" virtual_routes {\n  10.2.0.0/16 dev eth0\n  10.1.0.0/16 via 10.0.0.254 dev eth0 frobnicate\n }\n", `k.conf:9: virtual_routes: unknown route keyword "frobnicate"`},
+		{" virtual_routes {\n  10.2.0.0/16 dev eth0\n  10.1.0.0/16 via 2001:db8::1\n }\n", `k.conf:9: virtual_routes: route 10.1.0.0/16 mixes IPv4 and IPv6 addresses`},
+		{" virtual_routes {\n  10.2.0.0/16 dev eth0\n  10.1.0.0/16 dev eth0 table blue\n }\n", `routing table "blue"`},
+		{" virtual_routes {\n  10.2.0.0/16 dev eth0\n  via 10.0.0.1\n }\n", `k.conf:9: virtual_routes: route has no destination`},
+		{" virtual_rules {\n  from 10.2.0.0/16 table 5\n  from 10.1.0.0/16\n }\n", `k.conf:9: virtual_rules: rule has no action`},
+		{" virtual_rules {\n  from 10.2.0.0/16 table 5\n  from 10.1.0.0/16 table 5 blackhole\n }\n", `two actions`},
+		{" virtual_rules {\n  from 10.2.0.0/16 table 5\n  from 10.1.0.0/16 to 2001:db8::/32 table 5\n }\n", `mixes IPv4 and IPv6`},
+	} {
+		cfg, ws, err := Parse("k.conf", []byte(routeInst(c.block)))
+		if err != nil {
+			t.Errorf("%q: %v", c.block, err)
+			continue
+		}
+		text := FormatWarnings(ws)
+		if !strings.Contains(text, c.want) || !strings.Contains(text, "k.conf:9: ") || !strings.Contains(text, "line skipped, as keepalived skips it") {
+			t.Errorf("%q: want a warning at line 9 containing %q, got\n%s", c.block, c.want, text)
+		}
+		in := cfg.Instances[0]
+		if len(in.Routes)+len(in.Rules) != 1 {
+			t.Errorf("%q: the line before the skipped one is not kept, or the skipped one is: %+v %+v", c.block, in.Routes, in.Rules)
+		}
+	}
+	// The same in static_rules, keepalived's own sample's bad rule.
+	cfg, ws, err := Parse("k.conf", []byte("static_rules {\n from 192.168.1.0/24 table 1\n to 192.168.100./24 table 2\n}\n"+routeInst("")))
+	if err != nil || len(cfg.Static.Rules) != 1 || !strings.Contains(FormatWarnings(ws), `k.conf:3: static_rules: bad rule to "192.168.100./24"; line skipped`) {
+		t.Errorf("static_rules: %v %+v\n%s", err, cfg, FormatWarnings(ws))
+	}
+}
+
+// routeInst is an instance with block in it, at line 7.
+func routeInst(block string) string {
+	return "vrrp_instance VI_1 {\n interface eth0\n virtual_router_id 1\n virtual_ipaddress {\n  10.0.0.1\n }\n" + block + "}\n"
 }
 
 func TestTrackSrcIPWithoutSourceWarns(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/keyword"
 )
 
 // unsupported is a keepalived.conf keyword that keepalived acts on and vrrpd reads but
@@ -15,23 +17,17 @@ type unsupported struct {
 	effect string
 }
 
-// unsupportedKeywords is the table of those keywords, global or per instance, blocks or
-// not. docs/migrate-from-keepalived.md lists every one with what to do instead (a test
-// holds the two together).
-var unsupportedKeywords = map[string]unsupported{
-	"track_process":              {true, "the VIP will not follow the process"},
-	"vrrp_track_process":         {true, "the process is not watched"},
-	"track_bfd":                  {true, "the VIP will not follow BFD"},
-	"bfd_instance":               {true, "no BFD session runs"},
-	"notify_fifo_script":         {true, "no script reads the FIFO"},
-	"vrrp_notify_fifo_script":    {true, "no script reads the FIFO"},
-	"notify_master_rx_lower_pri": {true, "no script runs on an advertisement of lower priority"},
-	"virtual_server":             {false, "vrrpd does no load balancing (IPVS)"},
-	"virtual_server_group":       {false, "vrrpd does no load balancing (IPVS)"},
-	"smtp_alert":                 {false, "no mail is sent"},
-	"notification_email":         {false, "no mail is sent"},
-	"smtp_server":                {false, "no mail is sent"},
-}
+// unsupportedKeywords are the keyword table's entries with what happens instead, global
+// or per instance, blocks or not. docs/migrate-from-keepalived.md lists every one with
+// what to do instead (a test holds the two together).
+var unsupportedKeywords = func() map[string]unsupported {
+	m := map[string]unsupported{}
+	for _, k := range keyword.UnsupportedNames() {
+		effect, yet, _ := keyword.Unsupported(k)
+		m[k] = unsupported{yet: yet, effect: effect}
+	}
+	return m
+}()
 
 // unsupportedMessage is the warning for an unsupported keyword (where says in which
 // block), or "" if key is not in the table.

@@ -3,155 +3,21 @@ package config
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/vrrp-operator/vrrp-operator/vrrp"
+	"github.com/vrrp-operator/vrrp-operator/internal/keyword"
 )
 
-// statement is one keyword and its values: a keepalived.conf line "key arg arg", or one
-// entry of a KeepalivedGroup's verbatim map. Its readers are the one parser of each kind
-// of value; their errors and notes carry no position, which the caller adds.
+// statement is one keyword and its values with where it is written: the keyword
+// table's Statement (whose readers are the one parser of each kind of value) and a
+// position, which the caller adds to errors and notes.
 type statement struct {
-	key   string
-	args  []string
-	pos   Position
-	notes []string // warnings: values adjusted or ignored
+	keyword.Statement
+	pos Position
 }
 
-func (s *statement) note(format string, a ...any) {
-	s.notes = append(s.notes, fmt.Sprintf(format, a...))
-}
-
-// one returns the single value.
-func (s *statement) one() (string, error) {
-	if len(s.args) == 0 {
-		return "", fmt.Errorf("%s needs a value", s.key)
-	}
-	if len(s.args) > 1 {
-		s.note("%s takes one value; ignoring %q", s.key, strings.Join(s.args[1:], " "))
-	}
-	return s.args[0], nil
-}
-
-// noValue notes values given to a flag.
-func (s *statement) noValue() {
-	if len(s.args) > 0 {
-		s.note("%s takes no value; ignoring %q", s.key, strings.Join(s.args, " "))
-	}
-}
-
-// flag reads keepalived's optional boolean (check_true_false): no value means true,
-// else true/on/yes or false/off/no, exactly as written.
-func (s *statement) flag() (bool, error) {
-	if len(s.args) == 0 {
-		return true, nil
-	}
-	v, err := s.one()
-	if err != nil {
-		return false, err
-	}
-	switch v {
-	case "true", "on", "yes":
-		return true, nil
-	case "false", "off", "no":
-		return false, nil
-	}
-	return false, fmt.Errorf("%s %q is not a boolean (true, on, yes, false, off or no)", s.key, v)
-}
-
-func (s *statement) uint(lo, hi uint64) (uint64, error) {
-	v, err := s.one()
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n < lo || n > hi {
-		return 0, fmt.Errorf("%s %q is not a number between %d and %d", s.key, v, lo, hi)
-	}
-	return n, nil
-}
-
-// seconds reads a whole number of seconds up to hi (keepalived's garp delays and
-// refreshes).
-func (s *statement) seconds(hi time.Duration) (time.Duration, error) {
-	v, err := s.uint(0, uint64(hi/time.Second))
-	return time.Duration(v) * time.Second, err
-}
-
-// delay reads garp_master_delay and its kin: whole seconds up to MaxGARPDelay.
-func (s *statement) delay() (time.Duration, error) { return s.seconds(MaxGARPDelay) }
-
-// refresh reads garp_master_refresh: whole seconds up to MaxGARPRefresh, 0 for none.
-func (s *statement) refresh() (time.Duration, error) { return s.seconds(MaxGARPRefresh) }
-
-// repeat reads a repeat count up to MaxGARPRepeat; 0 becomes 1 with a note, as in
-// keepalived.
-func (s *statement) repeat() (int, error) {
-	v, err := s.uint(0, MaxGARPRepeat)
-	if err != nil {
-		return 0, err
-	}
-	n, adjusted := repeatCount(v)
-	if adjusted {
-		s.note("%s must be greater than 0; using 1", s.key)
-	}
-	return n, nil
-}
-
-// decimal reads fractional seconds such as 0.05, exactly (no float rounding), in lo..hi.
-func (s *statement) decimal(lo, hi time.Duration) (time.Duration, error) {
-	v, err := s.one()
-	if err != nil {
-		return 0, err
-	}
-	d, ok := parseDecimalSeconds(v)
-	if !ok || d < lo || d > hi {
-		return 0, fmt.Errorf("%s %q is not a number of seconds between %v and %v", s.key, v, lo, hi)
-	}
-	return d, nil
-}
-
-// addr reads one IP address.
-func (s *statement) addr() (netip.Addr, error) {
-	v, err := s.one()
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	a, ok := parseAddr(v)
-	if !ok {
-		return netip.Addr{}, fmt.Errorf("bad IP address %q", v)
-	}
-	return a, nil
-}
-
-// multicast reads a multicast address of family f, or of either family when f is 0.
-func (s *statement) multicast(f Family) (netip.Addr, error) {
-	a, err := s.addr()
-	if err != nil {
-		return a, err
-	}
-	if err := checkMulticast(s.key, a, f); err != nil {
-		return netip.Addr{}, err
-	}
-	return a, nil
-}
-
-// checkMulticast is the one multicast-address check of every format: a must be a
-// multicast address of family f, or of either family when f is 0.
-func checkMulticast(what string, a netip.Addr, f Family) error {
-	switch {
-	case f == 0 && !isMulticastOf(a, f):
-		return fmt.Errorf("%s %s is not a multicast address", what, a)
-	case !isMulticastOf(a, f):
-		return fmt.Errorf("%s %s is not an %s multicast address", what, a, f)
-	}
-	return nil
-}
-
-func isMulticastOf(a netip.Addr, f Family) bool {
-	return a.IsMulticast() && (f == 0 || vrrp.FamilyOf(a) == f)
+func newStatement(key string, args []string, pos Position) *statement {
+	return &statement{Statement: keyword.Statement{Key: key, Args: args}, pos: pos}
 }
 
 // repeatCount is keepalived's rule for a repeat count: 0 means 1 (adjusted reports it).
@@ -162,39 +28,12 @@ func repeatCount(v uint64) (n int, adjusted bool) {
 	return int(v), false
 }
 
-// parseDecimalSeconds parses "1", "0.05", "2.5" (up to microseconds, as keepalived).
-func parseDecimalSeconds(s string) (time.Duration, bool) {
-	whole, frac, _ := strings.Cut(s, ".")
-	if whole == "" && frac == "" || len(frac) > 6 || len(whole) > 9 {
-		return 0, false
-	}
-	var d time.Duration
-	for _, c := range whole {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d = d*10 + time.Duration(c-'0')
-	}
-	d *= time.Second
-	unit := 100 * time.Millisecond
-	for _, c := range frac {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d += time.Duration(c-'0') * unit
-		unit /= 10
-	}
-	return d, true
-}
-
-// parseAddr parses an address without a zone, IPv4-mapped IPv6 taken as IPv4.
-func parseAddr(s string) (netip.Addr, bool) {
-	a, err := netip.ParseAddr(s)
-	if err != nil || a.Zone() != "" {
-		return netip.Addr{}, false
-	}
-	return a.Unmap(), true
-}
+// parseDecimalSeconds and parseAddr are the keyword table's readers of seconds and
+// addresses, for the values the front-ends read outside the table.
+var (
+	parseDecimalSeconds = keyword.ParseDecimalSeconds
+	parseAddr           = keyword.ParseAddr
+)
 
 // parsePrefix parses addr or addr/len; a bare address is a host prefix.
 func parsePrefix(s string) (netip.Prefix, error) {
@@ -264,4 +103,65 @@ func isBroadcastOf(p netip.Prefix) bool {
 	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
 	host := uint32(1)<<(32-p.Bits()) - 1
 	return v&host == host
+}
+
+// parseVIPWords parses "addr[/len] [dev DEV] [label LABEL] [brd X] [scope S] ...". It
+// returns warnings for options keepalived knows that vrrpd does not apply.
+func parseVIPWords(words []string) (VIP, []string, error) {
+	var v VIP
+	var ws []string
+	if len(words) == 0 {
+		return v, nil, fmt.Errorf("empty VIP")
+	}
+	pfx, err := parsePrefix(words[0])
+	if err != nil {
+		return v, nil, err
+	}
+	v.Prefix = pfx
+	for i := 1; i < len(words); i++ {
+		opt := words[i]
+		value := func() (string, error) {
+			if i+1 >= len(words) {
+				return "", fmt.Errorf("VIP %s: %q needs a value", words[0], opt)
+			}
+			i++
+			return words[i], nil
+		}
+		switch opt {
+		case "dev":
+			if v.Dev, err = value(); err != nil {
+				return v, nil, err
+			}
+			if len(v.Dev) > 15 {
+				return v, nil, fmt.Errorf("VIP %s: interface name %q is longer than 15 characters", words[0], v.Dev)
+			}
+		case "label":
+			if v.Label, err = value(); err != nil {
+				return v, nil, err
+			}
+			if len(v.Label) > 15 {
+				return v, nil, fmt.Errorf("VIP %s: label %q is longer than 15 characters", words[0], v.Label)
+			}
+		case "scope":
+			s, err := value()
+			if err != nil {
+				return v, nil, err
+			}
+			// vrrpd adds addresses with the kernel's default, global scope.
+			if s != "global" && s != "0" {
+				ws = append(ws, fmt.Sprintf("VIP %s: scope %s is not supported; the address gets scope global", words[0], s))
+			}
+		case "brd", "broadcast", "peer", "preferred_lft", "track_group":
+			s, err := value()
+			if err != nil {
+				return v, nil, err
+			}
+			ws = append(ws, fmt.Sprintf("VIP %s: option %q %q is not supported; ignored", words[0], opt, s))
+		case "no_track", "home", "nodad", "-nodad", "noprefixroute", "autojoin":
+			ws = append(ws, fmt.Sprintf("VIP %s: option %q is not supported; ignored", words[0], opt))
+		default:
+			ws = append(ws, fmt.Sprintf("VIP %s: unknown option %q; ignored", words[0], opt))
+		}
+	}
+	return v, ws, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	yamlv3 "go.yaml.in/yaml/v3"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/keyword"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -44,6 +45,7 @@ type yamlDefaults struct {
 	AdvertInterval     *yamlDuration  `yaml:"advertInterval"`
 	MulticastGroup4    string         `yaml:"multicastGroup4"`
 	MulticastGroup6    string         `yaml:"multicastGroup6"`
+	DownTimerAdverts   *int           `yaml:"downTimerAdverts"`
 	GARP               yamlGlobalGARP `yaml:"garp"`
 	yamlAdvertHandling `yaml:",inline"`
 }
@@ -80,6 +82,7 @@ type yamlInstance struct {
 	AdvertInterval       *yamlDuration     `yaml:"advertInterval"`
 	Preempt              *bool             `yaml:"preempt"`
 	PreemptDelay         *yamlDuration     `yaml:"preemptDelay"`
+	DownTimerAdverts     *int              `yaml:"downTimerAdverts"`
 	Accept               *bool             `yaml:"accept"`
 	VIPs                 []yamlVIP         `yaml:"vips"`
 	ExcludedVIPs         []yamlVIP         `yaml:"excludedVIPs"`
@@ -108,16 +111,12 @@ type yamlAuth struct {
 
 // yamlVIP is either the keepalived form as a string ("10.0.0.1/24 dev eth0 label
 // eth0:1") or a mapping {address, dev, label}.
-type yamlVIP struct {
-	Text    string `yaml:"-"`
+type yamlVIP = textOrKeys[yamlVIPKeys]
+
+type yamlVIPKeys struct {
 	Address string `yaml:"address"`
 	Dev     string `yaml:"dev"`
 	Label   string `yaml:"label"`
-}
-
-func (v *yamlVIP) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain yamlVIP
-	return textOrMapping(unmarshal, &v.Text, (*plain)(v))
 }
 
 // yamlDuration is a Go duration string ("100ms", "1.5s") or a number of seconds.
@@ -259,43 +258,19 @@ func (ix yamlIndex) defaults(p yamlPart[yamlDefaults], g *Globals, ws *[]Warning
 	}
 	d := p.v
 	at := func(k ...any) Position { return ix.at(append([]any{"defaults"}, k...)...) }
-	if d.Version != nil {
-		if *d.Version != 2 && *d.Version != 3 {
-			return errAt(at("version"), "defaults: version must be 2 or 3, not %d", *d.Version)
-		}
-		g.version = vrrp.Version(*d.Version)
+	err := ix.keywords(keyword.Global, []any{"defaults"}, "defaults", ws, g.land)
+	if err != nil {
+		return err
 	}
 	if d.AdvertInterval != nil {
 		v, err := advertInterval(*d.AdvertInterval)
 		if err != nil {
-			return errAt(at("advertInterval"), "defaults: advertInterval: %v", err)
+			return errAt(at("advertInterval"), "defaults: %v", err)
 		}
 		g.advertInterval = v
 	}
-	for _, m := range []struct {
-		key  string
-		text string
-		fam  Family
-		dst  *netip.Addr
-	}{{"multicastGroup4", d.MulticastGroup4, IPv4, &g.mcast4}, {"multicastGroup6", d.MulticastGroup6, IPv6, &g.mcast6}} {
-		if m.text == "" {
-			continue
-		}
-		a, ok := parseAddr(m.text)
-		if !ok || !isMulticastOf(a, m.fam) {
-			return errAt(at(m.key), "defaults: %s %q is not an %s multicast address", m.key, m.text, m.fam)
-		}
-		*m.dst = a
-	}
-	h := d.yamlAdvertHandling
-	for _, b := range []struct {
-		v   *bool
-		dst *bool
-	}{{h.Strict, &g.strict}, {h.LowerPrioNoAdvert, &g.lowerPrioNoAdvert},
-		{h.OwnerIgnoreAdverts, &g.ownerIgnoreAdverts}, {h.V3ChecksumAsV2, &g.v3ChecksumAsV2}} {
-		if b.v != nil {
-			*b.dst = *b.v
-		}
+	if d.OwnerIgnoreAdverts != nil {
+		g.ownerIgnoreAdverts = *d.OwnerIgnoreAdverts
 	}
 	gd, err := ix.garp(d.GARP.yamlGARP, []any{"defaults", "garp"}, "defaults", ws)
 	if err != nil {
@@ -318,21 +293,6 @@ func (ix yamlIndex) defaults(p yamlPart[yamlDefaults], g *Globals, ws *[]Warning
 		}
 	}
 	return nil
-}
-
-func applyGARP(dst *GARP, d garpDraft) {
-	if d.masterDelay != nil {
-		dst.MasterDelay = *d.masterDelay
-	}
-	if d.masterRepeat != nil {
-		dst.MasterRepeat = *d.masterRepeat
-	}
-	if d.masterRefresh != nil {
-		dst.MasterRefresh = *d.masterRefresh
-	}
-	if d.masterRefreshRepeat != nil {
-		dst.MasterRefreshRepeat = *d.masterRefreshRepeat
-	}
 }
 
 func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (garpDraft, error) {
@@ -383,148 +343,238 @@ func (ix yamlIndex) garp(y yamlGARP, path []any, what string, ws *[]Warning) (ga
 	return d, nil
 }
 
+// advertInterval reads defaults.advertInterval (keepalived has no global keyword for it)
+// with advert_int's check.
 func advertInterval(y yamlDuration) (time.Duration, error) {
 	v, err := y.value()
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("advertInterval: %v", err)
 	}
-	if v < 10*time.Millisecond || v > 255*time.Second {
-		return 0, fmt.Errorf("%v is out of range (10ms to 255s)", v)
-	}
-	return v, nil
+	k, _ := keyword.Lookup(keyword.Instance, "advert_int")
+	return v, k.Value.(keyword.DurationRange).CheckDuration("advertInterval", y.text, v)
 }
 
+// instance reads instances[i] into a draft, one step per part of the instance.
 func (ix yamlIndex) instance(i int, p yamlPart[yamlInstance], ws *[]Warning) (Draft, error) {
 	base := []any{"instances", i}
-	at := func(k ...any) Position { return ix.at(append(append([]any{}, base...), k...)...) }
-	y := p.v
-	what := fmt.Sprintf("instances[%d]", i)
+	what := ix.instanceWhat(i, p)
 	if p.err != nil {
-		if n, _ := ix.node(append(base, "name")...); n != nil && n.Kind == yamlv3.ScalarNode {
-			what = fmt.Sprintf("instance %q", n.Value)
-		}
 		return Draft{}, ix.decodeError(p.err, base, what)
 	}
-	if y.Name != "" {
-		what = fmt.Sprintf("instance %q", y.Name)
-	}
-	fail := func(pos Position, format string, a ...any) (Draft, error) {
-		return Draft{}, errAt(pos, "%s: %s", what, fmt.Sprintf(format, a...))
-	}
-	d := Draft{pos: at(), name: y.Name, iface: y.Interface, preempt: y.Preempt, accept: y.Accept,
-		preemptPos: at("preempt"), delayPos: at("preemptDelay"), statePos: at("state"),
-		strict: y.Strict, lowerPrioNoAdvert: y.LowerPrioNoAdvert, lpnaPos: at("lowerPrioNoAdvert"),
-		ownerIgnoreAdverts: y.OwnerIgnoreAdverts, v3ChecksumAsV2: y.V3ChecksumAsV2}
-	if len(y.Interface) > 15 {
-		return fail(at("interface"), "interface name %q is longer than 15 characters", y.Interface)
-	}
-	if y.VRID != nil {
-		if *y.VRID < 1 || *y.VRID > 255 {
-			return fail(at("vrid"), "vrid must be between 1 and 255, not %d", *y.VRID)
+	y := p.v
+	d := Draft{pos: ix.at(base...), name: y.Name, ownerIgnoreAdverts: y.OwnerIgnoreAdverts}
+	for _, step := range []func() error{
+		func() error {
+			return ix.keywords(keyword.Instance, base, what, ws, d.land)
+		},
+		func() error { return ix.instanceAddresses(base, what, y, &d, ws) },
+		func() error { return ix.auth(base, what, y.Auth, &d, ws) },
+		func() error {
+			var err error
+			d.garp, err = ix.garp(y.GARP, append(append([]any{}, base...), "garp"), what, ws)
+			return err
+		},
+		func() error { return ix.instanceVMAC(base, what, y.VMAC, &d) },
+		func() error { return ix.instanceScripts(i, y.TrackScripts, y.TrackChecks, y.Notify, &d) },
+		func() error { return ix.instanceRouting(i, y.yamlInstanceRouting, &d, ws) },
+		func() error { return ix.instanceTracking(i, y.yamlInstanceTracking, &d) },
+	} {
+		if err := step(); err != nil {
+			return Draft{}, err
 		}
-		v := uint8(*y.VRID)
-		d.vrid = &v
-	}
-	if y.Priority != nil {
-		if *y.Priority < 1 || *y.Priority > 255 {
-			return fail(at("priority"), "priority must be between 1 and 255, not %d", *y.Priority)
-		}
-		v := uint8(*y.Priority)
-		d.priority = &v
-	}
-	if y.Version != nil {
-		if *y.Version != 2 && *y.Version != 3 {
-			return fail(at("version"), "version must be 2 or 3, not %d", *y.Version)
-		}
-		d.version, d.versionPos = vrrp.Version(*y.Version), at("version")
-	}
-	switch y.State {
-	case "", StateMaster, StateBackup:
-		d.state = y.State
-	default:
-		return fail(at("state"), "state must be MASTER or BACKUP, not %q", y.State)
-	}
-	if y.AdvertInterval != nil {
-		v, err := advertInterval(*y.AdvertInterval)
-		if err != nil {
-			return fail(at("advertInterval"), "advertInterval: %v", err)
-		}
-		d.advert, d.advertPos = v, at("advertInterval")
-	}
-	if y.PreemptDelay != nil {
-		v, err := y.PreemptDelay.value()
-		if err != nil || v > vrrp.MaxPreemptDelay {
-			return fail(at("preemptDelay"), "preemptDelay %q is not a duration from 0 to %v", y.PreemptDelay.text, vrrp.MaxPreemptDelay)
-		}
-		d.preemptDelay = v
-	}
-	var err error
-	if d.vips, err = ix.vips(y.VIPs, base, "vips", what, ws); err != nil {
-		return d, err
-	}
-	if d.evips, err = ix.vips(y.ExcludedVIPs, base, "excludedVIPs", what, ws); err != nil {
-		return d, err
-	}
-	if y.Unicast != nil {
-		if y.Unicast.Source != "" {
-			a, ok := parseAddr(y.Unicast.Source)
-			if !ok {
-				return fail(at("unicast", "source"), "unicast.source: bad IP address %q", y.Unicast.Source)
-			}
-			d.src, d.srcPos = a, at("unicast", "source")
-		}
-		for j, s := range y.Unicast.Peers {
-			a, ok := parseAddr(s)
-			if !ok {
-				return fail(at("unicast", "peers", j), "unicast.peers[%d]: bad IP address %q", j, s)
-			}
-			d.peers = append(d.peers, draftVIP{VIP: VIP{Prefix: netip.PrefixFrom(a, a.BitLen())}, pos: at("unicast", "peers", j)})
-		}
-	}
-	if y.MulticastGroup != "" {
-		a, ok := parseAddr(y.MulticastGroup)
-		if !ok || !isMulticastOf(a, 0) {
-			return fail(at("multicastGroup"), "multicastGroup %q is not a multicast address", y.MulticastGroup)
-		}
-		d.mcast, d.mcastPos = a, at("multicastGroup")
-	}
-	if y.Auth != nil {
-		d.authPos = at("auth")
-		switch strings.ToUpper(y.Auth.Type) {
-		case "PASS":
-			t := vrrp.AuthSimple
-			d.auth = &t
-		case "", "NONE":
-			t := vrrp.AuthNone
-			d.auth = &t
-		case "AH":
-			return fail(at("auth", "type"), "auth.type AH (IPsec authentication header) is not supported by vrrpd; use PASS or none")
-		default:
-			return fail(at("auth", "type"), "unknown auth.type %q (want PASS)", y.Auth.Type)
-		}
-		var note string
-		if d.authPass, note = truncateAuthPass(y.Auth.Password, "auth.password"); note != "" {
-			*ws = append(*ws, Warning{Pos: at("auth", "password"), Message: what + ": " + note})
-		}
-	}
-	if d.garp, err = ix.garp(y.GARP, append(append([]any{}, base...), "garp"), what, ws); err != nil {
-		return d, err
-	}
-	if y.VMAC != nil {
-		if d.vmac, err = y.VMAC.draft(at("vmac")); err != nil {
-			return fail(at("vmac"), "%v", err)
-		}
-	}
-	if err := ix.instanceScripts(i, y.TrackScripts, y.TrackChecks, y.Notify, &d); err != nil {
-		return Draft{}, err
-	}
-	if err := ix.instanceRouting(i, y.yamlInstanceRouting, &d, ws); err != nil {
-		return Draft{}, err
-	}
-	if err := ix.instanceTracking(i, y.yamlInstanceTracking, &d); err != nil {
-		return Draft{}, err
 	}
 	return d, nil
+}
+
+// instanceWhat names instances[i] in messages: by its name when it has one.
+func (ix yamlIndex) instanceWhat(i int, p yamlPart[yamlInstance]) string {
+	if p.v.Name != "" {
+		return fmt.Sprintf("instance %q", p.v.Name)
+	}
+	if n, _ := ix.node("instances", i, "name"); p.err != nil && n != nil && n.Kind == yamlv3.ScalarNode {
+		return fmt.Sprintf("instance %q", n.Value)
+	}
+	return fmt.Sprintf("instances[%d]", i)
+}
+
+// keywords reads the keys of the mapping at path that are keepalived keywords of block b
+// (their YAML key in the keyword table), each through its keyword's value check, the one
+// keepalived.conf's keyword goes through, and hands the value to land. A message names the
+// YAML key. A boolean key sets a keyword that takes no value (preempt: false is
+// nopreempt) by the entry whose value it is.
+func (ix yamlIndex) keywords(b keyword.Block, path []any, what string, ws *[]Warning, land func(keyword.Field, keyword.Parsed, *statement) bool) error {
+	for _, k := range keyword.ByYAML(b) {
+		if k.Value == nil || k.Field == keyword.FieldNone || strings.Contains(k.YAML, ".") {
+			continue
+		}
+		n := ix.child(path, k.YAML)
+		if n == nil || n.Kind != yamlv3.ScalarNode || n.ShortTag() == "!!null" {
+			continue
+		}
+		pos := ix.at(append(append([]any{}, path...), k.YAML)...)
+		st := newStatement(k.YAML, nil, pos)
+		v, ok, err := yamlKeywordValue(k, n, st)
+		if err != nil && !strings.HasPrefix(err.Error(), k.YAML+" ") {
+			err = fmt.Errorf("%s: %v", k.YAML, err) // a message that does not name the key
+		}
+		if err != nil {
+			return errAt(pos, "%s: %v", what, err)
+		}
+		for _, m := range st.Notes {
+			*ws = append(*ws, Warning{Pos: pos, Message: what + ": " + m})
+		}
+		if ok {
+			land(k.Field, v, st)
+		}
+	}
+	return nil
+}
+
+// yamlKeywordValue reads scalar n as keyword k's value: the words keepalived.conf would
+// have, or a YAML duration checked against the keyword's range. ok is false for a
+// boolean that selects another entry of the same key (preempt: false is not preempt).
+func yamlKeywordValue(k *keyword.Keyword, n *yamlv3.Node, st *statement) (keyword.Parsed, bool, error) {
+	if r, isDuration := k.Value.(keyword.DurationRange); isDuration {
+		var y yamlDuration
+		_ = y.UnmarshalYAML(n) // a scalar: never fails
+		d, err := y.value()
+		if err != nil {
+			return keyword.Parsed{}, false, err
+		}
+		return keyword.Parsed{Duration: d}, true, r.CheckDuration(k.YAML, n.Value, d)
+	}
+	_, _, number := keyword.Range(k.Value)
+	switch {
+	case keyword.IsBoolean(k.Value):
+		// As the schema decoded it (yes, on, a quoted "no"...).
+		var b bool
+		if n.Decode(&b) != nil {
+			return keyword.Parsed{}, false, nil // the schema's decoding reports it
+		}
+		if set, isConst := keyword.IsConst(k.Value); !isConst {
+			st.Args = []string{strconv.FormatBool(b)}
+		} else if set != b {
+			return keyword.Parsed{}, false, nil
+		}
+	case number && n.ShortTag() == "!!int":
+		// As the YAML library resolves it (0x10 is 16), in decimal.
+		var i int64
+		if n.Decode(&i) != nil {
+			return keyword.Parsed{}, false, nil
+		}
+		st.Args = []string{strconv.FormatInt(i, 10)}
+	case n.Value == "": // unset, as an absent key
+		return keyword.Parsed{}, false, nil
+	default:
+		st.Args = []string{n.Value}
+	}
+	v, err := k.Value.Read(&st.Statement)
+	return v, err == nil, err
+}
+
+// child returns the value of key in the mapping at path, or nil, as the decoder reads
+// it: through aliases, and from merged mappings (<<) where the mapping has no such key.
+func (ix yamlIndex) child(path []any, key string) *yamlv3.Node {
+	m, _ := ix.node(path...)
+	return yamlChild(m, key, 0)
+}
+
+func yamlChild(m *yamlv3.Node, key string, depth int) *yamlv3.Node {
+	for i := 0; m != nil && m.Kind == yamlv3.AliasNode && i < 100; i++ {
+		m = m.Alias
+	}
+	if m == nil || m.Kind != yamlv3.MappingNode || depth > 100 {
+		return nil
+	}
+	var merged []*yamlv3.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		switch k, v := m.Content[i], m.Content[i+1]; {
+		case k.Value == key:
+			for j := 0; v.Kind == yamlv3.AliasNode && v.Alias != nil && j < 100; j++ {
+				v = v.Alias
+			}
+			return v
+		case k.Value == "<<" && k.ShortTag() == "!!merge" && v.Kind == yamlv3.SequenceNode:
+			merged = append(merged, v.Content...)
+		case k.Value == "<<" && k.ShortTag() == "!!merge":
+			merged = append(merged, v)
+		}
+	}
+	for _, mm := range merged { // the first merged mapping that has it wins
+		if v := yamlChild(mm, key, depth+1); v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// instanceAddresses reads vips, excludedVIPs and unicast into d.
+func (ix yamlIndex) instanceAddresses(base []any, what string, y yamlInstance, d *Draft, ws *[]Warning) error {
+	at := func(k ...any) Position { return ix.at(append(append([]any{}, base...), k...)...) }
+	var err error
+	if d.vips, err = ix.vips(y.VIPs, base, "vips", what, ws); err != nil {
+		return err
+	}
+	if d.evips, err = ix.vips(y.ExcludedVIPs, base, "excludedVIPs", what, ws); err != nil {
+		return err
+	}
+	if y.Unicast == nil {
+		return nil
+	}
+	if y.Unicast.Source != "" {
+		a, ok := parseAddr(y.Unicast.Source)
+		if !ok {
+			return errAt(at("unicast", "source"), "%s: unicast.source: bad IP address %q", what, y.Unicast.Source)
+		}
+		d.src, d.srcPos = a, at("unicast", "source")
+	}
+	for j, s := range y.Unicast.Peers {
+		a, ok := parseAddr(s)
+		if !ok {
+			return errAt(at("unicast", "peers", j), "%s: unicast.peers[%d]: bad IP address %q", what, j, s)
+		}
+		d.peers = append(d.peers, draftVIP{VIP: VIP{Prefix: netip.PrefixFrom(a, a.BitLen())}, pos: at("unicast", "peers", j)})
+	}
+	return nil
+}
+
+// auth reads an instance's auth into d.
+func (ix yamlIndex) auth(base []any, what string, y *yamlAuth, d *Draft, ws *[]Warning) error {
+	if y == nil {
+		return nil
+	}
+	at := func(k ...any) Position { return ix.at(append(append([]any{}, base...), k...)...) }
+	d.authPos = at("auth")
+	switch strings.ToUpper(y.Type) {
+	case "PASS":
+		t := vrrp.AuthSimple
+		d.auth = &t
+	case "", "NONE":
+		t := vrrp.AuthNone
+		d.auth = &t
+	case "AH":
+		return errAt(at("auth", "type"), "%s: auth.type AH (IPsec authentication header) is not supported by vrrpd; use PASS or none", what)
+	default:
+		return errAt(at("auth", "type"), "%s: unknown auth.type %q (want PASS)", what, y.Type)
+	}
+	var note string
+	if d.authPass, note = truncateAuthPass(y.Password, "auth.password"); note != "" {
+		*ws = append(*ws, Warning{Pos: at("auth", "password"), Message: what + ": " + note})
+	}
+	return nil
+}
+
+// instanceVMAC reads an instance's vmac into d.
+func (ix yamlIndex) instanceVMAC(base []any, what string, y *yamlVMAC, d *Draft) error {
+	if y == nil {
+		return nil
+	}
+	pos := ix.at(append(append([]any{}, base...), "vmac")...)
+	var err error
+	if d.vmac, err = y.draft(pos); err != nil {
+		return errAt(pos, "%s: %v", what, err)
+	}
+	return nil
 }
 
 func (ix yamlIndex) vips(ys []yamlVIP, base []any, key, what string, ws *[]Warning) ([]draftVIP, error) {
@@ -543,11 +593,11 @@ func (ix yamlIndex) vips(ys []yamlVIP, base []any, key, what string, ws *[]Warni
 			}
 			v = pv
 		} else {
-			p, err := parsePrefix(y.Address)
+			p, err := parsePrefix(y.Keys.Address)
 			if err != nil {
 				return nil, errAt(pos, "%s: %s[%d]: %v", what, key, j, err)
 			}
-			v = VIP{Prefix: p, Dev: y.Dev, Label: y.Label}
+			v = VIP{Prefix: p, Dev: y.Keys.Dev, Label: y.Keys.Label}
 			if len(v.Dev) > 15 || len(v.Label) > 15 {
 				return nil, errAt(pos, "%s: %s[%d]: dev and label are at most 15 characters", what, key, j)
 			}

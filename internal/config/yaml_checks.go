@@ -39,18 +39,11 @@ type yamlTCPCheck struct {
 func (ix yamlIndex) healthChecks(parts []yamlPart[yamlHealthCheck], g *Globals) error {
 	for i, p := range parts {
 		y := p.v
-		if p.err != nil {
-			return ix.decodeError(p.err, []any{"healthChecks", i}, fmt.Sprintf("healthChecks[%d]", i))
-		}
 		at := func(k string) Position { return ix.at("healthChecks", i, k) }
-		if y.Name == "" {
-			return errAt(ix.at("healthChecks", i), "healthChecks[%d]: name is required", i)
+		sc, what, err := ix.scriptPart("healthChecks", i, p.err, y.Name, "health check", ": the name is already a script or check", g)
+		if err != nil {
+			return err
 		}
-		what := "health check " + y.Name
-		if _, dup := g.scripts.get(y.Name); dup {
-			return errAt(at("name"), "%s: the name is already a script or check", what)
-		}
-		sc := newScript(y.Name, ix.at("healthChecks", i))
 		c, key, err := y.check()
 		if err != nil {
 			pos := at(key)

@@ -27,9 +27,7 @@ type yamlDoc struct {
 }
 
 func (d *yamlDoc) UnmarshalYAML(unmarshal func(any) error) error {
-	var n yamlNodeOf
-	_ = unmarshal(&n) // never fails
-	d.root = n.node
+	d.root = nodeOf(unmarshal)
 	return unmarshal(&d.file)
 }
 
@@ -39,6 +37,14 @@ type yamlNodeOf struct{ node *yamlv3.Node }
 func (c *yamlNodeOf) UnmarshalYAML(n *yamlv3.Node) error {
 	c.node = n
 	return nil
+}
+
+// nodeOf returns the node an older-form Unmarshaler is decoding (nil for a null, for
+// which the decoder calls none).
+func nodeOf(unmarshal func(any) error) *yamlv3.Node {
+	var n yamlNodeOf
+	_ = unmarshal(&n) // never fails
+	return n.node
 }
 
 // yamlPart is one part of the file that is checked on its own (defaults, an instance, a
@@ -51,8 +57,7 @@ type yamlPart[T any] struct {
 }
 
 func (p *yamlPart[T]) UnmarshalYAML(unmarshal func(any) error) error {
-	var n yamlNodeOf
-	_ = unmarshal(&n)
+	node := nodeOf(unmarshal)
 	err := unmarshal(&p.v)
 	if _, ok := err.(*yamlv3.TypeError); ok || err == nil {
 		p.err = err
@@ -60,10 +65,10 @@ func (p *yamlPart[T]) UnmarshalYAML(unmarshal func(any) error) error {
 	}
 	// Anything else (too many aliases, a bad merge) stops the decoder, whose state it
 	// leaves behind is not to be trusted: the whole file fails, at this part.
-	if n.node == nil { // never: the decoder calls no Unmarshaler for a null
-		n.node = &yamlv3.Node{}
+	if node == nil { // never: the decoder calls no Unmarshaler for a null
+		node = &yamlv3.Node{}
 	}
-	return &yamlPartFailure{part: n.node, err: err}
+	return &yamlPartFailure{part: node, err: err}
 }
 
 type yamlPartFailure struct {
@@ -73,15 +78,26 @@ type yamlPartFailure struct {
 
 func (e *yamlPartFailure) Error() string { return e.err.Error() }
 
-// textOrMapping decodes a value written either as a string (into text) or as a mapping
-// (into m, strictly).
-func textOrMapping(unmarshal func(any) error, text *string, m any) error {
-	var n yamlNodeOf
-	_ = unmarshal(&n)
-	if n.node != nil && n.node.Kind == yamlv3.MappingNode {
-		return unmarshal(m)
+// textOrKeys is a value written either as keepalived's line, a string (Text), or as a
+// mapping of T's keys (Keys), decoded strictly: a VIP, a route, a rule.
+type textOrKeys[T any] struct {
+	Text string
+	Keys T
+}
+
+func (v *textOrKeys[T]) UnmarshalYAML(unmarshal func(any) error) error {
+	if n := nodeOf(unmarshal); n != nil && n.Kind == yamlv3.MappingNode {
+		return unmarshal(&v.Keys)
 	}
-	return unmarshal(text)
+	return unmarshal(&v.Text)
+}
+
+// yamlLineWords are a route's or rule's keepalived words: the string's, or the mapping's.
+func yamlLineWords[T interface{ words() []string }](v textOrKeys[T]) []string {
+	if v.Text != "" {
+		return strings.Fields(v.Text)
+	}
+	return v.Keys.words()
 }
 
 // yamlTypeError is the library's error for a value of the wrong kind, worded as the

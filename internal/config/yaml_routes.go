@@ -2,7 +2,6 @@ package config
 
 import (
 	"strconv"
-	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 )
@@ -51,8 +50,13 @@ func (w *yamlWord) UnmarshalYAML(n *yamlv3.Node) error {
 	return nil
 }
 
-type yamlRoute struct {
-	Text     string   `yaml:"-"`
+// yamlRoute and yamlRule are keepalived's line, or a mapping of its words.
+type (
+	yamlRoute = textOrKeys[yamlRouteKeys]
+	yamlRule  = textOrKeys[yamlRuleKeys]
+)
+
+type yamlRouteKeys struct {
 	To       string   `yaml:"to"`
 	Type     string   `yaml:"type"`
 	Src      string   `yaml:"src"`
@@ -65,16 +69,8 @@ type yamlRoute struct {
 	OnLink   bool     `yaml:"onlink"`
 }
 
-func (r *yamlRoute) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain yamlRoute
-	return textOrMapping(unmarshal, &r.Text, (*plain)(r))
-}
-
 // words are the route's keepalived words.
-func (r yamlRoute) words() []string {
-	if r.Text != "" {
-		return strings.Fields(r.Text)
-	}
+func (r yamlRouteKeys) words() []string {
 	var w []string
 	if r.Type != "" {
 		w = append(w, r.Type)
@@ -90,8 +86,7 @@ func (r yamlRoute) words() []string {
 	return w
 }
 
-type yamlRule struct {
-	Text     string   `yaml:"-"`
+type yamlRuleKeys struct {
 	From     string   `yaml:"from"`
 	To       string   `yaml:"to"`
 	Not      bool     `yaml:"not"`
@@ -107,15 +102,8 @@ type yamlRule struct {
 	Family string `yaml:"family"`
 }
 
-func (r *yamlRule) UnmarshalYAML(unmarshal func(any) error) error {
-	type plain yamlRule
-	return textOrMapping(unmarshal, &r.Text, (*plain)(r))
-}
-
-func (r yamlRule) words() []string {
-	if r.Text != "" {
-		return strings.Fields(r.Text)
-	}
+// words are the rule's keepalived words.
+func (r yamlRuleKeys) words() []string {
 	var w []string
 	if r.Family != "" {
 		w = append(w, r.Family)
@@ -164,14 +152,14 @@ func (ix yamlIndex) hostRouting(y yamlHostRouting, g *Globals, ws *[]Warning) er
 		h.static.Addresses = append(h.static.Addresses, a.VIP)
 	}
 	for j, r := range y.StaticRoutes {
-		rt, notes, err := parseRouteWords(r.words())
+		rt, notes, err := parseRouteWords(yamlLineWords(r))
 		if err := ix.routingResult([]any{"staticRoutes", j}, "staticRoutes", notes, err, ws); err != nil {
 			return err
 		}
 		h.static.Routes = append(h.static.Routes, rt)
 	}
 	for j, r := range y.StaticRules {
-		ru, notes, err := parseRuleWords(r.words())
+		ru, notes, err := parseRuleWords(yamlLineWords(r))
 		if err := ix.routingResult([]any{"staticRules", j}, "staticRules", notes, err, ws); err != nil {
 			return err
 		}
@@ -183,14 +171,14 @@ func (ix yamlIndex) hostRouting(y yamlHostRouting, g *Globals, ws *[]Warning) er
 // instanceRouting reads an instance's routes, rules and trackSourceIP into d.
 func (ix yamlIndex) instanceRouting(i int, y yamlInstanceRouting, d *Draft, ws *[]Warning) error {
 	for j, r := range y.Routes {
-		rt, notes, err := parseRouteWords(r.words())
+		rt, notes, err := parseRouteWords(yamlLineWords(r))
 		if err := ix.routingResult([]any{"instances", i, "routes", j}, "routes", notes, err, ws); err != nil {
 			return err
 		}
 		d.routing.routes = append(d.routing.routes, rt)
 	}
 	for j, r := range y.Rules {
-		ru, notes, err := parseRuleWords(r.words())
+		ru, notes, err := parseRuleWords(yamlLineWords(r))
 		if err := ix.routingResult([]any{"instances", i, "rules", j}, "rules", notes, err, ws); err != nil {
 			return err
 		}

@@ -60,18 +60,11 @@ func (ix yamlIndex) scripts(parts []yamlPart[yamlScript], f *yamlFile, g *Global
 	g.scriptUserPos = ix.at("scriptUser")
 	for i, p := range parts {
 		y := p.v
-		if p.err != nil {
-			return ix.decodeError(p.err, []any{"scripts", i}, fmt.Sprintf("scripts[%d]", i))
-		}
 		at := func(k string) Position { return ix.at("scripts", i, k) }
-		if y.Name == "" {
-			return errAt(ix.at("scripts", i), "scripts[%d]: name is required", i)
+		sc, what, err := ix.scriptPart("scripts", i, p.err, y.Name, "script", " is defined twice", g)
+		if err != nil {
+			return err
 		}
-		what := "script " + y.Name
-		if _, dup := g.scripts.get(y.Name); dup {
-			return errAt(at("name"), "%s is defined twice", what)
-		}
-		sc := newScript(y.Name, ix.at("scripts", i))
 		args, err := track.SplitCommand(y.Command)
 		if err != nil || len(args) == 0 {
 			return errAt(at("command"), "%s: command %q: want a program and its arguments", what, y.Command)
@@ -84,6 +77,22 @@ func (ix yamlIndex) scripts(parts []yamlPart[yamlScript], f *yamlFile, g *Global
 		g.addScript(sc)
 	}
 	return nil
+}
+
+// scriptPart starts the script or check of part i of list key for g: a decoding error,
+// no name, or a name already taken (dup words it after what) stops it.
+func (ix yamlIndex) scriptPart(key string, i int, err error, name, kind, dup string, g *Globals) (*Script, string, error) {
+	if err != nil {
+		return nil, "", ix.decodeError(err, []any{key, i}, fmt.Sprintf("%s[%d]", key, i))
+	}
+	if name == "" {
+		return nil, "", errAt(ix.at(key, i), "%s[%d]: name is required", key, i)
+	}
+	what := kind + " " + name
+	if _, taken := g.scripts.get(name); taken {
+		return nil, what, errAt(ix.at(key, i, "name"), "%s%s", what, dup)
+	}
+	return newScript(name, ix.at(key, i)), what, nil
 }
 
 // instanceScripts reads an instance's trackScripts, trackChecks and notify into d.

@@ -17,12 +17,12 @@
 //     runs, its priority, members as unicast peers, the interfaceFromIP
 //     lookup, the password from the Secret): the status is read into a
 //     config.Draft, and keepalived's rules are config.Resolve's, the same
-//     as for a file. Verbatim keywords are checked against the API's keyword
-//     table (v1alpha1.InstanceKeyword, GlobalKeyword), which the operator
-//     uses too, and set through config's keyword table, which keepalived.conf
-//     uses too; those vrrpd does not implement, and bad values, are warnings
-//     that name them, and a number beyond its limit (v1alpha1's limit table,
-//     config's bounds) is ignored with a warning. An instance vrrpd cannot
+//     as for a file. Verbatim keywords are checked against keepalived's one
+//     keyword table (package keyword, through v1alpha1.VerbatimProblem and
+//     GlobalKeyword), which the operator uses too, and set through it
+//     (config.Draft.SetKeyword), as keepalived.conf is; those vrrpd does not
+//     implement, and bad values, are warnings that name them, and a number
+//     beyond its limit is ignored with a warning. An instance vrrpd cannot
 //     run (a VIP that is not a unicast host address, bad priorities, a VRID
 //     out of range or taken) is dropped with a warning and the group's others
 //     run: the status may come from an older operator, and one Service must

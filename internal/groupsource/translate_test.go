@@ -632,8 +632,8 @@ func TestTranslateVerbatimIgnored(t *testing.T) {
 		`(default/web) verbatim notify_master would run a program, which vrrpd never does on a Service's say; ignored`,
 		`(default/web) verbatim preempt_delay "soon" is not a number of seconds between`,
 		`(default/web) verbatim unicast_src_ip is set by the operator; ignored`,
-		`(default/web) verbatim use_vmac is set by the operator; ignored`,
-		`(default/web) verbatim vmac_xmit_base is set by the operator; ignored`,
+		`(default/web) verbatim use_vmac is the group's decision (spec.useVMAC of the KeepalivedGroup), not a Service's; ignored`,
+		`(default/web) verbatim vmac_xmit_base is the group's decision (spec.vmacXmitBase of the KeepalivedGroup), not a Service's; ignored`,
 	}
 	text := warningsText(ws)
 	if len(ws) != len(want) {
@@ -744,7 +744,7 @@ func TestTranslateVerbatimBounds(t *testing.T) {
 		t.Errorf("GARP %+v: want the default repeats and the valid delay", in.GARP)
 	}
 	for _, w := range []string{
-		`(default/web) verbatim garp_master_repeat must be a whole number from 0 to 255; ignored`,
+		`(default/web) verbatim garp_master_repeat "2147483647" is not a number between 0 and 255; ignored`,
 		`verbatimConfig vrrp_garp_master_refresh_repeat "100000" is not a number between 0 and 255; ignored`,
 	} {
 		if !warned(ws, w) {

@@ -14,9 +14,9 @@ import (
 // Verbatim keywords come from two places, as in the original operator: the
 // group's spec.verbatimConfig went into keepalived's global_defs, a
 // Service's verbatimconfig annotation into its vrrp_instance. Who may set
-// which keyword is the API's table (v1alpha1.InstanceKeyword,
-// GlobalKeyword), shared with the operator; what a keyword does is
-// config's, shared with keepalived.conf. The one difference from a file: a
+// which keyword is the keyword table's (package keyword, through
+// v1alpha1.VerbatimProblem and GlobalKeyword), shared with the operator and
+// with keepalived.conf, as is what a keyword does (config.Draft.SetKeyword). The one difference from a file: a
 // bad value is a warning, not an error, since one Service's annotation must
 // not stop every other VIP of the group from being served.
 
@@ -41,24 +41,14 @@ func (t *translator) globals() config.Globals {
 // Service may set, through the keyword table keepalived.conf uses.
 func (t *translator) verbatim(key string, d *config.Draft, kv map[string]string) {
 	for _, k := range slices.Sorted(maps.Keys(kv)) {
-		owner, known := v1alpha1.InstanceKeyword(k)
-		problem := v1alpha1.ServiceValueProblem(k, kv[k])
-		switch {
-		case known && owner == v1alpha1.OwnerOperator:
-			t.warn(key, "verbatim %s is set by the operator; ignored", k)
-		case known && owner == v1alpha1.OwnerNode:
-			t.warn(key, "verbatim %s would add routes or rules on the nodes, which a Service may not; ignored", k)
-		case known && owner == v1alpha1.OwnerRefused:
-			t.warn(key, "verbatim %s would run a program, which vrrpd never does on a Service's say; ignored", k)
-		case !known:
-			t.warn(key, "verbatim %s is not supported by vrrpd; ignored", k)
-		case problem != "":
-			// The operator drops it; a status written otherwise is held to the same rule.
+		// The operator drops what a Service may not set; a status written otherwise is
+		// held to the same rule, in the keyword table's words.
+		if problem := v1alpha1.VerbatimProblem(k, kv[k]); problem != "" {
 			t.warn(key, "verbatim %s %s; ignored", k, problem)
-		default:
-			notes, err := d.SetKeyword(k, strings.Fields(kv[k]))
-			t.keywordResult(key, "verbatim", k, notes, err)
+			continue
 		}
+		notes, err := d.SetKeyword(k, strings.Fields(kv[k]))
+		t.keywordResult(key, "verbatim", k, notes, err)
 	}
 }
 
