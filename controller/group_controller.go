@@ -53,6 +53,9 @@ type GroupReconciler struct {
 	MigrationDwell time.Duration
 	// VrrpdResources is Options.VrrpdResources, defaults filled in.
 	VrrpdResources corev1.ResourceRequirements
+	// VrrpdImagePullPolicy and VrrpdImagePullSecrets are the Options'.
+	VrrpdImagePullPolicy  corev1.PullPolicy
+	VrrpdImagePullSecrets []string
 	// PodMonitorRecheck is Options.PodMonitorRecheck, the default filled in.
 	PodMonitorRecheck time.Duration
 	// GroupNamespaces, AllowedImages and SegmentNamespaces are the
@@ -521,7 +524,9 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		{desiredServiceAccount(g), &corev1.ServiceAccount{}},
 		{desiredRole(g), &rbacv1.Role{}},
 		{desiredRoleBinding(g), &rbacv1.RoleBinding{}},
-		{desiredDaemonSet(g, image, r.VrrpdResources), &appsv1.DaemonSet{}},
+		{desiredDaemonSet(g, image, vrrpdPodSettings{
+			resources: r.VrrpdResources, pullPolicy: r.VrrpdImagePullPolicy, pullSecrets: r.VrrpdImagePullSecrets,
+		}), &appsv1.DaemonSet{}},
 	}
 	var errs []string
 	for _, o := range owned {
