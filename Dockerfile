@@ -1,8 +1,13 @@
 # Images for the two programs, from one build stage, for any platform of `make cross`
 # (linux/amd64, arm64, ppc64le, s390x):
 #   docker buildx build --platform linux/amd64,linux/arm64,linux/ppc64le,linux/s390x \
-#     --target operator -t ghcr.io/vrrp-operator/operator:dev .
-#   docker buildx build --platform ... --target vrrpd -t ghcr.io/vrrp-operator/vrrpd:dev .
+#     --build-arg VERSION=v0.2.0 --target operator -t ghcr.io/vrrp-operator/operator:v0.2.0 .
+#   docker buildx build --platform ... --build-arg VERSION=v0.2.0 --target vrrpd -t ghcr.io/vrrp-operator/vrrpd:v0.2.0 .
+# Tag both with the VERSION they are built with: the operator runs vrrpd:<its VERSION>
+# unless --vrrpd-image says otherwise (without VERSION both are "dev", and vrrpd:dev).
+# Without a registry or Docker engine, make release VERSION=... builds images of the same
+# binaries (from make cross) as OCI archives, on an empty base rather than distroless'
+# (hack/ociimage says what that leaves out).
 # The build stage runs on the builder's own platform ($BUILDPLATFORM) and cross-compiles
 # for $TARGETARCH, so no stage runs under emulation. Both binaries are static
 # (CGO_ENABLED=0), so the runtime stage is distroless/static, which exists for all four.

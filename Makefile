@@ -46,7 +46,7 @@ CHART := deploy/helm/vrrp-operator
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 export VRRP_FLOOR_ASSETS := $(ENVTEST_FLOOR_ASSETS)
 
-.PHONY: all build test unit lint fuzz bench bench-report cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render
+.PHONY: all build test unit lint fuzz bench bench-report cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render release
 
 all: build
 
@@ -147,6 +147,43 @@ cross-check:
 	  echo "cross-check $$os/$$arch"; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags '$(HOST_TAGS)' -o /dev/null ./cmd/vrrpd; \
 	done
+
+## release: a release, make release VERSION=vX.Y.Z: writes the version into every file of the
+## install that names it (hack/setversion: the chart's version and appVersion, the
+## kustomization's operator tag, the operator's --vrrpd-image and the policy's vrrpdImage;
+## commit them and tag the commit VERSION), then builds into bin/release/VERSION/ every
+## binary for PLATFORMS (make cross, stamped with VERSION), the two images for all of them as
+## OCI archives (hack/ociimage: no registry or Docker engine needed), the chart's package
+## and the rendered manifests (kustomize's default and OpenShift installs), and SHA256SUMS.
+## Not part of make test: make cross alone takes more than half an hour on two cores.
+## KUBECTL: a kubectl for kustomize (default: make envtest's).
+RELEASE_DIR = $(BIN)/release/$(VERSION)
+KUBECTL ?= $(ENVTEST_ASSETS)/kubectl
+IMAGE_SOURCE := https://github.com/vrrp-operator/vrrp-operator
+release:
+	@test -x '$(KUBECTL)' || { echo "no kubectl at $(KUBECTL): make envtest, or KUBECTL=..."; exit 1; }
+	$(GO) run ./hack/setversion '$(VERSION)'
+	$(MAKE) cross VERSION='$(VERSION)'
+	rm -rf '$(RELEASE_DIR)' && mkdir -p '$(RELEASE_DIR)'
+	$(GO) build -o $(BIN)/ociimage ./hack/ociimage
+	@set -e; created=$$(git log -1 --format=%cI); revision=$$(git rev-parse HEAD); \
+	for img in operator vrrpd; do \
+	  case $$img in operator) opts="-user 65532:65532 -port 8080 -port 8081";; vrrpd) opts="-port 9650";; esac; \
+	  bins=; for p in $(PLATFORMS); do bins="$$bins $$p=$(BIN)/$$img-$${p%/*}-$${p#*/}"; done; \
+	  layout=$$(mktemp -d); \
+	  $(BIN)/ociimage -out $$layout/oci -name ghcr.io/vrrp-operator/$$img:$(VERSION) -path /$$img $$opts \
+	    -created $$created -label org.opencontainers.image.version=$(VERSION) -label org.opencontainers.image.revision=$$revision \
+	    -label org.opencontainers.image.source=$(IMAGE_SOURCE) -label org.opencontainers.image.title=$$img $$bins; \
+	  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --mode=u+rw,go+r,go-w -C $$layout/oci -cf '$(RELEASE_DIR)'/$$img-$(VERSION).oci.tar oci-layout index.json blobs; \
+	  rm -rf $$layout; echo "image $$img: $(RELEASE_DIR)/$$img-$(VERSION).oci.tar"; \
+	done
+	@set -e; for p in $(PLATFORMS); do for b in vrrpd vrrpd-host operator; do \
+	  cp $(BIN)/$$b-$${p%/*}-$${p#*/} '$(RELEASE_DIR)'/; done; done
+	$(HELM) package $(CHART) -d '$(RELEASE_DIR)'
+	'$(KUBECTL)' kustomize deploy/operator > '$(RELEASE_DIR)'/vrrp-operator.yaml
+	'$(KUBECTL)' kustomize deploy/openshift > '$(RELEASE_DIR)'/vrrp-operator-openshift.yaml
+	cd '$(RELEASE_DIR)' && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
+	@echo "release $(VERSION) in $(RELEASE_DIR)"
 
 ## helm: lint the chart and package it into bin/
 helm:

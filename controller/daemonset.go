@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
@@ -93,7 +94,16 @@ func ownerRef(g *v1alpha1.KeepalivedGroup) *metav1ac.OwnerReferenceApplyConfigur
 // tolerating every taint like the original so the VIPs can live on any
 // selected node. A group with passwordAuth gets its Secret's key as a file:
 // neither vrrpd nor the operator reads Secrets through the API.
-func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.ResourceRequirements) *appsv1ac.DaemonSetApplyConfiguration {
+//
+// The update strategy rolls one node at a time (maxUnavailable 1) and never
+// starts a second pod of the group on a node before the first is gone
+// (maxSurge 0): the two would share the host's network, the VRIDs and the
+// record of the VIPs (hostRunDir), two speakers of one router on one node.
+// The pod template holds only what the group, the image and the operator's
+// vrrpd settings decide, nothing about the operator process itself: an
+// upgrade that changes the vrrpd image rolls every group, a restart (or an
+// operator upgrade that keeps the image) changes nothing and rolls nothing.
+func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, s vrrpdPodSettings) *appsv1ac.DaemonSetApplyConfiguration {
 	labels := podLabels(g)
 	args := []string{"--group", g.Namespace + "/" + g.Name, "--node", "$(NODE_NAME)", "--metrics-host", "$(" + hostIPEnv + ")"}
 	mounts := []*corev1ac.VolumeMountApplyConfiguration{corev1ac.VolumeMount().WithName("run").WithMountPath(runDir)}
@@ -151,7 +161,10 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.Reso
 		WithReadinessProbe(corev1ac.Probe().
 			WithExec(corev1ac.ExecAction().WithCommand(probeCommand("ready")...)).
 			WithPeriodSeconds(5).WithTimeoutSeconds(3).WithFailureThreshold(2)).
-		WithResources(resources(res))
+		WithResources(resources(s.resources))
+	if s.pullPolicy != "" {
+		c.WithImagePullPolicy(s.pullPolicy)
+	}
 
 	pod := corev1ac.PodSpec().
 		WithServiceAccountName(ownedName(g)).
@@ -160,6 +173,9 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.Reso
 		WithTolerations(corev1ac.Toleration().WithOperator(corev1.TolerationOpExists)).
 		WithContainers(c).
 		WithVolumes(volumes...)
+	for _, name := range s.pullSecrets {
+		pod.WithImagePullSecrets(corev1ac.LocalObjectReference().WithName(name))
+	}
 	if len(g.Spec.NodeSelector) > 0 {
 		pod.WithNodeSelector(g.Spec.NodeSelector)
 	}
@@ -176,8 +192,20 @@ func desiredDaemonSet(g *v1alpha1.KeepalivedGroup, image string, res corev1.Reso
 		WithOwnerReferences(ownerRef(g)).
 		WithSpec(appsv1ac.DaemonSetSpec().
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
-			WithUpdateStrategy(appsv1ac.DaemonSetUpdateStrategy().WithType(appsv1.RollingUpdateDaemonSetStrategyType)).
+			WithUpdateStrategy(appsv1ac.DaemonSetUpdateStrategy().
+				WithType(appsv1.RollingUpdateDaemonSetStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateDaemonSet().
+					WithMaxUnavailable(intstr.FromInt32(1)).
+					WithMaxSurge(intstr.FromInt32(0)))).
 			WithTemplate(tmpl))
+}
+
+// vrrpdPodSettings are the operator's settings of every group's vrrpd pods
+// (Options.VrrpdResources, VrrpdImagePullPolicy, VrrpdImagePullSecrets).
+type vrrpdPodSettings struct {
+	resources   corev1.ResourceRequirements
+	pullPolicy  corev1.PullPolicy
+	pullSecrets []string
 }
 
 // resources copies res: the apply configuration keeps the maps it is given,

@@ -548,7 +548,9 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		{desiredServiceAccount(g), &corev1.ServiceAccount{}},
 		{desiredRole(g), &rbacv1.Role{}},
 		{desiredRoleBinding(g), &rbacv1.RoleBinding{}},
-		{desiredDaemonSet(g, image, r.VrrpdResources), &appsv1.DaemonSet{}},
+		{desiredDaemonSet(g, image, vrrpdPodSettings{
+			resources: r.VrrpdResources, pullPolicy: r.VrrpdImagePullPolicy, pullSecrets: r.VrrpdImagePullSecrets,
+		}), &appsv1.DaemonSet{}},
 	}
 	var errs []string
 	for _, o := range owned {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,6 +33,17 @@ import (
 type Options struct {
 	// VrrpdImage is the image the DaemonSets run unless a group names its own.
 	VrrpdImage string
+	// VrrpdImagePullPolicy is the vrrpd container's imagePullPolicy
+	// (--vrrpd-image-pull-policy); empty: Kubernetes' default (Always for
+	// an image without a tag or tagged latest, IfNotPresent otherwise).
+	VrrpdImagePullPolicy corev1.PullPolicy
+	// VrrpdImagePullSecrets name the Secrets (kubernetes.io/dockerconfigjson)
+	// the vrrpd pods pull their image with (--vrrpd-image-pull-secrets). A
+	// pod can only name Secrets of its own namespace, so each must exist in
+	// every namespace that holds groups: the operator copies the names into
+	// the DaemonSets, never the Secrets (it has no right to read Secrets, and
+	// copying credentials between namespaces is the admin's decision).
+	VrrpdImagePullSecrets []string
 	// ServiceWorkers is how many Services are reconciled at once (address
 	// decisions are serialised anyway; the status writes that follow them
 	// overlap). Default DefaultServiceWorkers.
@@ -139,6 +152,23 @@ func setup(mgr ctrl.Manager, opts Options, wrapStatus func(reconcileFunc) reconc
 	return &Reconcilers{Groups: groups, Services: services}, nil
 }
 
+// ValidatePullSettings checks --vrrpd-image-pull-policy and
+// --vrrpd-image-pull-secrets at start, rather than letting the API server
+// refuse every group's DaemonSet.
+func ValidatePullSettings(policy corev1.PullPolicy, secrets []string) error {
+	switch policy {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("--vrrpd-image-pull-policy %q: want Always, IfNotPresent or Never", policy)
+	}
+	for _, s := range secrets {
+		if errs := validation.IsDNS1123Subdomain(s); len(errs) > 0 {
+			return fmt.Errorf("--vrrpd-image-pull-secrets: %q is not a Secret name: %s", s, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
 // withDefaults checks opts and fills in the defaults.
 func (opts Options) withDefaults() (Options, error) {
 	if opts.VrrpdImage == "" {
@@ -147,6 +177,11 @@ func (opts Options) withDefaults() (Options, error) {
 	if err := ValidateImagePatterns(opts.AllowedImages); err != nil {
 		return opts, fmt.Errorf("controller: --allowed-vrrpd-images: %w", err)
 	}
+	if err := ValidatePullSettings(opts.VrrpdImagePullPolicy, opts.VrrpdImagePullSecrets); err != nil {
+		return opts, fmt.Errorf("controller: %w", err)
+	}
+	// A copy: the reconciler must not share the caller's slice.
+	opts.VrrpdImagePullSecrets = slices.Clone(opts.VrrpdImagePullSecrets)
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = DefaultServiceWorkers
 	}

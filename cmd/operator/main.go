@@ -3,13 +3,18 @@
 // vrrpd DaemonSets, and allocates LoadBalancer addresses (see package
 // controller).
 //
-//	operator --vrrpd-image IMAGE [--leader-elect] [--metrics-bind-address :8080]
+//	operator [--vrrpd-image IMAGE] [--vrrpd-image-pull-policy POLICY] [--vrrpd-image-pull-secrets LIST]
+//	         [--leader-elect] [--metrics-bind-address :8080]
 //	         [--health-probe-bind-address :8081] [--service-workers 16] [--log-format json|text] [-v N]
 //	         [--group-namespaces keepalived-operator] [--allowed-vrrpd-images LIST]
 //	         [--segment-namespaces LIST]
 //	operator --version
 //
-// The last three are the cluster admin's limits on group authors
+// --vrrpd-image defaults to vrrpd of the operator's own version
+// (defaultVrrpdImage), so an upgrade of the operator upgrades vrrpd; the pull
+// settings are copied into each group's DaemonSet. --group-namespaces,
+// --allowed-vrrpd-images and --segment-namespaces are the cluster admin's
+// limits on group authors
 // (controller/policy.go); the install's ValidatingAdmissionPolicy holds the
 // operator itself to the same namespaces and images.
 //
@@ -43,9 +48,20 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
 
+// vrrpdRepository is the repository of the vrrpd image that make release
+// builds beside the operator's (ghcr.io/vrrp-operator/operator).
+const vrrpdRepository = "ghcr.io/vrrp-operator/vrrpd"
+
 // defaultVrrpdImage is the image DaemonSets run when neither the flag nor the
-// group names one.
-const defaultVrrpdImage = "ghcr.io/vrrp-operator/vrrpd:latest"
+// group names one: vrrpd of this operator's own version, the image make
+// release builds and tags together with the operator's. So an operator
+// upgrade brings its vrrpd along (and rolls the groups' DaemonSets), and an
+// install that pins --vrrpd-image keeps its own. A build without a version
+// (a plain go build, or the Dockerfile without --build-arg VERSION) is "dev"
+// and runs vrrpd:dev, the tag the Dockerfile's example builds.
+func defaultVrrpdImage() string {
+	return vrrpdRepository + ":" + version.ImageTag()
+}
 
 // defaultGroupNamespaces is where groups may live unless the admin says
 // otherwise: the namespace the README's samples and the original's manifests
@@ -78,7 +94,9 @@ func run(ctx context.Context, args []string) error {
 		probeAddr     = fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 		leaderElect   = fs.Bool("leader-elect", false, "elect a leader, so only one replica reconciles")
 		leaderNS      = fs.String("leader-election-namespace", "", "namespace of the leader-election Lease (default: the pod's namespace)")
-		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage, "vrrpd image for the DaemonSets of groups that do not name one")
+		vrrpdImage    = fs.String("vrrpd-image", defaultVrrpdImage(), "vrrpd image for the DaemonSets of groups that do not name one; the default is vrrpd of this operator's own version")
+		pullPolicy    = fs.String("vrrpd-image-pull-policy", "", "imagePullPolicy of the vrrpd containers: Always, IfNotPresent or Never (default: Kubernetes', IfNotPresent for a tagged image)")
+		pullSecrets   = fs.String("vrrpd-image-pull-secrets", "", "comma-separated Secrets the vrrpd pods pull their image with; each must exist in every namespace that holds groups")
 		serviceWorker = fs.Int("service-workers", controller.DefaultServiceWorkers, "Services reconciled concurrently")
 		groupWorkers  = fs.Int("group-workers", controller.DefaultGroupWorkers, "KeepalivedGroups reconciled concurrently (groups of one segment take turns; more workers write group statuses more often)")
 		apiQPS        = fs.Float64("kube-api-qps", controller.DefaultClientQPS, "requests per second the operator's API client may make (sustained)")
@@ -107,6 +125,9 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := controller.ValidatePullSettings(corev1.PullPolicy(*pullPolicy), controller.SplitList(*pullSecrets)); err != nil {
+		return err
+	}
 	podMonitorLabels, err := controller.ParsePodMonitorLabels(*pmLabels)
 	if err != nil {
 		return err
@@ -133,6 +154,9 @@ func run(ctx context.Context, args []string) error {
 		AllowedImages:     controller.SplitList(*allowedImages),
 		SegmentNamespaces: append([]string{}, controller.SplitList(*segmentNS)...),
 		PodMonitorLabels:  podMonitorLabels,
+
+		VrrpdImagePullPolicy:  corev1.PullPolicy(*pullPolicy),
+		VrrpdImagePullSecrets: controller.SplitList(*pullSecrets),
 	}
 	if len(opts.GroupNamespaces) == 0 {
 		return fmt.Errorf("--group-namespaces is empty: no group could run (* allows every namespace)")
@@ -146,7 +170,7 @@ func run(ctx context.Context, args []string) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	log.Info("starting", "vrrpdImage", *vrrpdImage, "leaderElection", *leaderElect,
+	log.Info("starting", "vrrpdImage", *vrrpdImage, "vrrpdImagePullPolicy", *pullPolicy, "vrrpdImagePullSecrets", opts.VrrpdImagePullSecrets, "leaderElection", *leaderElect,
 		"groupNamespaces", opts.GroupNamespaces, "allowedVrrpdImages", opts.AllowedImages, "segmentNamespaces", opts.SegmentNamespaces)
 	return mgr.Start(ctx)
 }

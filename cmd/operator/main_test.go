@@ -6,17 +6,20 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/poll"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/testenv"
+	"github.com/vrrp-operator/vrrp-operator/internal/version"
 )
 
 func TestBadFlags(t *testing.T) {
@@ -28,6 +31,35 @@ func TestBadFlags(t *testing.T) {
 	} {
 		if err := run(context.Background(), args); err == nil {
 			t.Errorf("%v: no error", args)
+		}
+	}
+	// Refused before the operator looks for a cluster, naming the flag.
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, args := range [][]string{
+		{"--vrrpd-image-pull-policy", "always"}, {"--vrrpd-image-pull-policy", "Sometimes"},
+		{"--vrrpd-image-pull-secrets", "regcred,Bad_Name"}, {"--vrrpd-image-pull-secrets", "a/b"},
+	} {
+		err := run(context.Background(), args)
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: %v, want an error naming %s", args, err, args[0])
+		}
+	}
+}
+
+// TestDefaultVrrpdImage: without --vrrpd-image the operator runs vrrpd of its own
+// version (the -X internal/version.Version the Makefile stamps), as an image tag.
+func TestDefaultVrrpdImage(t *testing.T) {
+	old := version.Version
+	t.Cleanup(func() { version.Version = old })
+	for v, want := range map[string]string{
+		"v1.4.0":                  "ghcr.io/vrrp-operator/vrrpd:v1.4.0",
+		"v1.4.0-3-g0123abc-dirty": "ghcr.io/vrrp-operator/vrrpd:v1.4.0-3-g0123abc-dirty",
+		"dev":                     "ghcr.io/vrrp-operator/vrrpd:dev",
+		"v2.0.0+meta":             "ghcr.io/vrrp-operator/vrrpd:v2.0.0-meta",
+	} {
+		version.Version = v
+		if got := defaultVrrpdImage(); got != want {
+			t.Errorf("version %q: default vrrpd image %q, want %q", v, got, want)
 		}
 	}
 }
@@ -62,6 +94,7 @@ func TestOperatorBinary(t *testing.T) {
 		done <- run(ctx, []string{"--vrrpd-image", "example.com/vrrpd:smoke", "--metrics-bind-address", "0",
 			"--health-probe-bind-address", probe, "--leader-elect", "--leader-election-namespace", "default", "--log-format", "text",
 			"--vrrpd-memory-limit", "200Mi",
+			"--vrrpd-image-pull-policy", "Always", "--vrrpd-image-pull-secrets", "regcred, mirror-cred",
 			// The group below lives in default, which --group-namespaces must name
 			// (its default is keepalived-operator).
 			"--group-namespaces", "default"})
@@ -99,6 +132,14 @@ func TestOperatorBinary(t *testing.T) {
 		}
 		if img := ds.Spec.Template.Spec.Containers[0].Image; img != "example.com/vrrpd:smoke" {
 			return fmt.Errorf("image %q", img)
+		}
+		// The pull settings, as the flags say.
+		pod := ds.Spec.Template.Spec
+		if pp := pod.Containers[0].ImagePullPolicy; pp != corev1.PullAlways {
+			return fmt.Errorf("imagePullPolicy %q", pp)
+		}
+		if ps := pod.ImagePullSecrets; len(ps) != 2 || ps[0].Name != "regcred" || ps[1].Name != "mirror-cred" {
+			return fmt.Errorf("imagePullSecrets %v", ps)
 		}
 		// The flag's limit, the defaults' requests.
 		res := ds.Spec.Template.Spec.Containers[0].Resources

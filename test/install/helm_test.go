@@ -123,7 +123,7 @@ func TestChartApplies(t *testing.T) {
 func TestChartValues(t *testing.T) {
 	objs := decode(t, mustHelmTemplate(t,
 		"--set", "image.repository=registry.example/op", "--set", "image.tag=v1.2.3", "--set", "image.pullPolicy=IfNotPresent",
-		"--set", "vrrpdImage=registry.example/vrrpd:v1.2.3",
+		"--set", "vrrpd.image.repository=registry.example/vrrpd",
 		"--set", "resources.requests.cpu=100m", "--set", "resources.limits.memory=1Gi",
 		"--set", "metrics.port=9090", "--set", "healthProbePort=9091",
 		"--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prom",

@@ -28,3 +28,28 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "vrrp-operator.sccClusterRole" -}}
 {{ include "vrrp-operator.fullname" . }}-vrrpd-scc
 {{- end -}}
+
+{{/* The operator's image: image.tag, else the chart's appVersion. */}}
+{{- define "vrrp-operator.image" -}}
+{{- printf "%s:%s" .Values.image.repository (toString (.Values.image.tag | default .Chart.AppVersion)) -}}
+{{- end -}}
+
+{{/*
+vrrpd's image (--vrrpd-image and the admission policy's vrrpdImage): vrrpd.image.tag, else the
+operator's own tag, so vrrpd is of the operator's version unless pinned. vrrpdImage, a plain
+string before 0.1.0, is refused rather than ignored.
+*/}}
+{{- define "vrrp-operator.vrrpdImage" -}}
+{{- if hasKey .Values "vrrpdImage" }}{{ fail "vrrpdImage is now vrrpd.image.repository and vrrpd.image.tag" }}{{ end -}}
+{{- $tag := .Values.vrrpd.image.tag | default .Values.image.tag | default .Chart.AppVersion -}}
+{{- printf "%s:%s" .Values.vrrpd.image.repository (toString $tag) -}}
+{{- end -}}
+
+{{/* vrrpd's pull secrets as --vrrpd-image-pull-secrets' list: [{name: a}] or [a]. */}}
+{{- define "vrrp-operator.vrrpdPullSecrets" -}}
+{{- $names := list -}}
+{{- range .Values.vrrpd.imagePullSecrets -}}
+{{- if kindIs "map" . }}{{ $names = append $names .name }}{{ else }}{{ $names = append $names (toString .) }}{{ end -}}
+{{- end -}}
+{{- join "," $names -}}
+{{- end -}}
