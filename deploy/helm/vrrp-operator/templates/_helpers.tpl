@@ -28,3 +28,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "vrrp-operator.sccClusterRole" -}}
 {{ include "vrrp-operator.fullname" . }}-vrrpd-scc
 {{- end -}}
+
+{{- define "vrrp-operator.prometheusClusterRole" -}}
+{{ include "vrrp-operator.fullname" . }}-prometheus-k8s
+{{- end -}}
