@@ -183,6 +183,13 @@ type arpRecord struct {
 	moves   int
 	macs    []string
 	garps   int
+	// changes are when the answering MAC changed, and to which.
+	changes []arpChange
+}
+
+type arpChange struct {
+	at       time.Time
+	from, to string
 }
 
 // stop ends the watch (once) and returns, per VIP, what it saw, and the first error.
@@ -216,6 +223,7 @@ func (w *arpWatch) stop() (map[netip.Addr]arpRecord, error) {
 			prev = rep.at
 			if prevMAC != "" && rep.mac != prevMAC {
 				r.moves++
+				r.changes = append(r.changes, arpChange{rep.at, prevMAC, rep.mac})
 			}
 			prevMAC = rep.mac
 			if !slices.Contains(r.macs, rep.mac) {

@@ -413,10 +413,32 @@ func runMigration(t *testing.T, password, unicast bool) {
 		for _, m := range w.macs {
 			answered = append(answered, macOf[m])
 		}
+		for _, c := range w.changes {
+			t.Logf("%v: the answering MAC changed from %s to %s at %s", v, macOf[c.from], macOf[c.to], c.at.Format("15:04:05.000"))
+		}
 		t.Logf("%v: longest without a holder (sampled) %v; without an echo reply %v (%d sent, %d answered); "+
 			"on the wire: %d ARP requests, %d answered, by %v, answering MAC changed %d times, longest without an ARP reply %v, %d gratuitous ARPs, %d requests answered by two MACs",
 			v, worstHole[v].Round(time.Millisecond), pings[v].worst.Round(time.Millisecond), pings[v].sent, pings[v].answered,
 			w.rounds, w.answered, answered, w.moves, w.longest.Round(time.Millisecond), w.garps, len(w.doubles))
+	}
+	// The Local Service's address answered from a node without its endpoint, where
+	// kube-proxy drops the Service's traffic: during the takeover the vrrpd on the
+	// endpoint's node cannot hear its own node's keepalived hand over, so another node
+	// takes the address until the group's own settings let the endpoint's node preempt.
+	var away time.Duration
+	var awaySince time.Time
+	for _, c := range wire[local].changes {
+		switch {
+		case macOf[c.to] != endpointNode && awaySince.IsZero():
+			awaySince = c.at
+		case macOf[c.to] == endpointNode && !awaySince.IsZero():
+			away += c.at.Sub(awaySince)
+			awaySince = time.Time{}
+		}
+	}
+	t.Logf("%v (externalTrafficPolicy: Local) answered from a node without its endpoint for %v", local, away.Round(time.Millisecond))
+	if !awaySince.IsZero() {
+		t.Errorf("%v still answered from a node without its endpoint at the end", local)
 	}
 	if samples.n < 500 {
 		t.Errorf("only %d address samples; the sampler did not keep up", samples.n)
