@@ -23,12 +23,20 @@ import (
 // MACs answer. Two holders at once answer the same request from two MACs: a neighbour
 // would flip between them, and half the traffic would go to the wrong node.
 //
-// A reply is tied to its request by the request's sender address, which the reply carries
-// back as its target: round n asks from arpTags[n % len(arpTags)], addresses the client
-// holds for nothing else. A reply that arrives late on a loaded machine (up to
-// len(arpTags) rounds, 160 ms) is still counted against the round that asked, so a clean
-// handover (the old MAC answers a round, the new one a later round) never looks like an
-// overlap, and an overlap (two MACs answer one round) always does.
+// What the watch holds against an overlap is a flip: the answering MAC changing and
+// changing again within a second (A, B, A), or two MACs' replies interleaving. A node
+// answers only while it holds the VIP, and the replies arrive in the order the nodes sent
+// them, so B answering and A answering after it means both held the VIP at A's answer (a
+// real move back takes the VRRP timers: seconds). One clean handover is one change.
+//
+// It also records which request each reply answers: the reply carries the request's sender
+// address back as its target, and round n asks from arpTags[n % len(arpTags)], addresses the
+// client holds for nothing else (a reply up to len(arpTags) rounds late, 160 ms, still
+// counts against its round). Two MACs answering one request is logged, not held against the
+// VIP: each node reads a broadcast request when its softirq gets to it, and on a loaded
+// machine the new master can read it milliseconds after the old one let go and answer it
+// too (seen: the old master answered a request, stepped down 3 ms later, and the new one
+// added the VIP 5 ms after that and answered the same request).
 
 const arpPeriod = 20 * time.Millisecond
 
@@ -183,8 +191,16 @@ type arpRecord struct {
 	moves   int
 	macs    []string
 	garps   int
-	// changes are when the answering MAC changed, and to which.
+	// changes are when the answering MAC changed, and to which; flips the changes that
+	// followed another within a second.
 	changes []arpChange
+	flips   []arpChange
+	// overlaps are the flips' windows: from the change before the first flip of a burst to
+	// the burst's last flip, how long two MACs took turns answering.
+	overlaps []time.Duration
+	// stableMoves counts the changes between MACs that each answered for a second or
+	// more: the moves a neighbour's cache follows, a burst of flips not counted.
+	stableMoves int
 }
 
 type arpChange struct {
@@ -223,7 +239,11 @@ func (w *arpWatch) stop() (map[netip.Addr]arpRecord, error) {
 			prev = rep.at
 			if prevMAC != "" && rep.mac != prevMAC {
 				r.moves++
-				r.changes = append(r.changes, arpChange{rep.at, prevMAC, rep.mac})
+				c := arpChange{rep.at, prevMAC, rep.mac}
+				if n := len(r.changes); n > 0 && c.at.Sub(r.changes[n-1].at) < time.Second {
+					r.flips = append(r.flips, c)
+				}
+				r.changes = append(r.changes, c)
 			}
 			prevMAC = rep.mac
 			if !slices.Contains(r.macs, rep.mac) {
@@ -231,7 +251,53 @@ func (w *arpWatch) stop() (map[netip.Addr]arpRecord, error) {
 			}
 		}
 		r.longest = max(r.longest, last.Sub(prev))
+		// Bursts: runs of changes each less than a second after the one before. A burst
+		// of two changes or more is two MACs taking turns; its window is from its first
+		// change to its last (a lower bound of the overlap: a round may go unanswered by
+		// one of them).
+		for i := 0; i < len(r.changes); {
+			j := i + 1
+			for j < len(r.changes) && r.changes[j].at.Sub(r.changes[j-1].at) < time.Second {
+				j++
+			}
+			if j-i > 1 {
+				r.overlaps = append(r.overlaps, r.changes[j-1].at.Sub(r.changes[i].at))
+			}
+			i = j
+		}
+		// Stable moves: the MACs in the order they answered, leaving out every stretch
+		// shorter than a second but the last, neighbours merged.
+		if len(r.changes) > 0 {
+			stretches := []string{r.changes[0].from}
+			for i, c := range r.changes {
+				if i+1 < len(r.changes) && r.changes[i+1].at.Sub(c.at) < time.Second {
+					continue
+				}
+				if stretches[len(stretches)-1] != c.to {
+					stretches = append(stretches, c.to)
+				}
+			}
+			r.stableMoves = len(stretches) - 1
+		}
 		out[v] = r
 	}
 	return out, w.err
+}
+
+// hostMACs maps each host's eth0 MAC to its name, to name the nodes that answered.
+func hostMACs(t testing.TB, hosts ...*netlab.Host) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, h := range hosts {
+		if err := h.Do(func() error {
+			ifi, err := net.InterfaceByName(h.Link)
+			if err == nil {
+				out[ifi.HardwareAddr.String()] = h.Name
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }

@@ -50,8 +50,8 @@ var oldMasterDown = vrrp.Version2.MasterDownInterval(100, time.Second)
 // ready) run against each vrrpd's probe socket (labDaemonSet). Throughout, every node's
 // addresses are sampled every ~10 ms, a client pings every VIP every 10 ms and asks the
 // wire for each VIP's MAC every 20 ms (arpWatch): no sample may show a VIP on two nodes, no
-// ARP request may be answered by two MACs, and no VIP may go unanswered longer than the old
-// pods' Master_Down_Interval.
+// VIP's answering MAC may change back and forth within a second, and no VIP may go
+// unanswered longer than the old pods' Master_Down_Interval.
 //
 // Simulated: the kubelets (processes in the lab's namespaces, not pods; SIGTERM to
 // keepalived when the operator deletes the old DaemonSet; the readiness probe's schedule),
@@ -395,18 +395,7 @@ func runMigration(t *testing.T, password, unicast bool) {
 	}
 	t.Logf("address samples: %d (every node, %.1f ms apart on average); samples with a VIP on two nodes: %d",
 		samples.n, float64(samples.span.Microseconds())/1000/float64(max(samples.n, 1)), len(doubles))
-	macOf := map[string]string{}
-	for _, h := range nodes {
-		if err := h.Do(func() error {
-			ifi, err := net.InterfaceByName(h.Link)
-			if err == nil {
-				macOf[ifi.HardwareAddr.String()] = h.Name
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	macOf := hostMACs(t, nodes...)
 	for _, v := range vips {
 		w := wire[v]
 		var answered []string
@@ -458,7 +447,10 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 		w := wire[v]
 		for _, d := range w.doubles {
-			t.Errorf("%v: one ARP request answered by two MACs at %s", v, d)
+			t.Logf("%v: one ARP request answered by two MACs (not an overlap by itself: see arpWatch) at %s", v, d)
+		}
+		for _, f := range w.flips {
+			t.Errorf("%v: the answering MAC changed back and forth within a second: to %s at %s", v, macOf[f.to], f.at.Format("15:04:05.000"))
 		}
 		if w.rounds < 500 || w.answered < w.rounds/2 {
 			t.Errorf("%v: %d of %d ARP requests answered; the watch did not keep up or the VIP went unanswered", v, w.answered, w.rounds)
