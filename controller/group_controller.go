@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -564,6 +565,9 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 	if err := r.applySCCBinding(ctx, g); err != nil {
 		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", sccBindingName(g), err))
 	}
+	if err := r.applyPrometheusBinding(ctx, g); err != nil {
+		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", prometheusBindingName(g), err))
+	}
 	if served, err := r.podMonitorServed(); served {
 		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g, r.PodMonitorLabels))
 		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
@@ -720,29 +724,8 @@ func rangesToStrings(rs []v1alpha1.AddressRange) []string {
 }
 
 // applySCCBinding keeps the group's SCC RoleBinding as Options.SCCClusterRole
-// says: applied when set, deleted when not (the operator was reinstalled
-// without the OpenShift switch). A RoleBinding's roleRef cannot change, so a
-// binding to another ClusterRole is deleted and made again.
+// says (keepClusterRoleBinding).
 func (r *GroupReconciler) applySCCBinding(ctx context.Context, g *v1alpha1.KeepalivedGroup) error {
-	key := types.NamespacedName{Namespace: g.Namespace, Name: sccBindingName(g)}
-	var cur rbacv1.RoleBinding
-	err := r.Client.Get(ctx, key, &cur)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return err
-	case r.SCCClusterRole == "" || cur.RoleRef.Kind != "ClusterRole" || cur.RoleRef.Name != r.SCCClusterRole:
-		if err := r.Client.Delete(ctx, &cur); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		r.mu.Lock()
-		delete(r.applied, g.Namespace+"/"+g.Name+"/SCCRoleBinding")
-		r.mu.Unlock()
-	}
-	if r.SCCClusterRole == "" {
-		return nil
-	}
-	return r.applyIfChanged(ctx, g, "SCCRoleBinding", desiredSCCBinding(g, r.SCCClusterRole), func() bool {
-		return r.Client.Get(ctx, key, &rbacv1.RoleBinding{}) == nil
-	})
+	return r.keepClusterRoleBinding(ctx, g, "SCCRoleBinding", sccBindingName(g), r.SCCClusterRole,
+		func() *rbacv1ac.RoleBindingApplyConfiguration { return desiredSCCBinding(g, r.SCCClusterRole) })
 }

@@ -88,7 +88,7 @@ func TestGroupSettingsVersion(t *testing.T) {
 // collector and the kubelets: found old objects -> shadow settings, old
 // objects kept until vrrpd is ready -> deleted -> waits for the old pods ->
 // settles -> the group's own settings.
-func TestMigrationFromKeepalivedOperator(t *testing.T) { testMigration(t, false) }
+func TestMigrationFromKeepalivedOperator(t *testing.T) { testMigration(t, false, false) }
 
 // TestMigrationUnderInstallPolicy: the same takeover with the operator as the
 // install runs it (its ServiceAccount, ClusterRole, admission policy and
@@ -96,9 +96,18 @@ func TestMigrationFromKeepalivedOperator(t *testing.T) { testMigration(t, false)
 // --group-namespaces and the policy's ConfigMap, with the install's takeover
 // Role (list Pods, get and delete ConfigMaps) copied into it. The takeover
 // needs nothing more.
-func TestMigrationUnderInstallPolicy(t *testing.T) { testMigration(t, true) }
+func TestMigrationUnderInstallPolicy(t *testing.T) { testMigration(t, true, false) }
 
-func testMigration(t *testing.T, underPolicy bool) {
+// TestMigrationOnOpenShiftKeepsPlatformScrape: the same takeover under the OpenShift
+// install (deploy/components/openshift: --prometheus-cluster-role and the rights around
+// it). keepalived-operator's "<group>-prometheus-k8s" Role and RoleBinding, which let
+// OpenShift's platform Prometheus read the group's namespace, go with the old objects;
+// the operator's own RoleBinding for it is there before they go, and after the takeover
+// the API server's authorizer still lets prometheus-k8s get, list and watch the pods,
+// Services and endpoints of the group's namespace, and nothing more.
+func TestMigrationOnOpenShiftKeepsPlatformScrape(t *testing.T) { testMigration(t, true, true) }
+
+func testMigration(t *testing.T, underPolicy, openshift bool) {
 	ctx := context.Background()
 	ns := newNamespace(t, "migrate")
 	nodes := newNodes(t, ns, 3, map[string]string{"migrate": ns})
@@ -125,8 +134,22 @@ func testMigration(t *testing.T, underPolicy bool) {
 	newService(t, ns, "db", ns+"/edge", withExternalIPs("10.99.0.101", "fd00:99::101"))
 
 	dwell := time.Second
+	promRole := ""
 	if underPolicy {
 		installOperator(t)
+		if openshift {
+			promRole = installOpenShift(t)["prometheus-cluster-role"]
+			if promRole == "" {
+				t.Fatal("the OpenShift component passes no --prometheus-cluster-role")
+			}
+			// keepalived-operator's Role is what lets the platform Prometheus in so far.
+			eventually(t, 10*time.Second, func() error {
+				if denied := canScrape(t, ns); len(denied) > 0 {
+					return fmt.Errorf("before the takeover the platform Prometheus may not %v in %s", denied, ns)
+				}
+				return nil
+			})
+		}
 		allowGroupNamespaces(t, ns)
 		for _, u := range readObjects(t, filepath.Join("..", "deploy", "operator", "policy", "groups_namespace.yaml")) {
 			if u.GetKind() == "Namespace" {
@@ -139,6 +162,7 @@ func testMigration(t *testing.T, underPolicy bool) {
 		}
 		opts := installOptions(t, ns)
 		opts.MigrationDwell = dwell
+		opts.PrometheusClusterRole = promRole
 		cfg, op := impersonate(t, operatorUser)
 		waitPolicyActive(t, op, ns, opts.VrrpdImage)
 		startManagerWith(t, cfg, opts, ns)
@@ -184,6 +208,11 @@ func testMigration(t *testing.T, underPolicy bool) {
 		}
 		return nil
 	})
+
+	if openshift {
+		// The operator's binding is in place while the original's still is.
+		eventually(t, 10*time.Second, func() error { return checkPrometheusBinding(ns, "edge", promRole) })
+	}
 
 	// vrrpd is not ready: the old pods stay, whatever the time.
 	time.Sleep(2 * dwell)
@@ -257,6 +286,12 @@ func testMigration(t *testing.T, underPolicy bool) {
 	}
 	if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionMigrating); c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonMigrated {
 		t.Errorf("Migrating condition %+v, want False/Migrated", c)
+	}
+	if openshift {
+		if err := checkPrometheusBinding(ns, "edge", promRole); err != nil {
+			t.Errorf("after the takeover: %v", err)
+		}
+		checkPlatformScrape(t, ns, newNamespace(t, "nogroup"))
 	}
 	for _, reason := range []string{v1alpha1.ReasonOldPodsStopping, v1alpha1.ReasonMigrated} {
 		eventually(t, 5*time.Second, func() error {

@@ -61,6 +61,13 @@ type Options struct {
 	// "<group>-vrrpd-scc", so the DaemonSet's pods are admitted with
 	// hostNetwork, NET_ADMIN and NET_RAW and nothing more.
 	SCCClusterRole string
+	// PrometheusClusterRole, when set, is a ClusterRole granting get, list
+	// and watch of pods, services and endpoints (deploy/components/openshift):
+	// each group's namespace gets a RoleBinding "<group>-vrrpd-prometheus"
+	// of it to OpenShift's platform Prometheus (openshift-monitoring/
+	// prometheus-k8s), which keepalived-operator's "<group>-prometheus-k8s"
+	// Role gave and the takeover deletes (prometheusrbac.go).
+	PrometheusClusterRole string
 	// MigrationDwell is how long a group's vrrpd DaemonSet must have been
 	// ready before keepalived-operator's objects of the group are deleted,
 	// and how long the takeover settings outlive the last old pod. Default
@@ -245,6 +252,7 @@ func setupGroups(mgr ctrl.Manager, opts Options, rec recorder.EventRecorder, vie
 		Reader:   mgr.GetAPIReader(),
 		Options:  opts,
 	}
+	groups.PrometheusClusterRole = opts.PrometheusClusterRole
 	groups.init()
 	groups.viewSync = viewSync
 	groups.pending = newPendingAllocations()

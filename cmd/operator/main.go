@@ -106,6 +106,7 @@ func run(ctx context.Context, args []string) error {
 		segmentNS     = fs.String("segment-namespaces", "", "comma-separated namespaces whose groups' spec.segment is honoured (* for every namespace); elsewhere a group shares the default router-ID space")
 		pmLabels      = fs.String("podmonitor-labels", "", "labels added to each group's PodMonitor, k=v,k2=v2 (kube-prometheus-stack selects release=<its release>)")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
+		promRole      = fs.String("prometheus-cluster-role", "", "OpenShift: ClusterRole granting get/list/watch of pods, services and endpoints, bound in each group's namespace to the platform Prometheus (openshift-monitoring/prometheus-k8s) so that it scrapes vrrpd")
 		defRes        = controller.DefaultVrrpdResources()
 		cpuRequest    = fs.String("vrrpd-cpu-request", quantity(defRes.Requests, corev1.ResourceCPU), "CPU request of each vrrpd container")
 		memRequest    = fs.String("vrrpd-memory-request", quantity(defRes.Requests, corev1.ResourceMemory), "memory request of each vrrpd container")
@@ -149,6 +150,7 @@ func run(ctx context.Context, args []string) error {
 	}
 	opts := controller.Options{
 		VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res,
+		PrometheusClusterRole: *promRole,
 		// Never nil: the controller takes nil as "no limit"; an empty flag means none.
 		GroupNamespaces:   append([]string{}, controller.SplitList(*groupNS)...),
 		AllowedImages:     controller.SplitList(*allowedImages),

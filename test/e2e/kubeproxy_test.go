@@ -50,8 +50,10 @@ func kubeProxyBinary(t testing.TB) string {
 // credentials. In nftables mode it serves each externalTrafficPolicy: Local Service's
 // health check on the node's primary address (the Node's InternalIP) and the Service's
 // healthCheckNodePort, from the EndpointSlices whose endpoints name the node. Its
-// conntrack settings are left alone: the host's, not the namespace's.
-func startKubeProxy(t testing.TB, h *netlab.Host) *vrrpdtest.Proc {
+// conntrack settings are left alone: the host's, not the namespace's. extra are further
+// flags (--nodeport-addresses=0.0.0.0/0 serves the checks on every address, loopback
+// included, as iptables mode does by default).
+func startKubeProxy(t testing.TB, h *netlab.Host, extra ...string) *vrrpdtest.Proc {
 	t.Helper()
 	bin := kubeProxyBinary(t)
 	kc := clientcmdapi.NewConfig()
@@ -71,7 +73,7 @@ func startKubeProxy(t testing.TB, h *netlab.Host) *vrrpdtest.Proc {
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
 		t.Fatal(err)
 	}
-	return vrrpdtest.Start(t, h, "kube-proxy@"+h.Name, nil, bin,
+	return vrrpdtest.Start(t, h, "kube-proxy@"+h.Name, nil, bin, append([]string{
 		"--kubeconfig", path,
 		"--hostname-override", h.Name,
 		"--proxy-mode", "nftables",
@@ -80,7 +82,7 @@ func startKubeProxy(t testing.TB, h *netlab.Host) *vrrpdtest.Proc {
 		"--conntrack-tcp-timeout-close-wait", "0",
 		"--metrics-bind-address", "127.0.0.1:10249",
 		"--healthz-bind-address", "127.0.0.1:10256",
-		"--v", "2")
+		"--v", "2"}, extra...)...)
 }
 
 // setLocalEndpoints makes the Service's one EndpointSlice hold ready endpoints on the

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
@@ -39,12 +40,24 @@ var oldMasterDown = vrrp.Version2.MasterDownInterval(100, time.Second)
 
 // TestMigrationFromKeepalivedOperator takes a group over from keepalived-operator in the
 // lab: real keepalived processes run the keepalived.conf its template renders for the group
-// (one per node, on the node's own address, as its hostNetwork pods do) and hold the VIPs;
-// then the operator and vrrpd take over while the test plays the DaemonSet controller, the
-// garbage collector and the kubelets (SIGTERM to keepalived when the operator deletes the
-// old DaemonSet). Throughout, every node's addresses are sampled every ~10 ms and a client
-// pings every VIP every 10 ms: no sample may show a VIP on two nodes, and no VIP may go
+// (one per node, on the node's own address, as its hostNetwork pods do, each with its pod's
+// name as --config-id) and hold the VIPs, with the template's effects checked first: a
+// spreadvips Service's addresses on their owners (state MASTER, priority 200), an
+// externalTrafficPolicy: Local Service's address on the node with the endpoint (its
+// vrrp_script asks the real kube-proxy on 127.0.0.1; the others' instances are in FAULT).
+// Then the operator and vrrpd take over. The operator's gate waits for vrrpd's own
+// readiness: the DaemonSet's ready count comes from its exec readiness probe (vrrpd probe
+// ready) run against each vrrpd's probe socket (labDaemonSet). Throughout, every node's
+// addresses are sampled every ~10 ms, a client pings every VIP every 10 ms and asks the
+// wire for each VIP's MAC every 20 ms (arpWatch): no sample may show a VIP on two nodes, no
+// VIP's answering MAC may change back and forth within a second, and no VIP may go
 // unanswered longer than the old pods' Master_Down_Interval.
+//
+// Simulated: the kubelets (processes in the lab's namespaces, not pods; SIGTERM to
+// keepalived when the operator deletes the old DaemonSet; the readiness probe's schedule),
+// the DaemonSet controller's status arithmetic and the garbage collector (the test deletes
+// the old pods), and the EndpointSlice controller (the test writes the Local Service's
+// slice). The operator runs in the test process.
 func TestMigrationFromKeepalivedOperator(t *testing.T) {
 	need(t)
 	vrrpdtest.KeepalivedBinary(t)
@@ -73,7 +86,6 @@ func runMigration(t *testing.T, password, unicast bool) {
 	nodes := []*netlab.Host{lab.Host("m1"), lab.Host("m2"), lab.Host("m3")}
 	startProxy(t, cl, proxyAddr, apiAddress(t))
 	ns := newNamespace(t)
-	var podIPs []netip.Addr
 	for _, h := range nodes {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Name, Labels: map[string]string{migrateLabel: "true"}}}
 		if err := k8s.Create(ctx, n); err != nil {
@@ -84,11 +96,13 @@ func runMigration(t *testing.T, password, unicast bool) {
 		if err := k8s.Status().Update(ctx, n); err != nil {
 			t.Fatal(err)
 		}
-		podIPs = append(podIPs, h.Addr4)
 	}
 
 	// 2. The group as keepalived-operator left it: spec, Services, the router IDs it
 	// assigned (high ones, clear of the other tests' groups on eth0), its objects and pods.
+	// Three plain Services; a spreadvips one with two addresses (an instance each, owned
+	// by the first and the second pod by name); an externalTrafficPolicy: Local one whose
+	// only endpoint is on m1.
 	const pass = "s3cret"
 	g := &v1alpha1.KeepalivedGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groupName},
@@ -108,7 +122,14 @@ func runMigration(t *testing.T, password, unicast bool) {
 	if err := k8s.Create(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	vips := []netip.Addr{netip.MustParseAddr("10.99.0.100"), netip.MustParseAddr("10.99.0.101"), netip.MustParseAddr("10.99.0.102")}
+	vip := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 99, 0, byte(100 + i)}) }
+	var vips []netip.Addr
+	for i := range 6 {
+		vips = append(vips, vip(i))
+	}
+	spread := []netip.Addr{vip(3), vip(4)}
+	local := vip(5)
+	const endpointNode = "m1" // not m3, whose highest address would win a tie
 	var svcs []oldoperator.Service
 	ids := map[string]int{}
 	for i, name := range []string{"api", "db", "web"} {
@@ -117,25 +138,65 @@ func runMigration(t *testing.T, password, unicast bool) {
 		svcs = append(svcs, oldoperator.Service{Key: key, VIPs: vips[i : i+1]})
 		ids[key] = 231 + i
 	}
+	newService(t, ns, "spread", map[string]string{v1alpha1.AnnotationGroup: ns + "/" + groupName, v1alpha1.AnnotationSpreadVIPs: "true"}, spread...)
+	svcs = append(svcs, oldoperator.Service{Key: ns + "/spread", VIPs: spread, Spread: true})
+	for i, v := range spread {
+		ids[ns+"/spread/"+v.String()] = 234 + i
+	}
+	localSvc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "local", Annotations: map[string]string{v1alpha1.AnnotationGroup: ns + "/" + groupName}},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr.To(false),
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal,
+			ExternalIPs:           []string{local.String()},
+			Ports:                 []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	if err := k8s.Create(ctx, localSvc); err != nil {
+		t.Fatal(err)
+	}
+	hcPort := localSvc.Spec.HealthCheckNodePort
+	if hcPort == 0 {
+		t.Fatal("the API server allocated no healthCheckNodePort")
+	}
+	svcs = append(svcs, oldoperator.Service{Key: ns + "/local", VIPs: []netip.Addr{local}, HealthCheckNodePort: hcPort})
+	ids[ns+"/local"] = 236
 	g.Status.RouterIDs = ids
 	if err := k8s.Status().Update(ctx, g); err != nil {
 		t.Fatal(err)
 	}
+
+	// kube-proxy on every node answers the Local Service's health check, 200 on m1 only.
+	// Listening on every address (--nodeport-addresses), loopback included, as in its
+	// iptables mode's default: the old pods' check asks 127.0.0.1, vrrpd the node's address.
+	setLocalEndpoints(t, ns, "local", endpointNode)
+	for _, h := range nodes {
+		startKubeProxy(t, h, "--nodeport-addresses=0.0.0.0/0")
+	}
+	for _, h := range nodes {
+		waitKubeProxyHealth(t, h, hcPort, h.Name == endpointNode)
+	}
+
 	oldPass := ""
 	if password {
 		oldPass = pass
 	}
-	conf, err := oldoperator.Conf(g, svcs, oldPass, podIPs)
+	old := oldoperator.Objects(g, "")
+	oldDS := old[0].(*appsv1.DaemonSet)
+	var podRefs []oldoperator.PodRef
+	for _, h := range nodes {
+		podRefs = append(podRefs, oldoperator.PodRef{Name: oldoperator.Pod(oldDS, h.Name).Name, HostIP: h.Addr4})
+	}
+	conf, err := oldoperator.Conf(g, svcs, oldPass, podRefs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := oldoperator.Objects(g, conf)
+	old[1].(*corev1.ConfigMap).Data["keepalived.conf"] = conf
 	for _, o := range old {
 		if err := k8s.Create(ctx, o); err != nil {
 			t.Fatalf("create old %T: %v", o, err)
 		}
 	}
-	oldDS := old[0].(*appsv1.DaemonSet)
 	var pods []*corev1.Pod
 	for _, h := range nodes {
 		p := oldoperator.Pod(oldDS, h.Name)
@@ -151,14 +212,17 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 	})
 
-	// 3. The old pods: keepalived on every node, with that configuration.
+	// 3. The old pods: keepalived on every node, with that configuration and the pod's
+	// name as its config id, as the old DaemonSet runs it. With their effect: each spread
+	// address on its owner (priority 200), the Local Service's address on the node with the
+	// endpoint (the others' instances are in FAULT), and every other address on one node.
 	confPath := filepath.Join(t.TempDir(), "keepalived.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var keepaliveds []*vrrpdtest.Proc
-	for _, h := range nodes {
-		keepaliveds = append(keepaliveds, vrrpdtest.StartKeepalived(t, h, confPath))
+	for i, h := range nodes {
+		keepaliveds = append(keepaliveds, vrrpdtest.StartKeepalived(t, h, confPath, "--config-id="+podRefs[i].Name))
 	}
 	oneHolder := func() bool {
 		for _, v := range vips {
@@ -168,14 +232,21 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 		return true
 	}
-	vrrpdtest.WaitFor(t, 15*time.Second, "keepalived electing one master per VIP", oneHolder)
+	oldWant := map[netip.Addr]string{spread[0]: "m1", spread[1]: "m2", local: endpointNode}
+	vrrpdtest.WaitFor(t, 30*time.Second, "keepalived electing one master per VIP, spread owners and the endpoint's node", func() bool {
+		ok, _ := holdersMatch(t, oldWant, nodes...)
+		return ok && oneHolder()
+	})
+	waitHoldersSettle(t, time.Second, 2*time.Second, "keepalived-operator's placement", oldWant, nodes...)
 	for _, v := range vips {
 		t.Logf("keepalived-operator's pods: %v on %v", v, vrrpdtest.Holders(t, v, nodes...))
 	}
 
-	// From here on: sample every node's addresses, ping every VIP.
+	// From here on: sample every node's addresses, ping every VIP, ask the wire who
+	// answers for each.
 	smp := startSampler(t, nodes, vips)
 	png := startPinger(t, cl, vips)
+	arpw := startARPWatch(t, cl, vips)
 
 	// 4. The operator finds the old objects and shadows them.
 	dwell := 3 * time.Second
@@ -198,7 +269,21 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 	}
 
-	// 5. vrrpd on every node, as the DaemonSet runs it; it must stay backup while the old
+	// 5. The kubelets' readiness probes and the DaemonSet controller's status, from
+	// vrrpd's own probe socket. No vrrpd runs yet: none is ready, and the operator keeps
+	// the old pods whatever the time.
+	lds := startLabDaemonSet(t, ns, len(nodes))
+	vrrpdtest.WaitFor(t, 10*time.Second, "the DaemonSet's status: 0 of 3 ready", func() bool {
+		var ds appsv1.DaemonSet
+		return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName + "-vrrpd"}, &ds) == nil &&
+			ds.Status.DesiredNumberScheduled == 3 && ds.Status.NumberReady == 0 && ds.Status.ObservedGeneration == ds.Generation
+	})
+	time.Sleep(dwell + time.Second)
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(oldDS), &appsv1.DaemonSet{}); err != nil {
+		t.Fatalf("the old DaemonSet went while no vrrpd was ready: %v", err)
+	}
+
+	// 6. vrrpd on every node, as the DaemonSet runs it; it must stay backup while the old
 	// pods live.
 	args := daemonSetArgs(t, ns)
 	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
@@ -209,7 +294,9 @@ func runMigration(t *testing.T, password, unicast bool) {
 	}
 	daemons := map[string]*vrrpd{}
 	for _, h := range nodes {
-		daemons[h.Name] = startNodeVrrpd(t, h, args, environ, "/etc/vrrpd/password/password", passFile)
+		dir := vrrpdtest.NewStateDir(t)
+		daemons[h.Name] = startVrrpd(t, h, environ, nodeArgs(args, h.Name, dir, "/etc/vrrpd/password/password", passFile)...)
+		lds.started(h.Name, dir)
 	}
 	waitInstances(t, daemons, "the shadow instances", len(vips), func(_ string, in metrics.InstanceStatus) bool {
 		return in.Version == 2 && in.State == "BACKUP" && in.BasePriority < 100
@@ -229,19 +316,20 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 	}
 
-	// 6. The DaemonSet controller reports vrrpd ready; the operator deletes the old
-	// objects; the garbage collector and the kubelets stop the old pods.
-	var ds appsv1.DaemonSet
-	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName + "-vrrpd"}, &ds); err != nil {
-		t.Fatal(err)
-	}
-	ds.Status = appsv1.DaemonSetStatus{ObservedGeneration: ds.Generation, DesiredNumberScheduled: 3, CurrentNumberScheduled: 3, NumberReady: 3, UpdatedNumberScheduled: 3, NumberAvailable: 3}
-	if err := k8s.Status().Update(ctx, &ds); err != nil {
-		t.Fatal(err)
-	}
-	vrrpdtest.WaitFor(t, dwell+10*time.Second, "the operator deleting the old DaemonSet", func() bool {
+	// 7. Once vrrpd's probe says ready on every node (and has for the dwell), the operator
+	// deletes the old objects; the garbage collector and the kubelets stop the old pods.
+	vrrpdtest.WaitFor(t, dwell+30*time.Second, "the operator deleting the old DaemonSet", func() bool {
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(oldDS), &appsv1.DaemonSet{}))
 	})
+	deletedAt := time.Now()
+	readyAt, ok := lds.allReadySince()
+	switch {
+	case !ok:
+		t.Fatal("the operator deleted the old DaemonSet while vrrpd's probe did not say ready on every node")
+	case deletedAt.Sub(readyAt) < dwell:
+		t.Fatalf("the operator deleted the old DaemonSet %v after vrrpd's probes said ready, before the dwell %v", deletedAt.Sub(readyAt), dwell)
+	}
+	t.Logf("vrrpd's probes ready on every node; the operator deleted the old DaemonSet %v later", deletedAt.Sub(readyAt).Round(time.Millisecond))
 	stopAt := time.Now()
 	for _, k := range keepaliveds {
 		k.MustSignal(t, syscall.SIGTERM)
@@ -259,7 +347,7 @@ func runMigration(t *testing.T, password, unicast bool) {
 	vrrpdtest.WaitFor(t, 5*time.Second, "vrrpd holding every VIP after the old pods stopped", oneHolder)
 	t.Logf("vrrpd holds every VIP %v after the old pods got SIGTERM", time.Since(stopAt).Round(time.Millisecond))
 
-	// 7. The operator settles and moves the group to its own settings.
+	// 8. The operator settles and moves the group to its own settings.
 	vrrpdtest.WaitFor(t, dwell+15*time.Second, "the takeover to end", func() bool {
 		var cur v1alpha1.KeepalivedGroup
 		return k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur) == nil && cur.Status.Migration == nil && len(cur.Status.Instances) == len(vips)
@@ -272,7 +360,9 @@ func runMigration(t *testing.T, password, unicast bool) {
 		t.Fatal(err)
 	}
 	// Each node's own priority for each instance, from the status (the placement's, no
-	// longer the shadow's 99, 91, 83), and the master each VIP should end on.
+	// longer the shadow's 99, 91, 83), and the master each VIP should end on: the
+	// placement's, but the Local Service's address stays on the node with its endpoint
+	// (vrrpd's kube-proxy check puts the others at priority 1).
 	own := map[string]uint8{} // node + " " + instance key
 	want := map[netip.Addr]string{}
 	for _, in := range cur.Status.Instances {
@@ -287,6 +377,8 @@ func runMigration(t *testing.T, password, unicast bool) {
 			}
 		}
 	}
+	t.Logf("the placement puts the Local Service's address on %s; its endpoint is on %s", want[local], endpointNode)
+	want[local] = endpointNode
 	waitInstances(t, daemons, "the group's own settings", len(vips), func(node string, in metrics.InstanceStatus) bool {
 		p, ok := own[node+" "+in.Name]
 		return ok && in.Version == wantVersion && in.BasePriority == p
@@ -294,14 +386,48 @@ func runMigration(t *testing.T, password, unicast bool) {
 	// The placement's masters take their VIPs (preemption, a few seconds), then stay.
 	waitHoldersSettle(t, 2*oldMasterDown+2*time.Second, 2*time.Second, "the placement's masters hold the VIPs", want, nodes...)
 
-	// 8. The record.
+	// 9. The record.
 	samples, doubles, worstHole := smp.stop()
 	pings := png.stop()
+	wire, werr := arpw.stop()
+	if werr != nil {
+		t.Errorf("ARP watch: %v", werr)
+	}
 	t.Logf("address samples: %d (every node, %.1f ms apart on average); samples with a VIP on two nodes: %d",
 		samples.n, float64(samples.span.Microseconds())/1000/float64(max(samples.n, 1)), len(doubles))
+	macOf := hostMACs(t, nodes...)
 	for _, v := range vips {
-		t.Logf("%v: longest without a holder (sampled) %v; longest without an echo reply %v (%d sent, %d answered)",
-			v, worstHole[v].Round(time.Millisecond), pings[v].worst.Round(time.Millisecond), pings[v].sent, pings[v].answered)
+		w := wire[v]
+		var answered []string
+		for _, m := range w.macs {
+			answered = append(answered, macOf[m])
+		}
+		for _, c := range w.changes {
+			t.Logf("%v: the answering MAC changed from %s to %s at %s", v, macOf[c.from], macOf[c.to], c.at.Format("15:04:05.000"))
+		}
+		t.Logf("%v: longest without a holder (sampled) %v; without an echo reply %v (%d sent, %d answered); "+
+			"on the wire: %d ARP requests, %d answered, by %v, answering MAC changed %d times, longest without an ARP reply %v, %d gratuitous ARPs, %d requests answered by two MACs",
+			v, worstHole[v].Round(time.Millisecond), pings[v].worst.Round(time.Millisecond), pings[v].sent, pings[v].answered,
+			w.rounds, w.answered, answered, w.moves, w.longest.Round(time.Millisecond), w.garps, len(w.doubles))
+	}
+	// The Local Service's address answered from a node without its endpoint, where
+	// kube-proxy drops the Service's traffic: during the takeover the vrrpd on the
+	// endpoint's node cannot hear its own node's keepalived hand over, so another node
+	// takes the address until the group's own settings let the endpoint's node preempt.
+	var away time.Duration
+	var awaySince time.Time
+	for _, c := range wire[local].changes {
+		switch {
+		case macOf[c.to] != endpointNode && awaySince.IsZero():
+			awaySince = c.at
+		case macOf[c.to] == endpointNode && !awaySince.IsZero():
+			away += c.at.Sub(awaySince)
+			awaySince = time.Time{}
+		}
+	}
+	t.Logf("%v (externalTrafficPolicy: Local) answered from a node without its endpoint for %v", local, away.Round(time.Millisecond))
+	if !awaySince.IsZero() {
+		t.Errorf("%v still answered from a node without its endpoint at the end", local)
 	}
 	if samples.n < 500 {
 		t.Errorf("only %d address samples; the sampler did not keep up", samples.n)
@@ -318,6 +444,22 @@ func runMigration(t *testing.T, password, unicast bool) {
 		}
 		if pings[v].answered == 0 {
 			t.Errorf("%v never answered", v)
+		}
+		w := wire[v]
+		for _, d := range w.doubles {
+			t.Logf("%v: one ARP request answered by two MACs (not an overlap by itself: see arpWatch) at %s", v, d)
+		}
+		for _, f := range w.flips {
+			t.Errorf("%v: the answering MAC changed back and forth within a second: to %s at %s", v, macOf[f.to], f.at.Format("15:04:05.000"))
+		}
+		if w.rounds < 500 || w.answered < w.rounds/2 {
+			t.Errorf("%v: %d of %d ARP requests answered; the watch did not keep up or the VIP went unanswered", v, w.answered, w.rounds)
+		}
+		if w.longest > oldMasterDown {
+			t.Errorf("%v: no ARP reply for %v, more than the old pods' Master_Down_Interval %v", v, w.longest, oldMasterDown)
+		}
+		if len(w.macs) == 0 {
+			t.Errorf("%v: no ARP reply at all", v)
 		}
 	}
 }

@@ -172,7 +172,8 @@ func checkPolicy(t *testing.T, objs []*unstructured.Unstructured, name string) {
 	}
 	data, _ := field(t, cm, "data").(map[string]any)
 	for key, flag := range map[string]string{"groupNamespaces": "group-namespaces", "vrrpdImage": "vrrpd-image",
-		"allowedVrrpdImages": "allowed-vrrpd-images", "sccClusterRole": "scc-cluster-role"} {
+		"allowedVrrpdImages": "allowed-vrrpd-images", "sccClusterRole": "scc-cluster-role",
+		"prometheusClusterRole": "prometheus-cluster-role"} {
 		if data[key] != flags[flag] {
 			t.Errorf("ConfigMap %s %s=%q, the operator's --%s=%q", cm.GetName(), key, data[key], flag, flags[flag])
 		}
@@ -313,7 +314,8 @@ func checkServiceMonitor(t *testing.T, objs []*unstructured.Unstructured, name s
 // TestOpenShiftOverlay: deploy/openshift is the install plus exactly the SCC, the
 // ClusterRole that may use it, `use` of it in the operator's ClusterRole (without which
 // Kubernetes refuses the operator's RoleBindings to that ClusterRole) and the flag that
-// names the ClusterRole to the operator.
+// names the ClusterRole to the operator; and the platform Prometheus's ClusterRole, `bind`
+// of it in the operator's ClusterRole and the flag that names it.
 func TestOpenShiftOverlay(t *testing.T) {
 	base := index(t, decode(t, kustomize(t, "deploy/operator")))
 	objs := decode(t, kustomize(t, "deploy/openshift"))
@@ -338,17 +340,17 @@ func TestOpenShiftOverlay(t *testing.T) {
 		}
 	}
 	slices.Sort(added)
-	if want := []string{"ClusterRole /vrrp-operator-vrrpd-scc", "SecurityContextConstraints /vrrp-operator-vrrpd"}; !slices.Equal(added, want) {
+	if want := []string{"ClusterRole /vrrp-operator-prometheus-k8s", "ClusterRole /vrrp-operator-vrrpd-scc", "SecurityContextConstraints /vrrp-operator-vrrpd"}; !slices.Equal(added, want) {
 		t.Errorf("the overlay adds %v, want %v", added, want)
 	}
 	baseRules := field(t, base["ClusterRole /vrrp-operator"], "rules").([]any)
 	rules := field(t, over["ClusterRole /vrrp-operator"], "rules").([]any)
-	if len(rules) != len(baseRules)+1 || !reflect.DeepEqual(rules[:len(baseRules)], baseRules) {
-		t.Errorf("the overlay's operator ClusterRole is not the install's plus one rule")
+	if len(rules) != len(baseRules)+2 || !reflect.DeepEqual(rules[:len(baseRules)], baseRules) {
+		t.Errorf("the overlay's operator ClusterRole is not the install's plus two rules")
 	}
 	baseArgs, overArgs := args(t, base["Deployment vrrp-operator/vrrp-operator"]), args(t, over["Deployment vrrp-operator/vrrp-operator"])
-	if len(overArgs) != len(baseArgs)+1 || !slices.Equal(overArgs[:len(baseArgs)], baseArgs) {
-		t.Errorf("the overlay's operator args %v are not the install's %v plus one", overArgs, baseArgs)
+	if len(overArgs) != len(baseArgs)+2 || !slices.Equal(overArgs[:len(baseArgs)], baseArgs) {
+		t.Errorf("the overlay's operator args %v are not the install's %v plus two", overArgs, baseArgs)
 	}
 	checkOpenShift(t, objs, "vrrp-operator")
 	checkPolicy(t, objs, "vrrp-operator")
@@ -413,6 +415,30 @@ func checkOpenShift(t *testing.T, objs []*unstructured.Unstructured, name string
 	}
 	if a := args(t, find(t, objs, "Deployment", name)); !slices.Contains(a, "--scc-cluster-role="+sccRole.GetName()) {
 		t.Errorf("operator args %v do not name ClusterRole %s", a, sccRole.GetName())
+	}
+
+	// The platform Prometheus's read of the group namespaces: pods, Services and endpoints,
+	// nothing else; the operator may bind that one role and holds none of its rights.
+	readRule := map[string]any{
+		"apiGroups": []any{""},
+		"resources": []any{"endpoints", "pods", "services"},
+		"verbs":     []any{"get", "list", "watch"},
+	}
+	promRole := find(t, objs, "ClusterRole", name+"-prometheus-k8s")
+	if rules := field(t, promRole, "rules").([]any); len(rules) != 1 || !reflect.DeepEqual(rules[0], readRule) {
+		t.Errorf("ClusterRole %s rules %v, want only %v", promRole.GetName(), rules, readRule)
+	}
+	bindRule := map[string]any{
+		"apiGroups":     []any{"rbac.authorization.k8s.io"},
+		"resources":     []any{"clusterroles"},
+		"resourceNames": []any{promRole.GetName()},
+		"verbs":         []any{"bind"},
+	}
+	if !slices.ContainsFunc(rules, func(r any) bool { return reflect.DeepEqual(r, bindRule) }) {
+		t.Errorf("the operator's ClusterRole lacks %v", bindRule)
+	}
+	if a := args(t, find(t, objs, "Deployment", name)); !slices.Contains(a, "--prometheus-cluster-role="+promRole.GetName()) {
+		t.Errorf("operator args %v do not name ClusterRole %s", a, promRole.GetName())
 	}
 }
 

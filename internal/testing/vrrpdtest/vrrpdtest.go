@@ -177,14 +177,15 @@ func KeepalivedBinary(t testing.TB) string {
 }
 
 // StartKeepalived runs the real keepalived (VRRP only, in the foreground, logging to the
-// console) in h with the configuration file conf.
-func StartKeepalived(t testing.TB, h *netlab.Host, conf string) *Proc {
+// console) in h with the configuration file conf, and any further arguments (say
+// --config-id, which keepalived-operator's pods pass).
+func StartKeepalived(t testing.TB, h *netlab.Host, conf string, args ...string) *Proc {
 	t.Helper()
 	bin := KeepalivedBinary(t)
 	dir := t.TempDir()
-	return Start(t, h, "keepalived@"+h.Name, nil, bin,
+	return Start(t, h, "keepalived@"+h.Name, nil, bin, append([]string{
 		"-f", conf, "-l", "-D", "-n", "-G", "-P",
 		"-p", filepath.Join(dir, "keepalived.pid"),
 		"-r", filepath.Join(dir, "vrrp.pid"),
-		"-c", filepath.Join(dir, "checkers.pid"))
+		"-c", filepath.Join(dir, "checkers.pid")}, args...)...)
 }

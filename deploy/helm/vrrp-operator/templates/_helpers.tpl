@@ -53,3 +53,7 @@ string before 0.1.0, is refused rather than ignored.
 {{- end -}}
 {{- join "," $names -}}
 {{- end -}}
+
+{{- define "vrrp-operator.prometheusClusterRole" -}}
+{{ include "vrrp-operator.fullname" . }}-prometheus-k8s
+{{- end -}}
