@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
+)
+
+// TestExcludeFromLoadBalancersHandsOver is issue 30's maintenance handover, end to end: the
+// operator and vrrpd on h1 and h2 (as the DaemonSet runs it, with the ServiceAccount's
+// token), four Services whose VIPs placement spreads over both. Labelling the node that
+// masters the first VIP node.kubernetes.io/exclude-from-external-load-balancers moves
+// every VIP off it within 2 s, with no sample (every 10 ms) of a VIP on both nodes; the
+// VIPs stay off while the label stays; taking it off brings them back as placement says.
+// Once with multicast and once with unicast advertisements (where the other node must
+// keep hearing the leaving master, its priority-0 advertisement included).
+func TestExcludeFromLoadBalancersHandsOver(t *testing.T) {
+	need(t)
+	vrrpdBinary(t)
+	createNodes(t)
+	for _, unicast := range []bool{false, true} {
+		name := map[bool]string{false: "multicast", true: "unicast"}[unicast]
+		t.Run(name, func(t *testing.T) { runExcludeHandover(t, unicast) })
+	}
+}
+
+func runExcludeHandover(t *testing.T, unicast bool) {
+	ctx := context.Background()
+	lab, ns := groupLabHosts(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3,
+		AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}, UnicastEnabled: unicast}, "h1", "h2")
+	logGroupOnFailure(t, ns)
+	cl, h1, h2 := lab.Host("client"), lab.Host("h1"), lab.Host("h2")
+	hosts := map[string]*netlab.Host{"h1": h1, "h2": h2}
+	groupRef := ns + "/" + groupName
+	var vips []netip.Addr
+	for i := range 4 {
+		v := netip.AddrFrom4([4]byte{10, 99, 0, byte(110 + i)})
+		vips = append(vips, v)
+		newService(t, ns, fmt.Sprintf("svc%d", i), map[string]string{v1alpha1.AnnotationGroup: groupRef}, v)
+	}
+	placed := waitPlacement(t, ns, unicast, vips...).masters()
+
+	args := daemonSetArgs(t, ns)
+	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
+	for _, node := range []string{"h1", "h2"} {
+		startNodeVrrpd(t, hosts[node], args, environ)
+	}
+	want := map[netip.Addr]string{}
+	for _, v := range vips {
+		want[v] = placed[v]
+	}
+	waitHolders(t, 10*time.Second, "vrrpd follows the placement", want, h1, h2, cl)
+
+	leaving := placed[vips[0]]
+	staying := otherNode(leaving)
+	off := map[netip.Addr]string{}
+	for _, v := range vips {
+		off[v] = staying
+	}
+	setLabel := func(on bool) {
+		t.Helper()
+		var n corev1.Node
+		if err := env.Client.Get(ctx, types.NamespacedName{Name: leaving}, &n); err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			n.Labels[v1alpha1.ExclusionLabel] = "true"
+		} else {
+			delete(n.Labels, v1alpha1.ExclusionLabel)
+		}
+		if err := env.Client.Update(ctx, &n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { setLabel(false) }) // the Nodes outlive this subtest
+
+	// Label the node: every VIP moves to the other within 2 s, never on both, and
+	// stays there while the label stays (3 s, 30 advertisement intervals).
+	s := startSampler(t, []*netlab.Host{h1, h2}, vips)
+	setLabel(true)
+	labelled := time.Now()
+	vrrpdtest.WaitFor(t, 2*time.Second, "every VIP off "+leaving+" after the label", func() bool {
+		ok, _ := holdersMatch(t, off, h1, h2)
+		return ok
+	})
+	moved := time.Since(labelled)
+	waitHoldersSettle(t, time.Second, 3*time.Second, "the VIPs stay off "+leaving+" while the label stays", off, h1, h2, cl)
+	n, doubles, _ := s.stop()
+	t.Logf("label on %s: every VIP on %s after %v; %d samples over %v, %d with a VIP on both nodes",
+		leaving, staying, moved.Round(time.Millisecond), n.n, n.span.Round(time.Millisecond), len(doubles))
+	if len(doubles) > 0 {
+		t.Errorf("a VIP on both nodes during the handover: %v", doubles)
+	}
+	if n.n < int(n.span/(20*time.Millisecond)) {
+		t.Errorf("%d samples over %v: fewer than one every 20 ms", n.n, n.span)
+	}
+	var g v1alpha1.KeepalivedGroup
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName}, &g); err != nil {
+		t.Fatal(err)
+	}
+	for _, gn := range g.Status.Nodes {
+		if w := map[bool]string{true: v1alpha1.ExclusionLabel}[gn.Name == leaving]; gn.Excluded != w {
+			t.Errorf("status.nodes %s excluded %q, want %q", gn.Name, gn.Excluded, w)
+		}
+	}
+
+	// Take the label off: the placement's masters take their VIPs back (a preemption).
+	s = startSampler(t, []*netlab.Host{h1, h2}, vips)
+	setLabel(false)
+	waitHolders(t, 10*time.Second, "the label gone, the VIPs back as placement says", want, h1, h2, cl)
+	n, doubles, _ = s.stop()
+	t.Logf("label off: %d samples over %v, %d with a VIP on both nodes (a preemption: the returning node's first advertisement and the old master's step-down) %v",
+		n.n, n.span.Round(time.Millisecond), len(doubles), doubles)
+}
