@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,14 +53,20 @@ func runExcludeHandover(t *testing.T, unicast bool) {
 
 	args := daemonSetArgs(t, ns)
 	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
+	daemons := map[string]*vrrpd{}
 	for _, node := range []string{"h1", "h2"} {
-		startNodeVrrpd(t, hosts[node], args, environ)
+		daemons[node] = startNodeVrrpd(t, hosts[node], args, environ)
 	}
 	want := map[netip.Addr]string{}
 	for _, v := range vips {
 		want[v] = placed[v]
 	}
 	waitHolders(t, 10*time.Second, "vrrpd follows the placement", want, h1, h2, cl)
+	waitMastership(t, ns, 5*time.Second, "the KeepalivedMastership shows the placement", want)
+	logged := map[string]int{}
+	for node, d := range daemons {
+		logged[node] = len(d.Output())
+	}
 
 	leaving := placed[vips[0]]
 	staying := otherNode(leaving)
@@ -94,7 +101,22 @@ func runExcludeHandover(t *testing.T, unicast bool) {
 		return ok
 	})
 	moved := time.Since(labelled)
+	// The view from the API follows within a second of the move.
+	shown := waitMastership(t, ns, time.Second, "the KeepalivedMastership shows the move", off)
 	waitHoldersSettle(t, time.Second, 3*time.Second, "the VIPs stay off "+leaving+" while the label stays", off, h1, h2, cl)
+	written := map[string]int{}
+	for node, d := range daemons {
+		written[node] = strings.Count(d.Output()[logged[node]:], `msg="mastership written"`)
+	}
+	t.Logf("KeepalivedMastership: the move shown %v after it was complete; writes: %s %d (took %d instances), %s %d",
+		shown.Round(time.Millisecond), staying, written[staying], len(vips), leaving, written[leaving])
+	if written[leaving] != 0 {
+		t.Errorf("%s wrote the KeepalivedMastership %d times while handing over; the successor writes", leaving, written[leaving])
+	}
+	if written[staying] < 1 || written[staying] > 2 {
+		t.Errorf("%s wrote the KeepalivedMastership %d times for one takeover of %d instances; want one (two if the takeovers straddle the coalescing window)",
+			staying, written[staying], len(vips))
+	}
 	n, doubles, _ := s.stop()
 	t.Logf("label on %s: every VIP on %s after %v; %d samples over %v, %d with a VIP on both nodes",
 		leaving, staying, moved.Round(time.Millisecond), n.n, n.span.Round(time.Millisecond), len(doubles))
@@ -121,4 +143,41 @@ func runExcludeHandover(t *testing.T, unicast bool) {
 	n, doubles, _ = s.stop()
 	t.Logf("label off: %d samples over %v, %d with a VIP on both nodes (a preemption: the returning node's first advertisement and the old master's step-down) %v",
 		n.n, n.span.Round(time.Millisecond), len(doubles), doubles)
+	waitMastership(t, ns, time.Second, "the KeepalivedMastership shows the return", want)
+}
+
+// waitMastership waits up to timeout until the group's KeepalivedMastership names, for
+// each VIP, the node want says, and returns how long that took.
+func waitMastership(t *testing.T, ns string, timeout time.Duration, what string, want map[netip.Addr]string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var last string
+	for {
+		var m v1alpha1.KeepalivedMastership
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: groupName}, &m)
+		if err == nil {
+			got := map[netip.Addr]string{}
+			for _, h := range m.Status.Holders {
+				for _, s := range h.VIPs {
+					if v, err := parseVIP(s); err == nil {
+						got[v] = h.Node
+					}
+				}
+			}
+			ok := true
+			for v, node := range want {
+				ok = ok && got[v] == node
+			}
+			if ok {
+				return time.Since(start)
+			}
+			last = fmt.Sprint(got)
+		} else {
+			last = err.Error()
+		}
+		if time.Since(start) > timeout {
+			t.Fatalf("%s: not within %v; want %v, have %s", what, timeout, want, last)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
