@@ -130,6 +130,7 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 	}
 	wantRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedgroups"}, ResourceNames: []string{"g"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedmasterships"}, ResourceNames: []string{"g"}, Verbs: []string{"watch"}},
 		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedmasterships/status"}, ResourceNames: []string{"g"}, Verbs: []string{"get", "update"}},
 	}
 	if !reflect.DeepEqual(role.Rules, wantRules) {

@@ -14,7 +14,8 @@ package controller
 //
 // KeepalivedMasterships: the operator creates one per group (mastership.go);
 // it holds get and update on their status only so that it may grant them to
-// vrrpd's Role (RBAC lets nobody grant what they do not hold).
+// vrrpd's Role (RBAC lets nobody grant what they do not hold), and watch for
+// the same reason besides its cache.
 //
 // Namespaces: read for their labels, which a group's allowedNamespaces
 // selector matches (tenancy.go), and for their Pod Security label, to warn on

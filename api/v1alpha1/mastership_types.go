@@ -18,9 +18,12 @@ import (
 // name it but that it no longer masters. A node that stops being master
 // writes nothing (its successor's write replaces the entry), unless the
 // instance left the group (its Service is gone), when it drops the entry
-// itself. Takeovers close together (internal/groupsource: 100 ms) are one
-// write, however many instances move; nothing is written while nothing
-// changes.
+// itself. Takeovers close together (internal/groupsource: 50 ms apart, 400
+// ms in all) are one write, however many instances move; nothing is written
+// while nothing changes. Each vrrpd also watches the object and puts back an
+// entry of an instance it masters that another node overwrote after its
+// mastership began (two masters for a moment), so the view heals; of two
+// nodes that both stay master, it names the one that has been master longer.
 //
 // One object per group, not per instance: 255 instances that fail over
 // together are then one write per node that takes them, where an object per

@@ -108,10 +108,10 @@ func TestMastershipWrites(t *testing.T) {
 	want("a becomes master of all", "a", all...)
 	writes("a becomes master of all", 1, 0)
 
-	// b takes everything over (a failed); a, back, sees itself as backup.
+	// b takes everything over; a steps down on hearing it (long before b's write).
 	observe("b", vrrp.StateBackup, vrrp.StateMaster, all...)
-	want("b takes over", "b", all...)
 	observe("a", vrrp.StateMaster, vrrp.StateBackup, all...)
+	want("b takes over", "b", all...)
 	writes("b takes over", 1, 1)
 	if o := read(); len(o.Status.Holders) != n {
 		t.Fatalf("%d entries, want %d", len(o.Status.Holders), n)
@@ -150,4 +150,68 @@ func TestMastershipWrites(t *testing.T) {
 			t.Errorf("7's since %v, want later than a's %v", h.Since, since7)
 		}
 	}
+}
+
+// TestMastershipHeals: a node that becomes master of an instance another node has
+// mastered all along (two masters, as when a vrrpd starts and claims everything before it
+// hears the others) overwrites the entry; when it steps down it writes nothing, and the
+// node that stayed master, having made no transition, puts its entry back because it
+// watches the object. Two nodes that both stay master do not overwrite each other in a
+// loop: the entry keeps the longer mastership.
+func TestMastershipHeals(t *testing.T) {
+	needAPI(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newNamespace(t, "mastership-heal")
+	group := types.NamespacedName{Namespace: ns, Name: "lan"}
+	if err := k8s.Create(ctx, &v1alpha1.KeepalivedMastership{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lan"}}); err != nil {
+		t.Fatal(err)
+	}
+	g := &v1alpha1.KeepalivedGroup{}
+	g.Status.Instances = []v1alpha1.Instance{{Key: ns + "/web"}}
+	pub := map[string]*Mastership{}
+	for _, node := range []string{"a", "b"} {
+		m, err := NewMastership(testConfig, group, node, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Coalesce, m.MinBackoff = 50*time.Millisecond, 50*time.Millisecond
+		m.SetGroup(g)
+		go m.Run(ctx)
+		pub[node] = m
+	}
+	vip := []netip.Prefix{netip.MustParsePrefix("10.99.0.9/32")}
+	holder := func(want string) {
+		t.Helper()
+		poll.Until(t, 5*time.Second, func() error {
+			var o v1alpha1.KeepalivedMastership
+			if err := k8s.Get(ctx, group, &o); err != nil {
+				return err
+			}
+			if len(o.Status.Holders) != 1 || o.Status.Holders[0].Node != want {
+				return fmt.Errorf("holders %+v, want %s", o.Status.Holders, want)
+			}
+			return nil
+		})
+	}
+	start := time.Now()
+	pub["a"].Observe(ns+"/web", vrrp.StateBackup, vrrp.StateMaster, vip, start)
+	holder("a")
+	// b claims it (a stays master), then steps down: a puts its entry back.
+	pub["b"].Observe(ns+"/web", vrrp.StateBackup, vrrp.StateMaster, vip, time.Now())
+	holder("b")
+	pub["b"].Observe(ns+"/web", vrrp.StateMaster, vrrp.StateBackup, vip, time.Now())
+	holder("a")
+	// Both master for good: b's claim is younger than a's, so a rewrites once and b
+	// leaves it; nobody writes after that.
+	pub["b"].Observe(ns+"/web", vrrp.StateBackup, vrrp.StateMaster, vip, time.Now())
+	holder("a")
+	time.Sleep(500 * time.Millisecond)
+	wa, wb := pub["a"].Writes(), pub["b"].Writes()
+	time.Sleep(time.Second)
+	if pub["a"].Writes() != wa || pub["b"].Writes() != wb {
+		t.Fatalf("writes go on while both stay master: a %d -> %d, b %d -> %d", wa, pub["a"].Writes(), wb, pub["b"].Writes())
+	}
+	holder("a")
+	t.Logf("writes: a %d, b %d", wa, wb)
 }
