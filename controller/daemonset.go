@@ -269,7 +269,9 @@ func desiredServiceAccount(g *v1alpha1.KeepalivedGroup) *corev1ac.ServiceAccount
 // desiredRole lets vrrpd read its own group and nothing else: resourceNames
 // limits list and watch to requests with a metadata.name field selector,
 // which is how vrrpd watches. Its password comes from the pod's Secret
-// volume, which the kubelet reads with the node's credentials.
+// volume, which the kubelet reads with the node's credentials. The other
+// rules let it watch its own group's KeepalivedMastership and read and
+// update its status (mastership.go), no other object's, and create none.
 func desiredRole(g *v1alpha1.KeepalivedGroup) *rbacv1ac.RoleApplyConfiguration {
 	return rbacv1ac.Role(ownedName(g), g.Namespace).
 		WithLabels(podLabels(g)).
@@ -278,7 +280,17 @@ func desiredRole(g *v1alpha1.KeepalivedGroup) *rbacv1ac.RoleApplyConfiguration {
 			WithAPIGroups(v1alpha1.GroupVersion.Group).
 			WithResources("keepalivedgroups").
 			WithResourceNames(g.Name).
-			WithVerbs("get", "list", "watch"))
+			WithVerbs("get", "list", "watch"),
+			rbacv1ac.PolicyRule().
+				WithAPIGroups(v1alpha1.GroupVersion.Group).
+				WithResources("keepalivedmasterships").
+				WithResourceNames(g.Name).
+				WithVerbs("watch"),
+			rbacv1ac.PolicyRule().
+				WithAPIGroups(v1alpha1.GroupVersion.Group).
+				WithResources("keepalivedmasterships/status").
+				WithResourceNames(g.Name).
+				WithVerbs("get", "update"))
 }
 
 func desiredRoleBinding(g *v1alpha1.KeepalivedGroup) *rbacv1ac.RoleBindingApplyConfiguration {

@@ -122,13 +122,16 @@ func TestDaemonSetAndRBAC(t *testing.T) {
 		t.Errorf("resources %+v", c.Resources)
 	}
 
-	// vrrpd's Role reads the group and nothing else: no Secret.
+	// vrrpd's Role reads the group and writes its KeepalivedMastership's status, and
+	// nothing else: no Secret.
 	var role rbacv1.Role
 	if err := k8s.Get(ctx, key, &role); err != nil {
 		t.Fatal(err)
 	}
 	wantRules := []rbacv1.PolicyRule{
 		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedgroups"}, ResourceNames: []string{"g"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedmasterships"}, ResourceNames: []string{"g"}, Verbs: []string{"watch"}},
+		{APIGroups: []string{"redhatcop.redhat.io"}, Resources: []string{"keepalivedmasterships/status"}, ResourceNames: []string{"g"}, Verbs: []string{"get", "update"}},
 	}
 	if !reflect.DeepEqual(role.Rules, wantRules) {
 		t.Errorf("role rules %+v", role.Rules)

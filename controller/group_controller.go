@@ -537,7 +537,7 @@ func (r *GroupReconciler) reportConditions(g *v1alpha1.KeepalivedGroup, old, now
 }
 
 // applyOwned server-side-applies the DaemonSet, ServiceAccount, Role,
-// RoleBinding and (when the cluster serves it) PodMonitor. An object whose
+// RoleBinding, KeepalivedMastership and (when the cluster serves it) PodMonitor. An object whose
 // desired form is unchanged since this process last applied it, and that
 // still exists, is not sent again.
 func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.KeepalivedGroup, image string) error {
@@ -567,6 +567,9 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 	}
 	if err := r.applyPrometheusBinding(ctx, g); err != nil {
 		errs = append(errs, fmt.Sprintf("RoleBinding %s: %v", prometheusBindingName(g), err))
+	}
+	if err := r.applyMastership(ctx, g); err != nil {
+		errs = append(errs, fmt.Sprintf("KeepalivedMastership %s: %v", g.Name, err))
 	}
 	if served, err := r.podMonitorServed(); served {
 		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g, r.PodMonitorLabels))

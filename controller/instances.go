@@ -144,7 +144,7 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 			VRID:       id,
 			VIPs:       make([]string, len(d.vips)),
 			Settings:   settings,
-			Priorities: v1alpha1.EncodePriorities(prios[d.key]),
+			Priorities: v1alpha1.EncodePriorities(excludedPriorities(prios[d.key], p.nodes)),
 		}
 		for i, a := range d.vips {
 			in.VIPs[i] = a.String()

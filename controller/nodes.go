@@ -28,7 +28,7 @@ func memberNodes(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) []v1alpha1.Gr
 		if !sel.Matches(labels.Set(n.Labels)) {
 			continue
 		}
-		out = append(out, v1alpha1.GroupNode{Name: n.Name, Addresses: nodeAddresses(n)})
+		out = append(out, v1alpha1.GroupNode{Name: n.Name, Addresses: nodeAddresses(n), Excluded: exclusion(n)})
 	}
 	slices.SortFunc(out, func(a, b v1alpha1.GroupNode) int { return cmp.Compare(a.Name, b.Name) })
 	return out
@@ -60,8 +60,50 @@ func nodeAddresses(n *corev1.Node) []string {
 	return out
 }
 
+// exclusion names the label or taint that takes n out of every instance
+// (v1alpha1.ExclusionLabel, v1alpha1.ExclusionTaints), or "" when n takes
+// part. The label counts whatever its value, as for Kubernetes' service
+// controller and MetalLB; a taint whatever its effect. spec.unschedulable
+// (a cordon) is not among them: a cordon says where new pods go, and a drain
+// that moved VIPs for it would move them for every routine drain.
+func exclusion(n *corev1.Node) string {
+	if _, ok := n.Labels[v1alpha1.ExclusionLabel]; ok {
+		return v1alpha1.ExclusionLabel
+	}
+	for _, t := range n.Spec.Taints {
+		if slices.Contains(v1alpha1.ExclusionTaints, t.Key) {
+			return t.Key
+		}
+	}
+	return ""
+}
+
+// excludedPriorities returns prios with PriorityNotMember for every excluded
+// node (nodes[i].Excluded), leaving the others' priorities as they are: the
+// node's vrrpd then resigns (priority 0), the next-ranked node takes over
+// after its Skew_Time at the priority it already had, and nobody else's
+// configuration changes with the exclusion. prios is not modified (it may be
+// the priority memo's).
+func excludedPriorities(prios []uint8, nodes []v1alpha1.GroupNode) []uint8 {
+	var out []uint8
+	for i, n := range nodes {
+		if n.Excluded == "" || i >= len(prios) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(prios)
+		}
+		out[i] = v1alpha1.PriorityNotMember
+	}
+	if out == nil {
+		return prios
+	}
+	return out
+}
+
 // nodeToGroups enqueues the groups whose nodeSelector matches a Node (before
-// or after the change), and only when its labels or addresses changed:
+// or after the change), and only when its labels, addresses or exclusion
+// (an exclusion taint) changed:
 // kubelets update Node status every few seconds, which must not reconcile
 // every group.
 type nodeToGroups struct{ c client.Client }
@@ -83,10 +125,10 @@ func (h nodeToGroups) enqueue(ctx context.Context, q workqueue.TypedRateLimiting
 	}
 }
 
-// handler enqueues on every Node event but an update that changed neither its labels
-// nor its addresses.
+// handler enqueues on every Node event but an update that changed neither its labels,
+// its addresses nor its exclusion (a taint: exclusion).
 func (h nodeToGroups) handler() handler.Funcs {
 	return objectHandler(h.enqueue, func(o, n *corev1.Node) bool {
-		return !reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n))
+		return !reflect.DeepEqual(o.Labels, n.Labels) || !reflect.DeepEqual(nodeAddresses(o), nodeAddresses(n)) || exclusion(o) != exclusion(n)
 	})
 }

@@ -12,6 +12,11 @@ package controller
 // (deploy/operator/policy/admission_policy.yaml): vrrpd-shaped DaemonSets,
 // ServiceAccounts, Roles, RoleBindings and PodMonitors in those namespaces.
 //
+// KeepalivedMasterships: the operator creates one per group (mastership.go);
+// it holds get and update on their status only so that it may grant them to
+// vrrpd's Role (RBAC lets nobody grant what they do not hold), and watch for
+// the same reason besides its cache.
+//
 // Namespaces: read for their labels, which a group's allowedNamespaces
 // selector matches (tenancy.go), and for their Pod Security label, to warn on
 // a group whose namespace will refuse vrrpd's pods (podsecurity.go).
@@ -26,6 +31,8 @@ package controller
 // +kubebuilder:rbac:groups=redhatcop.redhat.io,resources=keepalivedgroups,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=redhatcop.redhat.io,resources=keepalivedgroups/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=redhatcop.redhat.io,resources=keepalivedgroups/finalizers,verbs=update
+// +kubebuilder:rbac:groups=redhatcop.redhat.io,resources=keepalivedmasterships,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=redhatcop.redhat.io,resources=keepalivedmasterships/status,verbs=get;update
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups="",resources=services/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch

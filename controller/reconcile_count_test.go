@@ -128,7 +128,7 @@ func TestNodeChanges(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			// Every member takes part: the operator never writes 0.
+			// Every member takes part: the operator writes 0 only for an excluded node.
 			if slices.Contains(prios, v1alpha1.PriorityNotMember) {
 				return fmt.Errorf("priorities %v: a member left out", prios)
 			}

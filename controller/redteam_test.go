@@ -572,7 +572,8 @@ func TestRedTeamGroupAuthorCannotPickSegment(t *testing.T) {
 // for it under the install's policy: it reads its own group, and may not
 // read another group or any Secret, write its group or its status, create
 // Pods or DaemonSets, or list Services. (This held on main already; it guards
-// the threat model's row against regressions.)
+// the threat model's row against regressions.) It may update the status of its
+// own group's KeepalivedMastership, not another group's, and create none.
 func TestRedTeamVrrpdCannotReachBeyondItsGroup(t *testing.T) {
 	ns := newNamespace(t, "rt-vrrpd")
 	policyOperator(t, []string{ns}, ns)
@@ -600,4 +601,41 @@ func TestRedTeamVrrpdCannotReachBeyondItsGroup(t *testing.T) {
 	refused(t, "create a DaemonSet", vrrpd.Create(ctx, vrrpdShaped(ns, "docker.io/library/busybox:latest"), client.DryRunAll))
 	refused(t, "create a Pod", vrrpd.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "docker.io/library/busybox:latest"}}}}, client.DryRunAll))
+
+	// Who holds what: the status of its own group's KeepalivedMastership, and nothing
+	// else of that kind (issue 30).
+	holder := v1alpha1.VIPHolder{Instance: ns + "/web", Service: ns + "/web", Node: "n1", VIPs: []string{"10.99.0.9"}, Since: metav1.NowMicro()}
+	eventually(t, 30*time.Second, func() error {
+		var m v1alpha1.KeepalivedMastership
+		if err := vrrpd.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &m); err == nil {
+			return fmt.Errorf("vrrpd may get the KeepalivedMastership itself; want only its status")
+		}
+		for _, name := range []string{"g", "other"} {
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &m); err != nil {
+				return fmt.Errorf("the operator has not made %s's KeepalivedMastership: %v", name, err)
+			}
+		}
+		if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &m); err != nil {
+			return err
+		}
+		m.Status.Holders = []v1alpha1.VIPHolder{holder}
+		return vrrpd.Status().Update(ctx, &m, client.DryRunAll)
+	})
+	var other v1alpha1.KeepalivedMastership
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, &other); err != nil {
+		t.Fatal(err)
+	}
+	if len(other.OwnerReferences) != 1 || other.OwnerReferences[0].Name != "other" || other.OwnerReferences[0].Kind != "KeepalivedGroup" {
+		t.Errorf("KeepalivedMastership other: owners %+v, want the group", other.OwnerReferences)
+	}
+	other.Status.Holders = []v1alpha1.VIPHolder{holder}
+	refused(t, "update another group's KeepalivedMastership status", vrrpd.Status().Update(ctx, &other, client.DryRunAll))
+	refused(t, "get another group's KeepalivedMastership", vrrpd.Get(ctx, types.NamespacedName{Namespace: ns, Name: "other"}, &v1alpha1.KeepalivedMastership{}))
+	var own v1alpha1.KeepalivedMastership
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "g"}, &own); err != nil {
+		t.Fatal(err)
+	}
+	own.Labels = map[string]string{"x": "y"}
+	refused(t, "update its own KeepalivedMastership (not the status)", vrrpd.Update(ctx, &own, client.DryRunAll))
+	refused(t, "create a KeepalivedMastership", vrrpd.Create(ctx, &v1alpha1.KeepalivedMastership{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "new"}}, client.DryRunAll))
 }

@@ -30,6 +30,34 @@ const AnnotationSharedIP = "vrrp-operator.io/allow-shared-ip"
 // to that class's implementation.
 const LoadBalancerClass = "redhatcop.redhat.io/keepalived"
 
+// What takes a member node out of every instance of every group, for
+// maintenance: its vrrpd resigns the VIPs it masters (priority 0, so a backup
+// takes over after Skew_Time) and holds none while the label or taint stays.
+// A cordon (spec.unschedulable) alone moves nothing: it says where new pods
+// go, not that a node's traffic should leave, and a load balancer that
+// treated it so dropped traffic in routine drains (MetalLB #2470, reverted in
+// #2715).
+const (
+	// ExclusionLabel is Kubernetes' standard label (any value) that takes a
+	// node out of external load balancers; the cloud providers' service
+	// controller and MetalLB honour it.
+	ExclusionLabel = "node.kubernetes.io/exclude-from-external-load-balancers"
+	// TaintToBeDeleted is the cluster autoscaler's taint on a node it is
+	// about to drain and delete (any effect). The service controller takes
+	// such a node out of load balancers too: the node is going, and a
+	// handover now is one the clients do not see.
+	TaintToBeDeleted = "ToBeDeletedByClusterAutoscaler"
+	// TaintOutOfService is the taint an admin puts on a node known to be shut
+	// down (non-graceful node shutdown): its pods are deleted and their
+	// volumes detached. Its VIPs have moved by VRRP already; the exclusion
+	// keeps the node from preempting them back should it come up before the
+	// admin removes the taint.
+	TaintOutOfService = "node.kubernetes.io/out-of-service"
+)
+
+// ExclusionTaints are the taint keys that exclude a node like ExclusionLabel.
+var ExclusionTaints = []string{TaintToBeDeleted, TaintOutOfService}
+
 // Condition types of a KeepalivedGroup.
 const (
 	// ConditionReady is true when the status reflects the current spec,

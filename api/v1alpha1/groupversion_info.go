@@ -13,12 +13,12 @@ var GroupVersion = schema.GroupVersion{Group: "redhatcop.redhat.io", Version: "v
 var (
 	// SchemeBuilder registers this package's types with a runtime.Scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds KeepalivedGroup and KeepalivedGroupList to a scheme.
+	// AddToScheme adds KeepalivedGroup, KeepalivedMastership and their lists to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &KeepalivedGroup{}, &KeepalivedGroupList{})
+	s.AddKnownTypes(GroupVersion, &KeepalivedGroup{}, &KeepalivedGroupList{}, &KeepalivedMastership{}, &KeepalivedMastershipList{})
 	// metav1 types (ListOptions, DeleteOptions, ...) for this group version,
 	// so clients can list and watch it.
 	metav1.AddToGroupVersion(s, GroupVersion)

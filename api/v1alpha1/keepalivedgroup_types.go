@@ -358,6 +358,14 @@ type GroupNode struct {
 	// or its first ExternalIP of a family that has no InternalIP.
 	// +optional
 	Addresses []string `json:"addresses,omitempty"`
+	// Excluded names why the node holds none of the group's VIPs although
+	// it is a member: the label or taint that takes it out
+	// (ExclusionLabel, ExclusionTaints). Its priority is 0
+	// (PriorityNotMember) in every instance, so its vrrpd resigns what it
+	// masters and runs nothing until the label or taint goes; the other
+	// nodes' priorities do not change. Empty for a node that takes part.
+	// +optional
+	Excluded string `json:"excluded,omitempty"`
 }
 
 // Instance is one VRRP instance (one virtual router) of the group.

@@ -9,11 +9,13 @@ import (
 // (which writes them) and vrrpd (which reads them).
 const (
 	// PriorityNotMember (0) means the node does not take part in the
-	// instance: its vrrpd does not run it, and unicast peers leave the node
-	// out. The operator never writes it today (placement gives every member
-	// node 1..254), but vrrpd has always accepted it, and it is how a status
-	// can take a node out of one instance without changing the node list
-	// that every instance's priorities are indexed by.
+	// instance: its vrrpd does not run it (and resigns it, with a priority-0
+	// advertisement, when it was master). The other members keep it among
+	// their unicast peers, so that they hear that resignation. The operator
+	// writes it for every instance on an excluded node (GroupNode.Excluded);
+	// placement itself gives every member node 1..254. It takes a node out
+	// without changing the node list that every instance's priorities are
+	// indexed by.
 	PriorityNotMember uint8 = 0
 	// PriorityLowest (1) to PriorityHighest (254) are VRRP priorities:
 	// within an instance the operator writes distinct values, the node ranked

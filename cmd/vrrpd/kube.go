@@ -22,12 +22,14 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 )
 
-// kubeMode is Kubernetes mode's configuration source and event recorder.
+// kubeMode is Kubernetes mode's configuration source, event recorder and mastership
+// publisher.
 type kubeMode struct {
-	group  types.NamespacedName
-	node   string
-	api    *rest.Config
-	events *groupsource.EventRecorder
+	group      types.NamespacedName
+	node       string
+	api        *rest.Config
+	events     *groupsource.EventRecorder
+	mastership *groupsource.Mastership
 }
 
 // newKubeMode checks --group and finds the API server, before anything starts.
@@ -43,21 +45,31 @@ func newKubeMode(group, node string) (*kubeMode, error) {
 	return &kubeMode{group: key, node: node, api: api}, nil
 }
 
-// recordEvents makes entering and leaving MASTER Events on the Services.
+// recordEvents makes entering and leaving MASTER Events on the Services, and entries of
+// the group's KeepalivedMastership.
 func (k *kubeMode) recordEvents(opts *daemon.Options, log *slog.Logger) error {
 	events, err := groupsource.NewEventRecorder(k.api, k.node, log)
 	if err != nil {
 		return err
 	}
-	k.events = events
-	opts.OnStateChange = func(c daemon.StateChange) { events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs) }
+	ms, err := groupsource.NewMastership(k.api, k.group, k.node, log)
+	if err != nil {
+		return err
+	}
+	k.events, k.mastership = events, ms
+	opts.OnStateChange = func(c daemon.StateChange) {
+		events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs)
+		ms.Observe(c.Instance, c.From, c.To, c.VIPs, c.At)
+	}
 	return nil
 }
 
-// start runs the event recorder and follows the group, until ctx ends.
+// start runs the event recorder and the mastership publisher and follows the group,
+// until ctx ends.
 func (k *kubeMode) start(ctx context.Context, d *daemon.Daemon, stateDir, passwordFile string, log *slog.Logger) {
 	go k.events.Run(ctx)
-	go followGroup(ctx, d, k.api, groupsource.Options{Group: k.group, Node: k.node, StateDir: stateDir, PasswordFile: passwordFile}, log)
+	go k.mastership.Run(ctx)
+	go followGroup(ctx, d, k.api, k.mastership, groupsource.Options{Group: k.group, Node: k.node, StateDir: stateDir, PasswordFile: passwordFile}, log)
 }
 
 // parseGroup reads --group namespace/name.
@@ -80,14 +92,19 @@ func apiConfig() (*rest.Config, error) {
 // KeepalivedGroup (the operator computes everything into its status) and reloads the
 // daemon whenever this node's share of it changes. While the API server is away it serves
 // the group last seen, cached in the state directory. opts names the group, the node, the
-// state directory and the password file; followGroup sets the rest. It returns when ctx
-// ends.
-func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, opts groupsource.Options, log *slog.Logger) {
+// state directory and the password file; followGroup sets the rest. ms, when not nil,
+// learns each new group's instances. It returns when ctx ends.
+func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, ms *groupsource.Mastership, opts groupsource.Options, log *slog.Logger) {
 	group := opts.Group
 	opts.Logger = log
 	opts.OnChange = func(u groupsource.Update) {
 		for _, w := range u.Warnings {
 			log.Warn(w.Message, "at", w.Pos.String())
+		}
+		// Before the reload: an instance it removes because it left the group is
+		// one whose mastership entry this node must drop itself.
+		if ms != nil {
+			ms.SetGroup(u.Group)
 		}
 		log.Info("group changed", "group", group.String(), "instances", len(u.Config.Instances),
 			"from_cache", u.FromCache, "resource_version", u.ResourceVersion)

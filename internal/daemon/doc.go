@@ -60,7 +60,8 @@
 //     TestReloadMovesVIP, TestReloadRefusesInvalid);
 //  10. start-up recovery: the VIPs a crashed run recorded are removed before any instance
 //     starts (TestStartupRecovery);
-//  11. shutdown: every master sends priority 0 and removes its VIPs, and every socket and
+//  11. shutdown: every master removes its VIPs and then sends priority 0 (a chosen
+//     resignation breaks before it makes, as a reload's removal does: TestResignBreaksFirst), and every socket and
 //     announcer is closed (TestShutdown, TestRun);
 //  12. ownership: a VIP on the interface before the instance became master is served but
 //     never taken or removed, a VIP two instances share stays until the last lets go, and a

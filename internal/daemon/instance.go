@@ -462,9 +462,10 @@ func (d *Daemon) removeInstance(in *instance, now time.Time) {
 }
 
 // stopInstance is the graceful end of one instance: Shutdown, and the excluded VIPs go.
+// A master's VIPs go before its priority-0 advertisement (resignBreakFirst).
 func (d *Daemon) stopInstance(in *instance, now time.Time) {
 	if in.sm != nil {
-		d.acts = in.sm.Shutdown(now, d.acts[:0])
+		d.acts = resignBreakFirst(in.sm.Shutdown(now, d.acts[:0]))
 		d.execute(in, now)
 	}
 	if in.holdsExcluded {
@@ -474,7 +475,30 @@ func (d *Daemon) stopInstance(in *instance, now time.Time) {
 	d.timers.Stop(in.timerKey)
 }
 
-// shutdown stops every instance: masters send priority 0 and remove their VIPs.
+// resignBreakFirst moves a resigning master's RemoveVIPs ahead of its priority-0
+// advertisement. The state machine orders them as keepalived does (the advertisement
+// first, so backups start their Skew_Time while this router still answers), which leaves
+// the VIPs on two nodes should this router be held up between the two for longer than the
+// new master's Skew_Time: 52/256 of an interval for the second-ranked node (2 ms at 10 ms
+// adverts), less than a loaded host may leave a thread unscheduled. A resignation is
+// chosen, not forced (the instance removed by a reload, as for a node excluded from load
+// balancers, or vrrpd stopping), so it can break before it makes: no backup starts its
+// Skew_Time before the VIPs are off this node, and the hole grows by one netlink round
+// trip. Other departures from MASTER (FAULT, a higher-priority master) keep the state
+// machine's order.
+func resignBreakFirst(acts []vrrp.Action) []vrrp.Action {
+	send := slices.IndexFunc(acts, func(a vrrp.Action) bool { return a.Kind == vrrp.ActionSendAdvert && a.Priority == 0 })
+	rm := slices.IndexFunc(acts, func(a vrrp.Action) bool { return a.Kind == vrrp.ActionRemoveVIPs })
+	if send < 0 || rm < send {
+		return acts
+	}
+	r := acts[rm]
+	copy(acts[send+1:rm+1], acts[send:rm])
+	acts[send] = r
+	return acts
+}
+
+// shutdown stops every instance: masters remove their VIPs and send priority 0.
 func (d *Daemon) shutdown(now time.Time) {
 	for _, in := range d.instances {
 		d.stopInstance(in, now)
@@ -499,6 +523,11 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	if err := d.checkNamespace(cfg); err != nil {
 		return err
 	}
+	// One turn of the VIP record: a node excluded from load balancers resigns every
+	// instance in this one reload, and a record write for each removal made the last of
+	// 128 resignations wait 0.7 s (TestExcludeAtCapacityWritesOnce, test/e2e).
+	d.vips.BeginTurn()
+	defer d.endTurn()
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.setScripts(cfg)
 	d.setStatic(cfg.Static)

@@ -403,8 +403,17 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 	return d, opt, nil
 }
 
-// unicast sets this node's address as the source and the other taking-part
-// members' addresses of the family as peers.
+// unicast sets this node's address as the source and the other members'
+// addresses of the family as peers, those with priority 0 included: such a
+// node runs no instance, but it may be a master handing over (an excluded
+// node, which the operator gives 0 and whose vrrpd resigns on the same status
+// write). Were it dropped from the peers, a backup whose watch delivered
+// that write first would discard the master's adverts, its priority-0 one
+// included (unicast takes adverts only from peers), and take over at
+// Master_Down_Interval instead of Skew_Time, beside the master if that one's
+// watch were slower. A node coming back would likewise preempt a master
+// that ignores its adverts. Adverts sent to a node that runs no instance
+// cost it a dropped packet.
 func (t *translator) unicast(d *config.Draft, name string, f config.Family, prios []uint8, self int, members []memberAddrs) {
 	src := members[self].of(f)
 	if !src.IsValid() {
@@ -414,7 +423,7 @@ func (t *translator) unicast(d *config.Draft, name string, f config.Family, prio
 	peers := make([]netip.Addr, 0, len(t.byAddr[f]))
 	for _, i := range t.byAddr[f] {
 		a := members[i].of(f)
-		if i == self || prios[i] == v1alpha1.PriorityNotMember || a == src {
+		if i == self || a == src {
 			continue
 		}
 		if n := len(peers); n > 0 && peers[n-1] == a {

@@ -203,13 +203,14 @@ func TestTranslateUnicast(t *testing.T) {
 			"default/dual/ipv4":          {"10.99.0.1", addrs("10.99.0.2", "10.99.0.3")},
 			"default/dual/ipv6":          {"fd00:99::1", addrs("fd00:99::2")}, // c has no IPv6 address
 			"default/spread/10.99.0.102": {"10.99.0.1", addrs("10.99.0.2", "10.99.0.3")},
-			"default/web":                {"10.99.0.1", addrs("10.99.0.3")}, // b does not take part
+			// b does not take part, but stays a peer: it may be a master handing over.
+			"default/web": {"10.99.0.1", addrs("10.99.0.2", "10.99.0.3")},
 		}, nil},
 		{"c", map[string]uc{
 			"default/dual/ipv4":          {"10.99.0.3", addrs("10.99.0.1", "10.99.0.2")},
 			"default/dual/ipv6":          {"", addrs("fd00:99::1", "fd00:99::2")},
 			"default/spread/10.99.0.102": {"10.99.0.3", addrs("10.99.0.1", "10.99.0.2")},
-			"default/web":                {"10.99.0.3", addrs("10.99.0.1")},
+			"default/web":                {"10.99.0.3", addrs("10.99.0.1", "10.99.0.2")},
 		}, []string{"(default/dual/ipv6) unicast: node c has no IPv6 address"}},
 	} {
 		cfg, ws := mustTranslate(t, g, tc.node, nil, nil)
@@ -240,7 +241,8 @@ func TestTranslateUnicast(t *testing.T) {
 	// Alone in an instance: no peers, which the model can only say as
 	// multicast; a warning says so.
 	g.Status.Instances = g.Status.Instances[2:]
-	g.Status.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{254, 0, 0})
+	g.Status.Nodes = g.Status.Nodes[:1]
+	g.Status.Instances[0].Priorities = v1alpha1.EncodePriorities([]uint8{254})
 	cfg, ws := mustTranslate(t, g, "a", nil, nil)
 	if in := cfg.Instances[0]; in.Unicast() || in.UnicastSrc.IsValid() {
 		t.Errorf("alone: source %v peers %v", in.UnicastSrc, in.UnicastPeers)

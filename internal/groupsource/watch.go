@@ -79,6 +79,9 @@ type Update struct {
 	// OnChange went: a Service's path to its VIP is measured in parts
 	// (test/e2e's BenchmarkServiceToVIP reads them from vrrpd's log).
 	Timing Timing
+	// Group is the group Config was translated from, nil when it does not
+	// exist. Read only: the watcher keeps it.
+	Group *v1alpha1.KeepalivedGroup
 }
 
 // Timing breaks down the watcher's share of an Update's latency.
@@ -499,7 +502,7 @@ func (w *watcher) apply(fromCache bool) {
 		w.log.Warn(wn.Error())
 	}
 	w.log.Info("new configuration", "instances", len(cfg.Instances), "resource_version", rv, "from_cache", fromCache)
-	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv, Timing: timing})
+	w.opts.OnChange(Update{Config: cfg, Warnings: ws, FromCache: fromCache, ResourceVersion: rv, Timing: timing, Group: w.group})
 }
 
 // updateCache writes the group the API server gave, or removes the cache

@@ -112,6 +112,7 @@ func TestInstallContents(t *testing.T) {
 		"ClusterRoleBinding /vrrp-operator",
 		"ConfigMap vrrp-operator/vrrp-operator-policy",
 		"CustomResourceDefinition /keepalivedgroups.redhatcop.redhat.io",
+		"CustomResourceDefinition /keepalivedmasterships.redhatcop.redhat.io",
 		"Deployment vrrp-operator/vrrp-operator",
 		"Namespace /keepalived-operator",
 		"Namespace /vrrp-operator",
@@ -141,6 +142,10 @@ func TestInstallContents(t *testing.T) {
 	crd := decode(t, readFile(t, "deploy/crds/redhatcop.redhat.io_keepalivedgroups.yaml"))
 	if !reflect.DeepEqual(find(t, objs, "CustomResourceDefinition", "keepalivedgroups.redhatcop.redhat.io").Object, crd[0].Object) {
 		t.Error("the rendered CRD differs from deploy/crds")
+	}
+	ms := decode(t, readFile(t, "deploy/crds/redhatcop.redhat.io_keepalivedmasterships.yaml"))
+	if !reflect.DeepEqual(find(t, objs, "CustomResourceDefinition", "keepalivedmasterships.redhatcop.redhat.io").Object, ms[0].Object) {
+		t.Error("the rendered KeepalivedMastership CRD differs from deploy/crds")
 	}
 	role := decode(t, readFile(t, "deploy/operator/rbac/role.yaml"))
 	if !reflect.DeepEqual(find(t, objs, "ClusterRole", "vrrp-operator").Object, role[0].Object) {
