@@ -139,9 +139,9 @@ func TestFirstPreemptionAfterHandoverBreaksFirst(t *testing.T) {
 	lower := advertFor(n, 253)
 	expect(t, "lower master", i.HandleAdvert(at(2*time.Second), lower, higher, nil), "")
 	got := i.HandleTimer(i.Deadline(), nil)
-	expect(t, "preempt", got, "Send(254) State(BACKUP->MASTER: master down timer expired) Arm(Adver_Timer@4.0578125s)")
+	expect(t, "preempt", got, "Send(254) State(BACKUP->MASTER: master down timer expired) Arm(Adver_Timer@4.2578125s)")
 	expect(t, "handoff", i.HandleTimer(i.Deadline(), nil),
-		"Send(254) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@5.0578125s)")
+		"Send(254) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@5.2578125s)")
 
 	// The next preemption is the RFC's again.
 	expect(t, "higher master", i.HandleAdvert(at(6*time.Second), advertFor(n, 255), higher, nil),

@@ -338,8 +338,14 @@ func (i *Instance) VIPsPending() bool { return i.pendingVIPs }
 
 // handoffDelay is how long a break-first takeover waits between its first advertisement
 // and adding the VIPs: time for the master it preempts to receive the advertisement and
-// remove them (well under a millisecond on a LAN, a few on a loaded host).
-func handoffDelay(interval time.Duration) time.Duration { return min(50*time.Millisecond, interval/2) }
+// remove them. That is well under a millisecond on a quiet LAN, but the migration lab
+// (test/e2e) measured a loaded keepalived stepping down 142 ms after the advertisement,
+// and a 50 ms wait put the VIP on two nodes for 190 ms; so half an interval, up to 250 ms:
+// a planned move leaves the VIPs unserved that long at most (at 1 s adverts), against a
+// failover's three intervals.
+func handoffDelay(interval time.Duration) time.Duration {
+	return min(250*time.Millisecond, interval/2)
+}
 
 // takeOverBreakFirst is becomeMaster for the first preemption after a takeover (the
 // Master_Down_Timer ran out while a lower-priority master was advertising): the
