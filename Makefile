@@ -144,11 +144,12 @@ cross-check:
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags '$(HOST_TAGS)' -o /dev/null ./cmd/vrrpd; \
 	done
 
-## helm: lint the chart and package it into bin/
+## helm: lint the chart (--strict: warnings and undefined values fail; make test runs the same
+## in test/install's TestChartLintStrict, with more value sets) and package it into bin/
 helm:
-	$(HELM) lint $(CHART)
-	$(HELM) lint $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
-	$(HELM) lint $(CHART) --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) lint --strict $(CHART) --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
 	$(HELM) package $(CHART) -d $(BIN)
 
 ## render: the install's manifests into bin/render/: kustomize's two steps (deploy/cluster, then

@@ -126,6 +126,7 @@ func TestInstallContents(t *testing.T) {
 		"ConfigMap vrrp-operator/vrrp-operator-policy",
 		"Deployment vrrp-operator/vrrp-operator",
 		"Namespace /vrrp-operator",
+		"PodDisruptionBudget vrrp-operator/vrrp-operator",
 		"Role keepalived-operator/vrrp-operator-takeover",
 		"RoleBinding keepalived-operator/vrrp-operator-takeover",
 		"Service vrrp-operator/vrrp-operator-metrics",
@@ -152,6 +153,14 @@ func TestInstallContents(t *testing.T) {
 	crd := decode(t, readFile(t, "deploy/crds/redhatcop.redhat.io_keepalivedgroups.yaml"))
 	if !reflect.DeepEqual(find(t, cluster, "CustomResourceDefinition", "keepalivedgroups.redhatcop.redhat.io").Object, crd[0].Object) {
 		t.Error("the rendered CRD differs from deploy/crds")
+	}
+	// The PodDisruptionBudget covers the operator's pods.
+	pdb := find(t, objs, "PodDisruptionBudget", "vrrp-operator")
+	podLabels := field(t, find(t, objs, "Deployment", "vrrp-operator"), "spec", "template", "metadata", "labels").(map[string]any)
+	for k, v := range field(t, pdb, "spec", "selector", "matchLabels").(map[string]any) {
+		if podLabels[k] != v {
+			t.Errorf("PodDisruptionBudget selects %s=%v; the operator's pods have %v", k, v, podLabels)
+		}
 	}
 	role := decode(t, readFile(t, "deploy/operator/rbac/role.yaml"))
 	if !reflect.DeepEqual(find(t, objs, "ClusterRole", "vrrp-operator").Object, role[0].Object) {

@@ -28,3 +28,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- define "vrrp-operator.sccClusterRole" -}}
 {{ include "vrrp-operator.fullname" . }}-vrrpd-scc
 {{- end -}}
+
+{{/* The operator's ServiceAccount: the chart's (serviceAccount.create), or one the admin
+made, whose name the RBAC bindings and the admission policy then use. */}}
+{{- define "vrrp-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "vrrp-operator.fullname" .) -}}
+{{- else -}}
+{{- required "serviceAccount.name: the ServiceAccount to run as when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
