@@ -1,6 +1,7 @@
 package install
 
 import (
+	"context"
 	"reflect"
 	"slices"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -278,4 +280,22 @@ func TestChartNotes(t *testing.T) {
 		}
 	}
 	t.Log(notes)
+
+	// Its example group is one the API server admits (the CRD's schema and CEL rules).
+	i, j := strings.Index(notes, "  apiVersion: redhatcop.redhat.io/v1alpha1"), strings.Index(notes, "  ---")
+	if i < 0 || j < i {
+		t.Fatalf("NOTES.txt has no example KeepalivedGroup")
+	}
+	var example []string
+	for _, line := range strings.Split(notes[i:j], "\n") {
+		example = append(example, strings.TrimPrefix(line, "  "))
+	}
+	objs := decode(t, []byte(strings.Join(example, "\n")))
+	if len(objs) != 1 || objs[0].GetKind() != "KeepalivedGroup" {
+		t.Fatalf("NOTES.txt's example: %v", objs)
+	}
+	ensureNamespace(t, objs[0].GetNamespace(), nil)
+	if err := env.Client.Create(context.Background(), objs[0], client.DryRunAll); err != nil {
+		t.Errorf("NOTES.txt's example group: %v", err)
+	}
 }
