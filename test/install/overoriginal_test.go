@@ -112,6 +112,12 @@ func TestREADMEInstallOverKeepalivedOperator(t *testing.T) {
 				}
 				installOriginal(t, cfg, manager)
 				before := originalGroups(t, cfg, dc, manager)
+				// What the README's --force-conflicts is for: without it the CRD's apply stops.
+				out, err := run(t, []string{"KUBECONFIG=" + cfg}, nil, kubectlPath(t),
+					"apply", "--server-side", "--dry-run=server", "-k", "deploy/cluster")
+				if err == nil || !strings.Contains(err.Error(), "with \""+manager+"\"") || !strings.Contains(err.Error(), ".spec.versions") {
+					t.Errorf("apply without --force-conflicts over the original's CRD: %v\n%s, want a conflict with %s on .spec.versions", err, out, manager)
+				}
 
 				runCommands(t, cfg, install)
 				checkSchema(t, dc, ours, "after the install")
