@@ -180,42 +180,47 @@ release:
 	@set -e; for p in $(PLATFORMS); do for b in vrrpd vrrpd-host operator; do \
 	  cp $(BIN)/$$b-$${p%/*}-$${p#*/} '$(RELEASE_DIR)'/; done; done
 	$(HELM) package $(CHART) -d '$(RELEASE_DIR)'
+	'$(KUBECTL)' kustomize deploy/cluster > '$(RELEASE_DIR)'/vrrp-operator-cluster.yaml
 	'$(KUBECTL)' kustomize deploy/operator > '$(RELEASE_DIR)'/vrrp-operator.yaml
 	'$(KUBECTL)' kustomize deploy/openshift > '$(RELEASE_DIR)'/vrrp-operator-openshift.yaml
 	cd '$(RELEASE_DIR)' && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
 	@echo "release $(VERSION) in $(RELEASE_DIR)"
 
-## helm: lint the chart and package it into bin/
+## helm: lint the chart (--strict: warnings and undefined values fail; make test runs the same
+## in test/install's TestChartLintStrict, with more value sets) and package it into bin/
 helm:
-	$(HELM) lint $(CHART)
-	$(HELM) lint $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
-	$(HELM) lint $(CHART) --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --set openshift.enabled=true --set metrics.serviceMonitor.enabled=true
+	$(HELM) lint --strict $(CHART) --set monitoring.prometheusRule.enabled=true --set monitoring.dashboard.enabled=true
 	$(HELM) package $(CHART) -d $(BIN)
 
-## render: the install's manifests into bin/render/: kustomize's default and OpenShift variants
-## and the chart with its default values (what test/install checks against an API server)
+## render: the install's manifests into bin/render/: kustomize's two steps (deploy/cluster, then
+## the default or OpenShift operator) and the chart with its default values (what test/install
+## checks against an API server)
 render: envtest
 	@mkdir -p $(BIN)/render
+	$(ENVTEST_ASSETS)/kubectl kustomize deploy/cluster > $(BIN)/render/kustomize-cluster.yaml
 	$(ENVTEST_ASSETS)/kubectl kustomize deploy/operator > $(BIN)/render/kustomize-default.yaml
 	$(ENVTEST_ASSETS)/kubectl kustomize deploy/openshift > $(BIN)/render/kustomize-openshift.yaml
 	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds > $(BIN)/render/helm-default.yaml
 	$(HELM) template vrrp-operator $(CHART) --namespace vrrp-operator --include-crds --set openshift.enabled=true > $(BIN)/render/helm-openshift.yaml
 
 ## manifests: regenerate the CRDs under deploy/crds, the deepcopy code in api/ and the operator's ClusterRole,
-## and copy them and deploy/monitoring's alerts and dashboard into the chart
+## and copy them and deploy/monitoring's alerts and dashboard into the chart (its CRDs into files/crds/, which
+## templates/crds.yaml renders: a CRD under the chart's crds/ would never be upgraded)
 manifests:
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=deploy/crds
 	$(CONTROLLER_GEN) object paths=./api/...
 	$(CONTROLLER_GEN) rbac:roleName=vrrp-operator paths=./controller/... output:rbac:artifacts:config=deploy/operator/rbac
-	cp deploy/crds/*_*.yaml $(CHART)/crds/
+	mkdir -p $(CHART)/files/crds && cp deploy/crds/*_*.yaml $(CHART)/files/crds/
 	cp deploy/operator/rbac/role.yaml $(CHART)/files/role.yaml
 	cp deploy/operator/policy/admission_policy.yaml $(CHART)/files/admission_policy.yaml
 	cp deploy/monitoring/prometheusrule.yaml deploy/monitoring/dashboard.json $(CHART)/files/
 
 ## check-manifests: fail if the generated CRDs or deepcopy code are stale
 check-manifests: manifests
-	@git diff --exit-code -- deploy/crds deploy/operator/rbac $(CHART)/crds $(CHART)/files api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
-	@new=$$(git ls-files --others --exclude-standard -- deploy/crds deploy/operator/rbac $(CHART)/crds $(CHART)/files api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
+	@git diff --exit-code -- deploy/crds deploy/operator/rbac $(CHART)/files api || { echo "generated files are stale: run make manifests and commit"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard -- deploy/crds deploy/operator/rbac $(CHART)/files api); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
 
 ## demo: a bridge and three hosts in network namespaces; two vrrpd elect a master, the master's link
 ## is cut and the VIP moves, then a graceful stop (needs root; DEMO_FLAGS=--keep leaves the lab up)

@@ -46,11 +46,12 @@ var installOnce struct {
 	done bool
 }
 
-// installOperator applies every file deploy/operator's kustomization lists
-// (the CRD directory aside: envtest has it), as `kubectl apply -k` would:
-// the namespaces, the ClusterRole and its binding, the takeover Role, the
-// admission policy, its binding and parameters, the Deployment (which
-// nothing runs here). Once per API server.
+// installOperator applies every file deploy/cluster's and deploy/operator's
+// kustomizations list (the CRD directory aside: envtest has it), as the
+// README's `kubectl apply -k` steps would: the namespaces, the ClusterRole
+// and its binding, the takeover Role, the admission policy, its binding and
+// parameters, the Deployment (which nothing runs here) and its
+// PodDisruptionBudget. Once per API server.
 func installOperator(t testing.TB) {
 	t.Helper()
 	needAPIServer(t)
@@ -59,23 +60,26 @@ func installOperator(t testing.TB) {
 	if installOnce.done {
 		return
 	}
-	dir := filepath.Join("..", "deploy", "operator")
-	var k struct{ Resources []string }
-	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, &k); err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	for _, r := range k.Resources {
-		if !strings.HasSuffix(r, ".yaml") {
-			continue // ../crds
+	// deploy/cluster first: the groups' namespace, which the takeover Role of
+	// deploy/operator lives in.
+	for _, dir := range []string{filepath.Join("..", "deploy", "cluster"), filepath.Join("..", "deploy", "operator")} {
+		var k struct{ Resources []string }
+		data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, u := range readObjects(t, filepath.Join(dir, r)) {
-			if err := k8s.Patch(ctx, u, client.Apply, client.FieldOwner("redteam-install"), client.ForceOwnership); err != nil {
-				t.Fatalf("%s: apply %s %s: %v", r, u.GetKind(), u.GetName(), err)
+		if err := yaml.Unmarshal(data, &k); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range k.Resources {
+			if !strings.HasSuffix(r, ".yaml") {
+				continue // ../crds
+			}
+			for _, u := range readObjects(t, filepath.Join(dir, r)) {
+				if err := k8s.Patch(ctx, u, client.Apply, client.FieldOwner("redteam-install"), client.ForceOwnership); err != nil {
+					t.Fatalf("%s: apply %s %s: %v", r, u.GetKind(), u.GetName(), err)
+				}
 			}
 		}
 	}

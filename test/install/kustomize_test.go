@@ -74,30 +74,43 @@ func withComponent(t testing.TB, component string) []byte {
 // run.
 func TestEveryKustomizationApplies(t *testing.T) {
 	overlays, components := kustomizations(t)
-	for _, want := range []string{"deploy/operator", "deploy/openshift", "deploy/crds"} {
+	for _, want := range []string{"deploy/operator", "deploy/openshift", "deploy/crds", "deploy/cluster"} {
 		if !slices.Contains(overlays, want) {
 			t.Errorf("no kustomization in %s (found %v)", want, overlays)
 		}
 	}
 	for _, dir := range overlays {
 		// deploy/monitoring goes into the install's namespace without declaring it (the
-		// component adds it to the install, which does).
-		var extra []string
+		// component adds it to the install, which does); deploy/operator's takeover Role
+		// into the groups' namespace, which deploy/cluster declares (the README's first
+		// step).
+		extra := []string{"keepalived-operator"}
 		if dir == "deploy/monitoring" {
-			extra = []string{"vrrp-operator"}
+			extra = append(extra, "vrrp-operator")
 		}
 		t.Run(dir, func(t *testing.T) { dryRunApply(t, kustomize(t, dir), extra...) })
 	}
 	for _, dir := range components {
-		t.Run(dir, func(t *testing.T) { dryRunApply(t, withComponent(t, dir)) })
+		t.Run(dir, func(t *testing.T) { dryRunApply(t, withComponent(t, dir), "keepalived-operator") })
 	}
 }
 
-// TestInstallContents: deploy/operator is the whole install, every object in namespace
-// vrrp-operator but the operator's Role in the namespace that may hold groups
-// (keepalived-operator), the CRD and ClusterRole exactly the generated ones, and the parts
-// naming each other consistently.
+// TestInstallContents: deploy/cluster holds what outlives the operator, the CRD (exactly
+// the generated one) and the namespace that holds groups, and nothing else; deploy/operator
+// the operator, every object in namespace vrrp-operator but the operator's Role in the
+// namespace that may hold groups (keepalived-operator), without the CRD or that namespace
+// (so that `kubectl delete -k deploy/operator` leaves the groups), the ClusterRole exactly
+// the generated one, and the parts naming each other consistently.
 func TestInstallContents(t *testing.T) {
+	cluster := decode(t, kustomize(t, "deploy/cluster"))
+	var ckeys []string
+	for k := range index(t, cluster) {
+		ckeys = append(ckeys, k)
+	}
+	slices.Sort(ckeys)
+	if want := []string{"CustomResourceDefinition /keepalivedgroups.redhatcop.redhat.io", "CustomResourceDefinition /keepalivedmasterships.redhatcop.redhat.io", "Namespace /keepalived-operator"}; !slices.Equal(ckeys, want) {
+		t.Errorf("deploy/cluster: %v, want %v", ckeys, want)
+	}
 	objs := decode(t, kustomize(t, "deploy/operator"))
 	var keys []string
 	for k, u := range index(t, objs) {
@@ -111,11 +124,9 @@ func TestInstallContents(t *testing.T) {
 		"ClusterRole /vrrp-operator",
 		"ClusterRoleBinding /vrrp-operator",
 		"ConfigMap vrrp-operator/vrrp-operator-policy",
-		"CustomResourceDefinition /keepalivedgroups.redhatcop.redhat.io",
-		"CustomResourceDefinition /keepalivedmasterships.redhatcop.redhat.io",
 		"Deployment vrrp-operator/vrrp-operator",
-		"Namespace /keepalived-operator",
 		"Namespace /vrrp-operator",
+		"PodDisruptionBudget vrrp-operator/vrrp-operator",
 		"Role keepalived-operator/vrrp-operator-takeover",
 		"RoleBinding keepalived-operator/vrrp-operator-takeover",
 		"Service vrrp-operator/vrrp-operator-metrics",
@@ -133,19 +144,27 @@ func TestInstallContents(t *testing.T) {
 	if got := ns.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "restricted" {
 		t.Errorf("namespace vrrp-operator enforces %q, want restricted", got)
 	}
-	groups := find(t, objs, "Namespace", "keepalived-operator")
+	groups := find(t, cluster, "Namespace", "keepalived-operator")
 	if got := groups.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "privileged" {
 		t.Errorf("namespace keepalived-operator enforces %q, want privileged", got)
 	}
 
 	// The generated files, unchanged.
 	crd := decode(t, readFile(t, "deploy/crds/redhatcop.redhat.io_keepalivedgroups.yaml"))
-	if !reflect.DeepEqual(find(t, objs, "CustomResourceDefinition", "keepalivedgroups.redhatcop.redhat.io").Object, crd[0].Object) {
+	if !reflect.DeepEqual(find(t, cluster, "CustomResourceDefinition", "keepalivedgroups.redhatcop.redhat.io").Object, crd[0].Object) {
 		t.Error("the rendered CRD differs from deploy/crds")
 	}
 	ms := decode(t, readFile(t, "deploy/crds/redhatcop.redhat.io_keepalivedmasterships.yaml"))
-	if !reflect.DeepEqual(find(t, objs, "CustomResourceDefinition", "keepalivedmasterships.redhatcop.redhat.io").Object, ms[0].Object) {
+	if !reflect.DeepEqual(find(t, cluster, "CustomResourceDefinition", "keepalivedmasterships.redhatcop.redhat.io").Object, ms[0].Object) {
 		t.Error("the rendered KeepalivedMastership CRD differs from deploy/crds")
+	}
+	// The PodDisruptionBudget covers the operator's pods.
+	pdb := find(t, objs, "PodDisruptionBudget", "vrrp-operator")
+	podLabels := field(t, find(t, objs, "Deployment", "vrrp-operator"), "spec", "template", "metadata", "labels").(map[string]any)
+	for k, v := range field(t, pdb, "spec", "selector", "matchLabels").(map[string]any) {
+		if podLabels[k] != v {
+			t.Errorf("PodDisruptionBudget selects %s=%v; the operator's pods have %v", k, v, podLabels)
+		}
 	}
 	role := decode(t, readFile(t, "deploy/operator/rbac/role.yaml"))
 	if !reflect.DeepEqual(find(t, objs, "ClusterRole", "vrrp-operator").Object, role[0].Object) {

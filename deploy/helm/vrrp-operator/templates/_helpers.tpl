@@ -57,3 +57,13 @@ string before 0.1.0, is refused rather than ignored.
 {{- define "vrrp-operator.prometheusClusterRole" -}}
 {{ include "vrrp-operator.fullname" . }}-prometheus-k8s
 {{- end -}}
+
+{{/* The operator's ServiceAccount: the chart's (serviceAccount.create), or one the admin
+made, whose name the RBAC bindings and the admission policy then use. */}}
+{{- define "vrrp-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- .Values.serviceAccount.name | default (include "vrrp-operator.fullname" .) -}}
+{{- else -}}
+{{- required "serviceAccount.name: the ServiceAccount to run as when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
