@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/conflict"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 )
@@ -43,7 +44,8 @@ func newKubeMode(group, node string) (*kubeMode, error) {
 	return &kubeMode{group: key, node: node, api: api}, nil
 }
 
-// recordEvents makes entering and leaving MASTER Events on the Services.
+// recordEvents makes entering and leaving MASTER, and second holders of their VIPs,
+// Events on the Services.
 func (k *kubeMode) recordEvents(opts *daemon.Options, log *slog.Logger) error {
 	events, err := groupsource.NewEventRecorder(k.api, k.node, log)
 	if err != nil {
@@ -51,6 +53,9 @@ func (k *kubeMode) recordEvents(opts *daemon.Options, log *slog.Logger) error {
 	}
 	k.events = events
 	opts.OnStateChange = func(c daemon.StateChange) { events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs) }
+	// A second holder of a VIP: a Warning Event on its Service, through the same right
+	// (create Events in the Service's namespace) and the same queue.
+	opts.OnConflict = func(c conflict.Change) { events.ObserveConflict(c.Instance, c.VRID, c.Addr, c.MAC, c.Start) }
 	return nil
 }
 
