@@ -2,6 +2,7 @@ package conflict
 
 import (
 	"cmp"
+	"math"
 	"net/netip"
 	"slices"
 	"time"
@@ -54,8 +55,11 @@ const (
 	// interval; 255 VIPs are each probed every 5.1 s. A probe is one broadcast frame of 42
 	// bytes, and its cost to this host one sendto.
 	DefaultRate = 50
-	// burst is how many probes may go in one wake-up when the detector woke late.
-	burst = 4
+	// tick is the least time between two wake-ups that send probes: the cap's probes go
+	// in small batches (12 or 13 at the default rate) four times a second rather than
+	// one every 20 ms, since each wake-up of the process, not the frame, is most of a
+	// probe's cost (BenchmarkConflictProbes255). A VIP's period varies by a tick at most.
+	tick = 250 * time.Millisecond
 	// settle is how long a new holder waits before its first probe: the master it
 	// replaced may still be stepping down (a preempted master removes its VIPs when it
 	// hears the new one's advertisement, milliseconds later; more on a loaded host).
@@ -114,12 +118,17 @@ type tracker struct {
 	s        Settings
 	vips     map[key]*vipState
 	tokens   float64
+	burst    float64 // the most tokens: one tick's worth of the rate
 	refilled time.Time
-	changes  []Change // since the last takeChanges
+	lastSent time.Time // the last wake-up that sent probes
+	changes  []Change  // since the last takeChanges
 }
 
 func newTracker(s Settings) *tracker {
-	return &tracker{s: s.withDefaults(), vips: map[key]*vipState{}, tokens: burst}
+	t := &tracker{s: s.withDefaults(), vips: map[key]*vipState{}}
+	t.burst = max(1, math.Ceil(t.s.Rate*tick.Seconds()))
+	t.tokens = t.burst
+	return t
 }
 
 // setHeld replaces the held set. A VIP held before keeps its schedule and its suspects;
@@ -204,7 +213,7 @@ func (t *tracker) closeWindows(now time.Time) {
 
 // probes closes the windows due by now and returns the VIPs to probe now, earliest due
 // first, as many as the rate cap allows; each is booked as probed at now. One pass over
-// the held VIPs per probe (at most burst a call): no sort, no allocation per VIP.
+// the held VIPs per probe (at most a tick's worth a call): no sort, no allocation per VIP.
 func (t *tracker) probes(now time.Time) []key {
 	t.closeWindows(now)
 	t.refill(now)
@@ -220,6 +229,7 @@ func (t *tracker) probes(now time.Time) []key {
 			break
 		}
 		t.tokens--
+		t.lastSent = now
 		best.probed = now
 		if len(best.macs) > 0 {
 			best.next = now.Add(answerWindow) // re-check once the window closes
@@ -245,7 +255,7 @@ func dueBefore(a, b *vipState) bool {
 
 func (t *tracker) refill(now time.Time) {
 	if !t.refilled.IsZero() && now.After(t.refilled) {
-		t.tokens = min(burst, t.tokens+now.Sub(t.refilled).Seconds()*t.s.Rate)
+		t.tokens = min(t.burst, t.tokens+now.Sub(t.refilled).Seconds()*t.s.Rate)
 	}
 	if now.After(t.refilled) {
 		t.refilled = now
@@ -261,16 +271,19 @@ func (t *tracker) nextWake() (time.Time, bool) {
 			at, ok = x, true
 		}
 	}
-	var slot time.Time // when the next token is there
+	// The next probe waits for a token and a tick after the last batch.
+	paced := t.lastSent.Add(tick)
 	if t.tokens < 1 {
-		slot = t.refilled.Add(time.Duration((1 - t.tokens) / t.s.Rate * float64(time.Second)))
+		paced = later(paced, t.refilled.Add(time.Duration((1-t.tokens)/t.s.Rate*float64(time.Second))))
 	}
 	for _, st := range t.vips {
-		if !st.probed.IsZero() {
+		if !st.probed.IsZero() && len(st.macs) > 0 {
+			// A suspect or a conflict: its window's end decides, on time. Other windows
+			// close whenever probes next runs: nothing waits on them.
 			consider(st.probed.Add(answerWindow))
-		} else {
-			consider(later(st.next, slot))
+			continue
 		}
+		consider(later(st.next, paced))
 	}
 	return at, ok
 }

@@ -2,6 +2,7 @@ package conflict
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"testing"
 	"time"
@@ -50,8 +51,8 @@ func drive(tr *tracker, from, to time.Time, answer func(k key, at time.Time) []s
 
 // TestPacing: each held VIP is probed once per Interval, the first time settle after it
 // became held, while the rate cap allows; beyond Rate × Interval VIPs the round stretches
-// to n / Rate and the probes are spread evenly, never more than the cap (after the first
-// burst), whatever the number of VIPs.
+// to n / Rate; the probes go in batches at least a tick apart (at most four wake-ups a
+// second) and never more than the cap, whatever the number of VIPs.
 func TestPacing(t *testing.T) {
 	for _, tc := range []struct {
 		n          int
@@ -81,34 +82,38 @@ func TestPacing(t *testing.T) {
 				}
 				for i := 1; i < len(ats); i++ {
 					gap := ats[i].Sub(ats[i-1])
-					// The cap's slots are 1/Rate apart: a VIP's gap is its period give or
-					// take the first round's burst.
-					slop := burst*time.Second/DefaultRate + time.Millisecond
+					// Probes go in a batch a tick: a VIP's gap is its period give or take
+					// a tick.
+					slop := tick + time.Millisecond
 					if gap < tc.wantPeriod-slop || gap > tc.wantPeriod+slop {
 						t.Fatalf("%v probed %v after its previous probe, want %v", k.addr, gap, tc.wantPeriod)
 					}
 				}
 			}
-			// The cap: in any second, at most Rate probes (plus the burst a late wake-up
-			// may spend at once).
+			// The cap: in any second, at most Rate probes, plus the batch a wake-up
+			// spends at once; and no two batches closer than a tick.
+			batch := int(math.Ceil(DefaultRate * tick.Seconds()))
 			for i := range probes {
 				j := i
 				for j < len(probes) && probes[j].at.Sub(probes[i].at) < time.Second {
 					j++
 				}
-				if j-i > DefaultRate+burst {
+				if j-i > DefaultRate+batch {
 					t.Fatalf("%d probes within a second from %v", j-i, probes[i].at.Sub(t0))
 				}
 			}
-			// Spread: after the first round, consecutive probes are never closer than
-			// one slot.
-			for i := 1; i < len(probes); i++ {
-				if probes[i].at.Before(t0.Add(settle + tc.wantPeriod)) {
+			wakes := 0
+			for i := range probes {
+				if i > 0 && probes[i].at.Equal(probes[i-1].at) {
 					continue
 				}
-				if gap := probes[i].at.Sub(probes[i-1].at); tc.n > 100 && gap < time.Second/DefaultRate-time.Microsecond {
-					t.Fatalf("probes %v apart at %v: not spread", gap, probes[i].at.Sub(t0))
+				wakes++
+				if i > 0 && probes[i].at.Sub(probes[i-1].at) < tick {
+					t.Fatalf("batches %v apart at %v: want a tick (%v) at least", probes[i].at.Sub(probes[i-1].at), probes[i].at.Sub(t0), tick)
 				}
+			}
+			if perSec := float64(wakes) / span.Seconds(); perSec > float64(time.Second/tick) {
+				t.Errorf("%.1f wake-ups with probes a second, want at most %v", perSec, time.Second/tick)
 			}
 			t.Logf("%d VIPs: %d probes in %v, each VIP every %v", tc.n, len(probes), span, tc.wantPeriod)
 		})
