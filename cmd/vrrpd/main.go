@@ -232,7 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	packetSocket := fs.Bool("send-on-packet-socket", false, "send multicast advertisements on Ethernet interfaces as frames on a packet socket instead of through the kernel's IP stack: less CPU, but they bypass netfilter's OUTPUT and POSTROUTING hooks (firewall rules, egress host policies, DSCP marking) and the IP output counters; by default they go through the IP stack, as keepalived's do")
 	ipStack := fs.Bool("send-through-ip-stack", false, "deprecated, no effect: adverts go through the IP stack by default (see --send-on-packet-socket)")
 	pprofAddr := fs.String("pprof-address", "", "serve CPU and heap profiles (/debug/pprof/profile?seconds=N, /debug/pprof/heap) and execution traces (/debug/pprof/trace?seconds=N) on this address; empty (the default) to disable")
-	conflictEvery := fs.Duration("vip-conflict-probe-interval", conflict.DefaultInterval, "while MASTER, ask this often whether another host answers for each VIP (an ARP probe, an IPv6 neighbour solicitation; at most 50 probes a second in all) and listen for other hosts' announcements of them: metric vrrpd_vip_conflict; 0 turns the check off")
+	conflictEvery := fs.Duration("vip-conflict-probe-interval", conflict.DefaultInterval, "while MASTER, ask this often (1s at least) whether another host answers for each VIP (an ARP probe, an IPv6 neighbour solicitation; at most 50 probes a second in all) and listen for other hosts' announcements of them: metric vrrpd_vip_conflict; 0 turns the check off")
 	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -245,8 +245,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, probe, version; see vrrpd --help)\n", fs.Arg(0))
 		return exitConfig
 	}
-	if *conflictEvery < 0 {
-		fmt.Fprintln(stderr, "vrrpd: --vip-conflict-probe-interval must not be negative")
+	if *conflictEvery < 0 || (*conflictEvery > 0 && *conflictEvery < time.Second) {
+		fmt.Fprintln(stderr, "vrrpd: --vip-conflict-probe-interval must be 0 (off) or at least 1s, the time a probe's answer is waited for")
 		return exitConfig
 	}
 	if *pprofAddr != "" && !pprofBuilt {

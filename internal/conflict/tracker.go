@@ -39,7 +39,7 @@ type Change struct {
 // Settings pace the probes.
 type Settings struct {
 	// Interval is how often each held VIP is probed while nobody else answers for it:
-	// DefaultInterval when zero.
+	// DefaultInterval when zero, and never more often than an answer window (1 s).
 	Interval time.Duration
 	// Rate caps the probes of all VIPs together, per second: DefaultRate when zero.
 	// Beyond Rate × Interval held VIPs the round takes longer than Interval.
@@ -82,6 +82,8 @@ func (s Settings) withDefaults() Settings {
 	if s.Interval <= 0 {
 		s.Interval = DefaultInterval
 	}
+	// A VIP is probed again only once its last probe's window has closed.
+	s.Interval = max(s.Interval, answerWindow)
 	if s.Rate <= 0 {
 		s.Rate = DefaultRate
 	}
@@ -277,13 +279,18 @@ func (t *tracker) nextWake() (time.Time, bool) {
 		paced = later(paced, t.refilled.Add(time.Duration((1-t.tokens)/t.s.Rate*float64(time.Second))))
 	}
 	for _, st := range t.vips {
-		if !st.probed.IsZero() && len(st.macs) > 0 {
-			// A suspect or a conflict: its window's end decides, on time. Other windows
-			// close whenever probes next runs: nothing waits on them.
-			consider(st.probed.Add(answerWindow))
-			continue
+		next := st.next
+		if !st.probed.IsZero() {
+			end := st.probed.Add(answerWindow)
+			if len(st.macs) > 0 {
+				// A suspect or a conflict: its window's end decides, on time. Other
+				// windows close whenever probes next runs: nothing waits on them.
+				consider(end)
+				continue
+			}
+			next = later(next, end) // no probe while its window is open
 		}
-		consider(later(st.next, paced))
+		consider(later(next, paced))
 	}
 	return at, ok
 }

@@ -275,3 +275,28 @@ func TestSharedVIPConflictPerHolder(t *testing.T) {
 		t.Fatalf("conflicts %+v, want one per holder", cs)
 	}
 }
+
+// TestPacingShortInterval: an interval shorter than an answer window probes once a
+// window, and the tracker never asks to be woken for nothing meanwhile.
+func TestPacingShortInterval(t *testing.T) {
+	tr := newTracker(Settings{Interval: 100 * time.Millisecond})
+	tr.setHeld(targets(3), t0)
+	wakes := 0
+	now := t0
+	var probes int
+	for now.Before(t0.Add(11 * time.Second)) {
+		probes += len(tr.probes(now))
+		at, ok := tr.nextWake()
+		if !ok {
+			t.Fatal("nothing to wake for")
+		}
+		if !at.After(now) {
+			t.Fatalf("asked to wake at %v, not after now (%v): a spin", at.Sub(t0), now.Sub(t0))
+		}
+		now = at
+		wakes++
+	}
+	if probes != 30 || wakes > 40 {
+		t.Errorf("%d probes and %d wake-ups in 10 s after settling, want 30 (3 VIPs once a second) and about one a probe batch", probes, wakes)
+	}
+}
