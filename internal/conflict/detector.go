@@ -34,9 +34,15 @@ const warnEvery = time.Minute
 // interface that is gone, or not Ethernet).
 const reopenAfter = 5 * time.Second
 
-// ownMACsEvery is how often this host's MACs are read again while nothing changes the
-// held set: a MAC changed by hand, a macvlan added.
+// ownMACsEvery is how often this host's MACs are read again: a MAC changed by hand, a
+// macvlan added.
 const ownMACsEvery = 30 * time.Second
+
+// keepSockets is how long an interface's sockets stay open once none of its VIPs is held:
+// a master that steps down and takes over again (a preemption after a failover, a link
+// that flaps) reuses them, and no transition ever waits for sockets to be opened or closed.
+// They are opened at the first probe, settle after a takeover, never at the takeover.
+const keepSockets = 30 * time.Second
 
 // A Detector probes the held VIPs and listens for other holders, in a goroutine of its
 // own (Run). SetHeld and Conflicts are safe from any goroutine and never block.
@@ -52,6 +58,7 @@ type Detector struct {
 	// Owned by Run's goroutine.
 	t       *tracker
 	socks   map[string]*ifSockets
+	unused  map[string]time.Time // interfaces with sockets and no held VIP, since when
 	failed  map[string]time.Time // interfaces whose sockets could not be opened, and when
 	own     map[string]bool      // this host's MACs
 	ownRead time.Time
@@ -83,6 +90,7 @@ func New(opts Options) *Detector {
 		evidence: make(chan evidence, 64),
 		t:        newTracker(opts.Settings),
 		socks:    map[string]*ifSockets{},
+		unused:   map[string]time.Time{},
 		failed:   map[string]time.Time{},
 		warned:   map[netip.Addr]*warning{},
 	}
@@ -140,7 +148,14 @@ func (d *Detector) Run(ctx context.Context) {
 			d.probe(k, now)
 		}
 		d.publish(now, held)
-		if at, ok := d.t.nextWake(); ok {
+		d.closeUnused(now)
+		at, ok := d.t.nextWake()
+		for _, since := range d.unused {
+			if x := since.Add(keepSockets); !ok || x.Before(at) {
+				at, ok = x, true
+			}
+		}
+		if ok {
 			timer.Reset(time.Until(at))
 		} else {
 			timer.Stop()
@@ -148,8 +163,10 @@ func (d *Detector) Run(ctx context.Context) {
 	}
 }
 
-// applyHeld takes the latest held set: sockets for its interfaces (and none for others),
-// this host's MACs read again, and the tracker's schedule.
+// applyHeld takes the latest held set into the tracker's schedule, and notes the
+// interfaces whose sockets no held VIP needs any more (closed keepSockets later). It opens
+// nothing: it runs at every transition, when the daemon has better things to do with the
+// CPU than netlink requests and socket setup.
 func (d *Detector) applyHeld(now time.Time) {
 	p := d.held.Load()
 	if p == nil {
@@ -161,17 +178,22 @@ func (d *Detector) applyHeld(now time.Time) {
 		devs[t.Dev] = true
 	}
 	for dev := range d.socks {
-		if !devs[dev] {
+		if devs[dev] {
+			delete(d.unused, dev)
+		} else if _, ok := d.unused[dev]; !ok {
+			d.unused[dev] = now
+		}
+	}
+	d.t.setHeld(ts, now)
+}
+
+// closeUnused closes the sockets no held VIP has needed for keepSockets.
+func (d *Detector) closeUnused(now time.Time) {
+	for dev, since := range d.unused {
+		if now.Sub(since) >= keepSockets {
 			d.closeSockets(dev)
 		}
 	}
-	for dev := range devs {
-		d.sockets(dev, now, true)
-	}
-	if len(ts) > 0 {
-		d.readOwnMACs(now)
-	}
-	d.t.setHeld(ts, now)
 }
 
 // observe passes a claim on to the tracker unless it is this host's own.
@@ -206,7 +228,7 @@ func (d *Detector) readOwnMACs(now time.Time) {
 
 // probe sends one probe for k.
 func (d *Detector) probe(k key, now time.Time) {
-	s := d.sockets(k.dev, now, false)
+	s := d.sockets(k.dev, now)
 	if s == nil {
 		return
 	}
@@ -286,13 +308,14 @@ type ifSockets struct {
 	closed    atomic.Bool
 }
 
-// sockets returns dev's sockets, opening them if need be; nil when they cannot be opened
-// (logged, and tried again reopenAfter later). force ignores the wait (a new held set).
-func (d *Detector) sockets(dev string, now time.Time, force bool) *ifSockets {
+// sockets returns dev's sockets, opening them if need be (and reading this host's MACs
+// again, since an interface may be new); nil when they cannot be opened (logged, and tried
+// again reopenAfter later).
+func (d *Detector) sockets(dev string, now time.Time) *ifSockets {
 	if s := d.socks[dev]; s != nil {
 		return s
 	}
-	if at, ok := d.failed[dev]; ok && !force && now.Sub(at) < reopenAfter {
+	if at, ok := d.failed[dev]; ok && now.Sub(at) < reopenAfter {
 		return nil
 	}
 	s, err := openSockets(dev)
@@ -304,6 +327,7 @@ func (d *Detector) sockets(dev string, now time.Time, force bool) *ifSockets {
 		return nil
 	}
 	delete(d.failed, dev)
+	d.readOwnMACs(now)
 	d.socks[dev] = s
 	for _, c := range []*packet.Conn{s.arp, s.ip6} {
 		d.readers.Add(1)
@@ -321,6 +345,7 @@ func (d *Detector) closeSockets(dev string) {
 	s.arp.Close()
 	s.ip6.Close()
 	delete(d.socks, dev)
+	delete(d.unused, dev)
 }
 
 // openSockets opens dev's two sockets, each filtered before it is bound (mdlayher/packet
