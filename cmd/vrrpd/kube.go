@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/conflict"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 )
@@ -45,8 +46,8 @@ func newKubeMode(group, node string) (*kubeMode, error) {
 	return &kubeMode{group: key, node: node, api: api}, nil
 }
 
-// recordEvents makes entering and leaving MASTER Events on the Services, and entries of
-// the group's KeepalivedMastership.
+// recordEvents makes entering and leaving MASTER, and second holders of their VIPs,
+// Events on the Services, and entries of the group's KeepalivedMastership.
 func (k *kubeMode) recordEvents(opts *daemon.Options, log *slog.Logger) error {
 	events, err := groupsource.NewEventRecorder(k.api, k.node, log)
 	if err != nil {
@@ -61,6 +62,9 @@ func (k *kubeMode) recordEvents(opts *daemon.Options, log *slog.Logger) error {
 		events.Observe(c.Instance, c.From, c.To, c.VRID, c.VIPs)
 		ms.Observe(c.Instance, c.From, c.To, c.VIPs, c.At)
 	}
+	// A second holder of a VIP: a Warning Event on its Service, through the same right
+	// (create Events in the Service's namespace) and the same queue.
+	opts.OnConflict = func(c conflict.Change) { events.ObserveConflict(c.Instance, c.VRID, c.Addr, c.MAC, c.Start) }
 	return nil
 }
 

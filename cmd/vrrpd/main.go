@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/conflict"
 	"github.com/vrrp-operator/vrrp-operator/internal/daemon"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/proc"
@@ -231,6 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	packetSocket := fs.Bool("send-on-packet-socket", false, "send multicast advertisements on Ethernet interfaces as frames on a packet socket instead of through the kernel's IP stack: less CPU, but they bypass netfilter's OUTPUT and POSTROUTING hooks (firewall rules, egress host policies, DSCP marking) and the IP output counters; by default they go through the IP stack, as keepalived's do")
 	ipStack := fs.Bool("send-through-ip-stack", false, "deprecated, no effect: adverts go through the IP stack by default (see --send-on-packet-socket)")
 	pprofAddr := fs.String("pprof-address", "", "serve CPU and heap profiles (/debug/pprof/profile?seconds=N, /debug/pprof/heap) and execution traces (/debug/pprof/trace?seconds=N) on this address; empty (the default) to disable")
+	conflictEvery := fs.Duration("vip-conflict-probe-interval", conflict.DefaultInterval, "while MASTER, ask this often (1s at least) whether another host answers for each VIP (an ARP probe, an IPv6 neighbour solicitation; at most 50 probes a second in all) and listen for other hosts' announcements of them: metric vrrpd_vip_conflict; 0 turns the check off")
 	opts := configIDFlag(fs)
 	if code, ok := parse(fs, args); !ok {
 		return code
@@ -241,6 +243,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "vrrpd: unexpected argument %q (commands: check, status, probe, version; see vrrpd --help)\n", fs.Arg(0))
+		return exitConfig
+	}
+	if *conflictEvery < 0 || (*conflictEvery > 0 && *conflictEvery < time.Second) {
+		fmt.Fprintln(stderr, "vrrpd: --vip-conflict-probe-interval must be 0 (off) or at least 1s, the time a probe's answer is waited for")
 		return exitConfig
 	}
 	if *pprofAddr != "" && !pprofBuilt {
@@ -268,7 +274,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
-	d := newDaemon(*stateDir, *packetSocket, *ipStack, kube, log)
+	d := newDaemon(*stateDir, *packetSocket, *ipStack, *conflictEvery, kube, log)
 	if d == nil {
 		return exitFail
 	}
@@ -312,7 +318,7 @@ func newLogger(level string, stderr io.Writer) *slog.Logger {
 
 // newDaemon makes the daemon (nil, logged, when it cannot): in Kubernetes mode (kube)
 // entering and leaving MASTER become Events on the Services.
-func newDaemon(stateDir string, packetSocket, ipStack bool, kube *kubeMode, log *slog.Logger) *daemon.Daemon {
+func newDaemon(stateDir string, packetSocket, ipStack bool, conflictEvery time.Duration, kube *kubeMode, log *slog.Logger) *daemon.Daemon {
 	if ipStack {
 		// Kept so that units and manifests written for the old default still start.
 		log.Warn("--send-through-ip-stack is deprecated and has no effect: advertisements go through the IP stack by default")
@@ -320,9 +326,11 @@ func newDaemon(stateDir string, packetSocket, ipStack bool, kube *kubeMode, log 
 	if ipStack && packetSocket {
 		log.Warn("--send-through-ip-stack and --send-on-packet-socket both given: the packet socket is used")
 	}
-	dopts := daemon.Options{StateDir: stateDir, Logger: log, PacketSocket: packetSocket, AwaitConfig: kube != nil}
+	dopts := daemon.Options{StateDir: stateDir, Logger: log, PacketSocket: packetSocket, AwaitConfig: kube != nil,
+		ConflictProbes: conflict.Settings{Interval: conflictEvery}, NoConflictProbes: conflictEvery == 0}
 	if kube != nil {
-		// Kubernetes mode: entering and leaving MASTER become Events on the Services.
+		// Kubernetes mode: entering and leaving MASTER, and second holders of a VIP, become
+		// Events on the Services.
 		if err := kube.recordEvents(&dopts, log); err != nil {
 			log.Error("cannot start", "err", err)
 			return nil

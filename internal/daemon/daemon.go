@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/conflict"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/route"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -35,6 +36,13 @@ type Options struct {
 	// AwaitConfig says that the configuration Run starts with is a placeholder (Kubernetes
 	// mode, before the group or its cache is read): Ready fails until a Reload applies one.
 	AwaitConfig bool
+	// ConflictProbes paces the search for other holders of the masters' VIPs (package
+	// conflict: its defaults when zero); NoConflictProbes turns it off.
+	ConflictProbes   conflict.Settings
+	NoConflictProbes bool
+	// OnConflict, if set, hears each conflict that starts or ends (conflict.Options.OnChange),
+	// from the detector's goroutine: it must return at once.
+	OnConflict func(conflict.Change)
 
 	// Tuning that no caller has needed to change (zero means the default):
 	//
@@ -60,6 +68,8 @@ type Options struct {
 	links  links
 	vmacs  vmacHost
 	routes routeStore
+	// conflicts is nil for conflict.New, unless NoConflictProbes.
+	conflicts conflictWatch
 }
 
 // A Daemon runs a set of virtual routers. Create it with New, run it with Run; Reload and
@@ -75,6 +85,12 @@ type Daemon struct {
 
 	routes routeStore // virtual and static routes and rules (routes.go)
 	rt     routing
+
+	// conflicts looks for other holders of the masters' VIPs off the loop (conflicts.go);
+	// nil when turned off. heldChanged says a state changed or a reload ran since the
+	// held set was last handed to it.
+	conflicts   conflictWatch
+	heldChanged bool
 
 	// vmacOf are the macvlans of the running configuration's use_vmac instances (vmac.go).
 	vmacOf map[string]vip.VMAC
@@ -133,7 +149,9 @@ type Daemon struct {
 	unhandled atomic.Int32
 	reloads   chan reloadRequest
 	ifEvents  chan struct{}
-	done      chan struct{}
+	// conflictEnds are the VIPs whose second holder stopped answering (conflicts.go).
+	conflictEnds chan conflict.Target
+	done         chan struct{}
 
 	snap      atomic.Pointer[metrics.Snapshot]
 	heartbeat metrics.Heartbeat
@@ -227,21 +245,26 @@ func New(opts Options) (*Daemon, error) {
 		opts.links = &netlinkLinks{log: opts.Logger}
 	}
 	d := &Daemon{
-		opts:     opts,
-		log:      opts.Logger,
-		vips:     opts.vips,
-		garp:     opts.garp,
-		links:    opts.links,
-		vmacs:    opts.vmacs,
-		routes:   opts.routes,
-		byName:   make(map[string]*instance),
-		conns:    make(map[connKey]*conn),
-		batches:  make(chan *batch, 16),
-		reloads:  make(chan reloadRequest),
-		ifEvents: make(chan struct{}, 1),
-		done:     make(chan struct{}),
-		buf:      make([]byte, 0, transport.MaxPacketSize),
-		acts:     make([]vrrp.Action, 0, 16),
+		opts:         opts,
+		log:          opts.Logger,
+		vips:         opts.vips,
+		garp:         opts.garp,
+		links:        opts.links,
+		vmacs:        opts.vmacs,
+		routes:       opts.routes,
+		conflicts:    opts.conflicts,
+		byName:       make(map[string]*instance),
+		conns:        make(map[connKey]*conn),
+		batches:      make(chan *batch, 16),
+		reloads:      make(chan reloadRequest),
+		ifEvents:     make(chan struct{}, 1),
+		conflictEnds: make(chan conflict.Target, 16),
+		done:         make(chan struct{}),
+		buf:          make([]byte, 0, transport.MaxPacketSize),
+		acts:         make([]vrrp.Action, 0, 16),
+	}
+	if d.conflicts == nil && !opts.NoConflictProbes {
+		d.conflicts = conflict.New(conflict.Options{Settings: opts.ConflictProbes, Logger: opts.Logger, OnChange: d.conflictChanged})
 	}
 	d.publishK = d.newTimer(nil, timerPublish)
 	d.initTracking()
@@ -252,7 +275,13 @@ func New(opts Options) (*Daemon, error) {
 
 // Snapshot returns the latest published view of every instance; it implements
 // metrics.Source.
-func (d *Daemon) Snapshot() metrics.Snapshot { return *d.snap.Load() }
+func (d *Daemon) Snapshot() metrics.Snapshot {
+	s := *d.snap.Load()
+	if d.conflicts != nil {
+		s.Conflicts = conflictsSnapshot(d.conflicts.Conflicts())
+	}
+	return s
+}
 
 // Reload replaces the running configuration (SIGHUP). Instances whose settings did not
 // change keep their state, counters and VIPs; changed ones are reconfigured in place when
@@ -301,6 +330,20 @@ func (d *Daemon) Run(ctx context.Context, cfg *config.Config) error {
 	})
 	defer stopWatch()
 	defer d.stopTracking()
+	if d.conflicts != nil {
+		// Started before the instances, so the first held set finds it listening; ended
+		// (its sockets closed) before Run returns.
+		cctx, cancel := context.WithCancel(ctx)
+		ended := make(chan struct{})
+		go func() {
+			defer close(ended)
+			d.conflicts.Run(cctx)
+		}()
+		defer func() {
+			cancel()
+			<-ended
+		}()
+	}
 	d.start(cfg, time.Now())
 	if !d.opts.AwaitConfig {
 		d.configured.Store(true)
@@ -390,6 +433,10 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.mu.Lock()
 			d.checkInterfacesUnlocking(time.Now())
 			d.rearm()
+			d.mu.Unlock()
+		case t := <-d.conflictEnds:
+			d.mu.Lock()
+			d.announceAgain(t)
 			d.mu.Unlock()
 		case ev := <-d.trk.events:
 			d.mu.Lock()

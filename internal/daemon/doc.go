@@ -71,6 +71,11 @@
 //  13. snapshot: the state, priority, master and counters of every instance are published
 //     for metrics and `vrrpd status`, state changes at once and counters at most every
 //     half a second, so readers never touch the loop (TestCountersPublished).
+//  14. second holders: each publication after a transition or reload hands the masters'
+//     VIPs to the conflict detector (package conflict, its own goroutine and sockets),
+//     and nothing else does, so the loop pays one list per change and no probe ever waits
+//     for it (TestHeldVIPsHandedToConflicts); a conflict's end, the other host silent,
+//     makes a master still holding the VIP announce it once (TestAnnounceAgainWhenConflictEnds).
 //
 // The loop reaches the host only through four small interfaces defined here (host.go),
 // each the least it needs: vipStore (package vip's Manager, with its crash-safe record),

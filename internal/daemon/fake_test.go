@@ -15,6 +15,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/garp"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/conflict"
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 	"github.com/vrrp-operator/vrrp-operator/vip"
@@ -71,6 +72,8 @@ type fakeHost struct {
 	failVRID     uint8
 
 	routes map[string]bool // "holder dst" of the routes fakeRoutes holds
+
+	conflicts fakeConflicts // the held sets handed to the conflict detector
 
 	watching                            int
 	vipsClosed, garpClosed, linksClosed bool
@@ -356,6 +359,7 @@ func newTestDaemon(t *testing.T, h *fakeHost) *Daemon {
 		StateDir: t.TempDir(), // the VMAC record's; never the host's /run/vrrpd
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
 		vips:     h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		conflicts: &h.conflicts,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -469,3 +473,20 @@ func (r recordingHandler) Handle(_ context.Context, rec slog.Record) error {
 func (r recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return r }
 
 func (r recordingHandler) WithGroup(string) slog.Handler { return r }
+
+// fakeConflicts records the held sets the loop hands over.
+type fakeConflicts struct {
+	sets [][]conflict.Target
+}
+
+func (f *fakeConflicts) SetHeld(ts []conflict.Target)   { f.sets = append(f.sets, ts) }
+func (f *fakeConflicts) Conflicts() []conflict.Conflict { return nil }
+func (f *fakeConflicts) Run(ctx context.Context)        { <-ctx.Done() }
+
+// last is the latest held set, nil before any.
+func (f *fakeConflicts) last() []conflict.Target {
+	if len(f.sets) == 0 {
+		return nil
+	}
+	return f.sets[len(f.sets)-1]
+}

@@ -137,6 +137,7 @@ func TestHealthLoopStalled(t *testing.T) {
 	d, err := New(Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		conflicts:    &h.conflicts,
 		pollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {

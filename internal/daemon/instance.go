@@ -231,6 +231,7 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 
 func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
 	in.state = a.To
+	d.heldChanged = true // the publication that follows hands the held VIPs over
 	in.transitions++
 	in.lastTransition = now
 	d.transitions = append(d.transitions, loggedTransition{in.cfg.Name, a.From, a.To, a.Reason})
@@ -529,6 +530,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	d.vips.BeginTurn()
 	defer d.endTurn()
 	cfg, d.vmacOf = vmacConfig(cfg)
+	d.heldChanged = true // a master's VIPs may have changed: the publication below hands them over
 	d.setScripts(cfg)
 	d.setStatic(cfg.Static)
 	d.setTrackers(cfg)

@@ -21,6 +21,7 @@ func newRecordingDaemon(t testing.TB, h *fakeHost) *Daemon {
 	d, err := New(Options{
 		Logger: slog.New(recordingHandler{h}),
 		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		conflicts: &h.conflicts,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // enough to drive the receive path without a network.
 func backupDaemon(tb testing.TB, n int) (*Daemon, *conn) {
 	tb.Helper()
-	d, err := New(Options{StateDir: tb.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	d, err := New(Options{StateDir: tb.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), NoConflictProbes: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestSentCountersPublished(t *testing.T) {
 // marks the counters changed.
 func BenchmarkPublish255(b *testing.B) {
 	h := newFakeHost()
-	d, err := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), vips: h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h}})
+	d, err := New(Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), vips: h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h}, conflicts: &h.conflicts})
 	if err != nil {
 		b.Fatal(err)
 	}

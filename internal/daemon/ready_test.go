@@ -22,6 +22,7 @@ func TestReady(t *testing.T) {
 		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
 		AwaitConfig: true,
 		vips:        h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		conflicts:    &h.conflicts,
 		pollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {
@@ -85,6 +86,7 @@ func TestReadyStandalone(t *testing.T) {
 	d, err := New(Options{
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		vips:   h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		conflicts:    &h.conflicts,
 		pollInterval: 20 * time.Millisecond,
 	})
 	if err != nil {

@@ -68,6 +68,7 @@ func (d *Daemon) publish(now time.Time) {
 	s.SyncGroups = d.groupsSnapshot()
 	d.snap.Store(s)
 	d.health.Store(d.computeHealth())
+	d.handHeld()
 }
 
 func family(f config.Family) metrics.Family {

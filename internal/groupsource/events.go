@@ -26,6 +26,11 @@ const (
 	ReasonNodeUnassigned = "nodeUnassigned"
 	actionBecomeMaster   = "BecomeMaster"
 	actionLeaveMaster    = "LeaveMaster"
+	// A VIP this node holds as MASTER is answered by another host too (internal/conflict):
+	// a Warning, and a Normal Event once the other host no longer answers.
+	ReasonVIPConflict         = "VIPConflict"
+	ReasonVIPConflictResolved = "VIPConflictResolved"
+	actionDetectConflict      = "DetectConflict"
 	// reportingController names vrrpd in its Events (events.k8s.io wants a qualified name).
 	reportingController = "redhatcop.redhat.io/vrrpd"
 )
@@ -55,6 +60,14 @@ type change struct {
 	vrid     uint8
 	vips     []netip.Prefix
 	at       time.Time
+	conflict *conflictNote // set for a conflict's start or end instead of a state change
+}
+
+// conflictNote is a second holder of vip, seen by its MAC.
+type conflictNote struct {
+	vip   netip.Addr
+	mac   string
+	start bool
 }
 
 // NewEventRecorder returns a recorder for node (vrrpd's --node) that talks to rc.
@@ -91,9 +104,20 @@ func (r *EventRecorder) Observe(instance string, from, to vrrp.State, vrid uint8
 		return
 	}
 	select {
-	case r.queue <- change{instance, from, to, vrid, vips, time.Now()}:
+	case r.queue <- change{instance: instance, from: from, to: to, vrid: vrid, vips: vips, at: time.Now()}:
 	default:
 		r.log.Warn("too many state changes waiting; Event dropped", "instance", instance, "to", to.String())
+	}
+}
+
+// ObserveConflict queues a conflict's start (a Warning Event on the Service: another host,
+// mac, answers for vip while this node holds it as MASTER) or end. It never blocks; the
+// detector already limits how often it is called (one start per VIP a minute).
+func (r *EventRecorder) ObserveConflict(instance string, vrid uint8, vip netip.Addr, mac string, start bool) {
+	select {
+	case r.queue <- change{instance: instance, vrid: vrid, at: time.Now(), conflict: &conflictNote{vip, mac, start}}:
+	default:
+		r.log.Warn("too many changes waiting; Event dropped", "instance", instance, "vip", vip.String(), "conflict", start)
 	}
 }
 
@@ -139,6 +163,20 @@ func newEvent(c change, s *corev1.Service, node string) *eventsv1.Event {
 		reason, action = ReasonNodeUnassigned, actionLeaveMaster
 		note = fmt.Sprintf("node %q no longer announces %s: VRRP %s (VRID %d, %s)", node, strings.Join(vips, ", "), c.to, c.vrid, c.instance)
 	}
+	typ := corev1.EventTypeNormal
+	if cf := c.conflict; cf != nil {
+		action = actionDetectConflict
+		if cf.start {
+			reason, typ = ReasonVIPConflict, corev1.EventTypeWarning
+			note = fmt.Sprintf("%s is answered by another host too (MAC %s) while node %q holds it as VRRP MASTER (VRID %d, %s): "+
+				"two hosts hold it. vrrpd does not re-announce against it; look for a static address, another VIP manager, "+
+				"or a vrrpd that does not hear this node's VRRP", cf.vip, cf.mac, node, c.vrid, c.instance)
+		} else {
+			reason = ReasonVIPConflictResolved
+			note = fmt.Sprintf("%s is no longer answered by the other host (MAC %s); node %q holds it alone (VRID %d, %s)",
+				cf.vip, cf.mac, node, c.vrid, c.instance)
+		}
+	}
 	suffix := make([]byte, 5)
 	_, _ = rand.Read(suffix)
 	return &eventsv1.Event{
@@ -149,7 +187,7 @@ func newEvent(c change, s *corev1.Service, node string) *eventsv1.Event {
 		Reason:              reason,
 		Action:              action,
 		Note:                note,
-		Type:                corev1.EventTypeNormal,
+		Type:                typ,
 		ReportingController: reportingController,
 		ReportingInstance:   reportingController + "-" + node,
 	}

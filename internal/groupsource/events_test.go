@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,9 @@ func TestServiceOf(t *testing.T) {
 // TestEventRecorderWithOperatorRBAC: with only the rights the operator gives the group's
 // vrrpd ServiceAccount, a change into MASTER of a Service's instance becomes a
 // nodeAssigned Event on the Service (with its UID, as kubectl describe looks it up), and
-// the change out of MASTER a nodeUnassigned one; changes between other states make none.
+// the change out of MASTER a nodeUnassigned one; changes between other states make none. A
+// second holder of its VIP is a Warning VIPConflict naming the other MAC, and its end a
+// Normal VIPConflictResolved, with the same rights.
 func TestEventRecorderWithOperatorRBAC(t *testing.T) {
 	needAPI(t)
 	ctx := context.Background()
@@ -105,6 +108,10 @@ func TestEventRecorderWithOperatorRBAC(t *testing.T) {
 	rec.Observe(key, vrrp.StateBackup, vrrp.StateMaster, 7, vips)
 	rec.Observe(key, vrrp.StateMaster, vrrp.StateBackup, 7, vips)
 	rec.Observe("VI_1", vrrp.StateBackup, vrrp.StateMaster, 7, vips) // not a Service's: no Event
+	// A second holder of its VIP, and its end.
+	const otherMAC = "52:54:00:00:00:99"
+	rec.ObserveConflict(key, 7, vips[0].Addr(), otherMAC, true)
+	rec.ObserveConflict(key, 7, vips[0].Addr(), otherMAC, false)
 
 	var events eventsv1.EventList
 	poll.Until(t, 10*time.Second, func() error {
@@ -117,6 +124,15 @@ func TestEventRecorderWithOperatorRBAC(t *testing.T) {
 				continue // the operator's
 			}
 			got = append(got, e.Reason)
+			if conflict := strings.HasPrefix(e.Reason, ReasonVIPConflict); conflict {
+				want := corev1.EventTypeNormal
+				if e.Reason == ReasonVIPConflict {
+					want = corev1.EventTypeWarning
+				}
+				if e.Type != want || !strings.Contains(e.Note, otherMAC) {
+					t.Errorf("Event %s: type %s, note %q; want %s naming the other MAC", e.Reason, e.Type, e.Note, want)
+				}
+			}
 			if e.Regarding.Kind != "Service" || e.Regarding.Name != "web" || e.Regarding.UID != svc.UID {
 				t.Fatalf("Event %s regards %+v, want Service web UID %s", e.Name, e.Regarding, svc.UID)
 			}
@@ -124,11 +140,12 @@ func TestEventRecorderWithOperatorRBAC(t *testing.T) {
 				t.Errorf("Event note %q lacks the node, VIP or VRID", e.Note)
 			}
 		}
-		if len(got) < 2 {
+		if len(got) < 4 {
 			return fmt.Errorf("vrrpd's Events so far: %v", got)
 		}
-		if fmt.Sprint(got) != "[nodeAssigned nodeUnassigned]" && fmt.Sprint(got) != "[nodeUnassigned nodeAssigned]" {
-			t.Fatalf("vrrpd's Events: %v, want one nodeAssigned and one nodeUnassigned", got)
+		slices.Sort(got)
+		if fmt.Sprint(got) != "[VIPConflict VIPConflictResolved nodeAssigned nodeUnassigned]" {
+			t.Fatalf("vrrpd's Events: %v, want one nodeAssigned, one nodeUnassigned, one VIPConflict and one VIPConflictResolved", got)
 		}
 		return nil
 	})

@@ -15,6 +15,7 @@ var (
 	vipLabels      = []string{"name", "intf", "vrid", "vip"}
 	socketLabels   = []string{"intf", "family"}
 	trackerLabels  = []string{"name", "intf", "vrid", "kind", "tracked"}
+	conflictLabels = []string{"name", "intf", "vrid", "vip", "mac"}
 )
 
 // counterDef is one per-instance counter: its metric name, help, and where its value is.
@@ -89,6 +90,9 @@ var (
 	upDesc        = prometheus.NewDesc("keepalived_up", "Status", nil, nil)
 	vipMasterDesc = prometheus.NewDesc("vrrpd_vip_master",
 		"1 for each VIP of an instance in MASTER state on this host, 0 for the other instances' VIPs: who holds an address, without a join", vipLabels, nil)
+	// Only while another host answers: its MAC is a label, unknown before.
+	vipConflictDesc = prometheus.NewDesc("vrrpd_vip_conflict",
+		"1 for each VIP of an instance MASTER here that another host (mac) answers for too, while it does: two holders", conflictLabels, nil)
 	instancesDesc = prometheus.NewDesc("vrrpd_instances", "Number of VRRP instances in each state", []string{"state"}, nil)
 	receivedDesc  = prometheus.NewDesc("vrrpd_packets_received_total", "VRRP packets read from the interface's socket", socketLabels, nil)
 	malformedDesc = prometheus.NewDesc("vrrpd_malformed_dropped_total",
@@ -144,7 +148,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.instances {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{upDesc, vipMasterDesc, instancesDesc, receivedDesc, malformedDesc, otherVRIDDesc,
+	for _, d := range []*prometheus.Desc{upDesc, vipMasterDesc, vipConflictDesc, instancesDesc, receivedDesc, malformedDesc, otherVRIDDesc,
 		scriptStatusDesc, scriptRunsDesc, scriptFailuresDesc, scriptTimeoutsDesc,
 		trackerOKDesc, trackerOffsetDesc, trackFileValueDesc, syncGroupStateDesc} {
 		ch <- d
@@ -203,6 +207,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			emit(trackerOKDesc, gauge, ok, in.Name, in.Interface, vrid, tr.Kind, tr.Name)
 			emit(trackerOffsetDesc, gauge, float64(tr.Offset), in.Name, in.Interface, vrid, tr.Kind, tr.Name)
 		}
+	}
+	for _, cf := range snap.Conflicts {
+		emit(vipConflictDesc, gauge, 1, cf.Instance, cf.Interface, strconv.Itoa(int(cf.VRID)), cf.VIP.String(), cf.MAC)
 	}
 	for _, s := range allStates {
 		emit(instancesDesc, gauge, float64(perState[s]), s.String())

@@ -47,6 +47,9 @@
 //	vrrpd_last_transition_timestamp_seconds{name,intf,vrid}
 //	                                                   gauge, Unix time of the latest one
 //	vrrpd_vip_master{name,intf,vrid,vip}               gauge, 1 per VIP of a MASTER here, else 0
+//	vrrpd_vip_conflict{name,intf,vrid,vip,mac}         gauge, 1 per VIP of a MASTER here that
+//	                                                   another host (mac) answers for too, only
+//	                                                   while it does (internal/conflict)
 //	vrrpd_vip_preexisting_total{name,intf,vrid}        counter, VIPs found on the interface
 //	                                                   already (not added, never removed)
 //	vrrpd_vip_readded_total{name,intf,vrid}            counter, VIPs put back after someone

@@ -529,3 +529,41 @@ func BenchmarkScrape255(b *testing.B) {
 		}
 	}
 }
+
+// TestStatusConflicts: a second holder shows in /status (its JSON names) and in
+// `vrrpd status`'s table, and a status without one prints no such section.
+func TestStatusConflicts(t *testing.T) {
+	since := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	src := func() metrics.Snapshot {
+		s := sampleSnapshot()
+		s.Conflicts = []metrics.VIPConflict{{Instance: "VI_1", Interface: "eth0", VRID: 51,
+			VIP: netip.MustParseAddr("10.99.0.100"), MAC: "52:54:00:00:00:99", Since: since}}
+		return s
+	}
+	srv := newServer(t, metrics.SourceFunc(src), metrics.Options{})
+	_, body := get(t, srv.URL+metrics.StatusPath)
+	var raw struct {
+		Conflicts []map[string]any `json:"conflicts"`
+	}
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.Conflicts) != 1 || raw.Conflicts[0]["instance"] != "VI_1" || raw.Conflicts[0]["vip"] != "10.99.0.100" ||
+		raw.Conflicts[0]["mac"] != "52:54:00:00:00:99" || raw.Conflicts[0]["since"] != "2026-11-28T12:00:00Z" {
+		t.Errorf("status conflicts = %+v", raw.Conflicts)
+	}
+	var out bytes.Buffer
+	if err := metrics.NewStatus(src()).WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "ALSO ANSWERED BY") || !strings.Contains(out.String(), "52:54:00:00:00:99") {
+		t.Errorf("table:\n%s", out.String())
+	}
+	out.Reset()
+	if err := metrics.NewStatus(sampleSnapshot()).WriteTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "ALSO ANSWERED BY") {
+		t.Errorf("a conflicts section without conflicts:\n%s", out.String())
+	}
+}

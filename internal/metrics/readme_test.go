@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bufio"
 	"net/http"
+	"net/netip"
 	"os"
 	"regexp"
 	"slices"
@@ -94,6 +95,7 @@ func fullSnapshot() metrics.Snapshot {
 	s.Instances = append(s.Instances, tr.Instances...)
 	s.SyncGroups = tr.SyncGroups
 	s.Scripts = []metrics.Script{{Name: "chk", Status: "GOOD", Runs: 3, Failures: 1, Timeouts: 1}}
+	s.Conflicts = []metrics.VIPConflict{{Instance: "VI_1", Interface: "eth0", VRID: 51, VIP: netip.MustParseAddr("10.0.0.1"), MAC: "52:54:00:12:34:56"}}
 	return s
 }
 

@@ -27,6 +27,20 @@ type Snapshot struct {
 	Interfaces []Interface
 	Scripts    []Script
 	SyncGroups []SyncGroup
+	// Conflicts are the VIPs of masters here that another host answers for too
+	// (internal/conflict).
+	Conflicts []VIPConflict
+}
+
+// VIPConflict is one VIP that a MASTER here holds and another host, by its MAC, answers
+// for too: two holders.
+type VIPConflict struct {
+	Instance  string
+	Interface string
+	VRID      uint8
+	VIP       netip.Addr
+	MAC       string
+	Since     time.Time // when it was confirmed
 }
 
 // SyncGroup is one vrrp_sync_group and the state its hooks last heard (INIT before any).

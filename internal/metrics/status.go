@@ -25,6 +25,16 @@ type Status struct {
 	Interfaces []InterfaceStatus `json:"interfaces,omitempty"`
 	Scripts    []ScriptStatus    `json:"scripts,omitempty"`
 	SyncGroups []SyncGroupStatus `json:"sync_groups,omitempty"`
+	// Conflicts are the VIPs a MASTER here holds that another host answers for too.
+	Conflicts []ConflictStatus `json:"conflicts,omitempty"`
+}
+
+// ConflictStatus is one VIP another host (MAC) answers for too, in Status.
+type ConflictStatus struct {
+	Instance string    `json:"instance"`
+	VIP      string    `json:"vip"`
+	MAC      string    `json:"mac"`
+	Since    time.Time `json:"since,omitzero"`
 }
 
 // ScriptStatus is one vrrp_script in Status.
@@ -126,6 +136,9 @@ func NewStatus(s Snapshot) Status {
 	}
 	for _, g := range s.SyncGroups {
 		st.SyncGroups = append(st.SyncGroups, SyncGroupStatus(g))
+	}
+	for _, c := range s.Conflicts {
+		st.Conflicts = append(st.Conflicts, ConflictStatus{Instance: c.Instance, VIP: c.VIP.String(), MAC: c.MAC, Since: c.Since})
 	}
 	return st
 }
@@ -243,7 +256,27 @@ func (s Status) WriteTable(w io.Writer) error {
 	if err := s.writeTracking(w); err != nil {
 		return err
 	}
-	return s.writeTrackers(w)
+	if err := s.writeTrackers(w); err != nil {
+		return err
+	}
+	return s.writeConflicts(w)
+}
+
+// writeConflicts prints, when there are any, the VIPs another host answers for too.
+func (s Status) writeConflicts(w io.Writer) error {
+	if len(s.Conflicts) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nINSTANCE\tVIP\tALSO ANSWERED BY\tSINCE")
+	for _, c := range s.Conflicts {
+		since := "-"
+		if !c.Since.IsZero() {
+			since = c.Since.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Instance, c.VIP, c.MAC, since)
+	}
+	return tw.Flush()
 }
 
 // writeTracking prints, when any instance tracks scripts, each tracked script with its

@@ -90,6 +90,23 @@ keepalived_vrrp_state{` + pod2 + `, ` + vi1 + `} 2+0x10`, 10 * time.Minute,
 keepalived_vrrp_state{` + pod1 + `, ` + vi1 + `} 2+0x10
 keepalived_vrrp_state{` + pod2 + `, ` + vi1 + `} 1+0x10`, 10 * time.Minute, nil},
 	},
+	"VRRPVIPConflict": {
+		{"another MAC answers for 10m", `
+vrrpd_vip_master{` + pod1 + `, ` + vi1 + `, vip="10.99.0.100"} 1+0x10
+vrrpd_vip_conflict{` + pod1 + `, ` + vi1 + `, vip="10.99.0.100", mac="52:54:00:00:00:99"} _x4 1+0x6`, 10 * time.Minute,
+			[]map[string]string{{"instance": "10.99.0.1:9650", "name": "VI_1", "vip": "10.99.0.100", "mac": "52:54:00:00:00:99", "severity": "critical"}}},
+		// Both holders vrrpd, each seeing the other: two alerts, one per node.
+		{"two vrrpd seeing each other", `
+vrrpd_vip_conflict{` + pod1 + `, ` + vi1 + `, vip="10.99.0.100", mac="52:54:00:00:00:02"} 1+0x10
+vrrpd_vip_conflict{` + pod2 + `, ` + vi1 + `, vip="10.99.0.100", mac="52:54:00:00:00:01"} 1+0x10`, 10 * time.Minute,
+			[]map[string]string{{"node": "n1", "mac": "52:54:00:00:00:02"}, {"node": "n2", "mac": "52:54:00:00:00:01"}}},
+		{"no conflict: only the master's VIP", `
+vrrpd_vip_master{` + pod1 + `, ` + vi1 + `, vip="10.99.0.100"} 1+0x10
+vrrpd_vip_master{` + pod2 + `, ` + vi1 + `, vip="10.99.0.100"} 0+0x10`, 10 * time.Minute, nil},
+		{"a conflict in the last scrape only: pending", `
+vrrpd_vip_master{` + pod1 + `, ` + vi1 + `, vip="10.99.0.100"} 1+0x10
+vrrpd_vip_conflict{` + pod1 + `, ` + vi1 + `, vip="10.99.0.100", mac="52:54:00:00:00:99"} _x10 1`, 10 * time.Minute, nil},
+	},
 	"VRRPFlapping": {
 		{"a transition a minute on each node", `
 vrrpd_transitions_total{` + pod1 + `, ` + vi1 + `} 0+1x20

@@ -152,6 +152,9 @@ type steadySpec struct {
 	// pair runs the hosts on a netlab pair lab (one veth pair, no bridge) instead of the
 	// bridged three-host lab: see netlab.CreatePair.
 	pair bool
+	// around, when set, is called with the hosts as the hold begins, and what it returns
+	// as the hold ends: a figure of the hosts' own beside the CPU.
+	around func(h1, h2 *netlab.Host) (end func())
 }
 
 // steadyRunSpec starts spec.n instances on both hosts (h1 master of all at priority 150),
@@ -212,9 +215,16 @@ func steadyRunSpec(t testing.TB, kind daemonKind, spec steadySpec) runResult {
 		time.Sleep(time.Second) // let the announcements after the election pass
 	}
 	mark1, mark2 := len(p1.Output()), len(p2.Output())
+	var end func()
+	if spec.around != nil {
+		end = spec.around(h1, h2)
+	}
 	cpu0 := nsCPU(t, h1) + nsCPU(t, h2)
 	time.Sleep(hold)
 	cpu := nsCPU(t, h1) + nsCPU(t, h2) - cpu0
+	if end != nil {
+		end()
+	}
 	flaps := countTransitions(p1.Output()[mark1:]) + countTransitions(p2.Output()[mark2:])
 	rss := max(nsPeakRSS(t, h1), nsPeakRSS(t, h2))
 	if !p1.Running() || !p2.Running() {
