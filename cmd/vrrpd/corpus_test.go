@@ -20,6 +20,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/route"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
@@ -31,9 +32,6 @@ var corpusRefused = map[string]string{
 	// "auth_type PASS;": keepalived reports "unknown authentication type 'PASS;'" and
 	// runs without authentication, which its PASS-speaking peers ignore.
 	"pub-takawatp-semicolons.conf": `pub-takawatp-semicolons.conf:15: unknown auth_type "PASS;" (want PASS)`,
-	// keepalived's own sample: "or" (a second gateway, deprecated: keepalived reports it
-	// as a configuration error and makes a multipath route, which vrrpd does not).
-	"ka-vrrp-routes.conf": `ka-vrrp-routes.conf:31: virtual_routes: route option "or" is not supported by vrrpd`,
 }
 
 // corpusWarned are warnings vrrpd must give about a corpus file it accepts: a line
@@ -43,6 +41,10 @@ var corpusWarned = map[string]string{
 	// keepalived's own sample: "192.168.100./24" (alloc_rule reports the bad address and
 	// skips the rule; keepalived -t counts it as a configuration error).
 	"ka-vrrp-rules.conf": `ka-vrrp-rules.conf:12: warning: static_rules: bad rule to "192.168.100./24"; line skipped, as keepalived skips it`,
+	// keepalived's own sample: "via A or B" (deprecated: keepalived reports it as a
+	// configuration error, so -t refuses the file, and makes a multipath route, as vrrpd
+	// does; compareMultipath checks the two readings).
+	"ka-vrrp-routes.conf": `ka-vrrp-routes.conf:31: warning: virtual_routes: "or" is deprecated in keepalived; read as a multipath route`,
 }
 
 // corpusInterfaces are the interfaces the corpus files name: keepalived -t refuses an
@@ -65,7 +67,7 @@ func TestCheckKeepalivedCorpus(t *testing.T) {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}
 	keepalived, dump := keepalivedTester(t)
-	accepted := 0
+	accepted, multipath := 0, 0
 	for _, f := range files {
 		base := filepath.Base(f)
 		ids := corpusHeader(t, f)
@@ -85,6 +87,9 @@ func TestCheckKeepalivedCorpus(t *testing.T) {
 			if keepalived == nil {
 				continue
 			}
+			if code == exitOK {
+				multipath += compareMultipath(t, f, id, dump)
+			}
 			kcode, kout := keepalived(f, id)
 			t.Logf("%s (id %s): keepalived -t exit %d, vrrpd check exit %d", base, id, kcode, code)
 			if kcode == 0 {
@@ -101,6 +106,9 @@ func TestCheckKeepalivedCorpus(t *testing.T) {
 	}
 	if keepalived != nil && accepted < 10 {
 		t.Errorf("keepalived accepted only %d files: the lab is probably missing something", accepted)
+	}
+	if keepalived != nil && multipath == 0 {
+		t.Errorf("no multipath route compared with keepalived's (ka-vrrp-routes.conf has one)")
 	}
 }
 
@@ -353,4 +361,54 @@ func compareWithKeepalived(t *testing.T, path, id string, dump func(path, id str
 			t.Errorf("%s (id %s) instance %s:\nvrrpd      %s\nkeepalived %s", base, id, in.Name, got, want)
 		}
 	}
+}
+
+// kaNexthop is a path in keepalived -d's line of a virtual or static route
+// ("192.168.113.0/24 proto 18 nexthop via inet 192.168.100.252 nexthop via inet ...").
+var kaNexthop = regexp.MustCompile(`nexthop via (?:inet6? )?(\S+)`)
+
+// compareMultipath checks vrrpd's multipath routes in a file against keepalived's
+// reading: keepalived -d must show each with the same gateways in the same order. It
+// runs whether or not keepalived -t accepts the file, since keepalived reports the "or"
+// that makes such a route as a configuration error yet makes the route; it returns how
+// many routes it compared (none without keepalived, dump nil).
+func compareMultipath(t *testing.T, path, id string, dump func(path, id string) string) int {
+	t.Helper()
+	if dump == nil {
+		return 0
+	}
+	cfg, _, err := config.LoadWith(path, config.LoadOptions{ConfigID: id})
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return 0
+	}
+	var routes []route.Route
+	for _, in := range cfg.Instances {
+		routes = append(routes, in.Routes...)
+	}
+	routes = append(routes, cfg.Static.Routes...)
+	routes = slices.DeleteFunc(routes, func(r route.Route) bool { return r.Nexthops.IsZero() })
+	if len(routes) == 0 {
+		return 0
+	}
+	out := dump(path, id)
+	base := filepath.Base(path)
+	for _, r := range routes {
+		var want []string
+		for _, n := range r.Nexthops.List() {
+			want = append(want, n.Via.String())
+		}
+		var got []string
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(dumpLine.ReplaceAllString(line, "")); slices.Contains(f, r.Dst.String()) && strings.Contains(line, "nexthop") {
+				for _, m := range kaNexthop.FindAllStringSubmatch(line, -1) {
+					got = append(got, m[1])
+				}
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s (id %s): route %s: keepalived's nexthops %v, vrrpd's %v\n%s", base, id, r.Dst, got, want, out)
+		}
+	}
+	return len(routes)
 }

@@ -48,7 +48,7 @@ var unsupportedRouteOptions = map[string]bool{
 	"hoplimit": true, "advmss": true, "rtt": true, "rttvar": true, "reordering": true,
 	"window": true, "cwnd": true, "ssthresh": true, "realms": true, "rto_min": true,
 	"initcwnd": true, "initrwnd": true, "features": true, "quickack": true, "congctl": true,
-	"pref": true, "ttl-propagate": true, "fastopen_no_cookie": true, "or": true,
+	"pref": true, "ttl-propagate": true, "fastopen_no_cookie": true,
 	"nexthop": true, "vrf": true, "as": true, "track_group": true,
 }
 
@@ -119,22 +119,30 @@ func setFamily(fam *int, a netip.Addr) error {
 }
 
 // parseRouteWords reads a route in keepalived's syntax ([to] [TYPE] DST [src ADDR]
-// [via ADDR] [dev IF] [table T] [metric N] [scope S] [protocol P] [onlink] ...). It
-// returns notes about words accepted without effect.
+// [via ADDR [or ADDR]] [dev IF] [table T] [metric N] [scope S] [protocol P] [onlink]
+// ...). It returns notes about words accepted without effect.
 func parseRouteWords(w []string) (route.Route, []string, error) {
-	r := route.Route{Protocol: route.Protocol}
-	var dst string
+	l := routeLine{r: route.Route{Protocol: route.Protocol}}
 	ws, err := walkLine(w, "route", unsupportedRouteOptions, func(ws *lineWords, opt string) error {
-		return routeWord(&r, &dst, ws, opt)
+		return l.word(ws, opt)
 	})
 	if err == nil {
-		err = routeEnd(&r, dst, ws.fam)
+		err = l.end(ws.fam)
 	}
-	return r, ws.notes, err
+	return l.r, ws.notes, err
 }
 
-// routeWord reads one option of a route line with its value, or the destination.
-func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
+// routeLine is a route line as read so far: the route, its destination word, and the
+// gateway keepalived's "or" gives as the alternative to via's.
+type routeLine struct {
+	r   route.Route
+	dst string
+	or  netip.Addr
+}
+
+// word reads one option of a route line with its value, or the destination.
+func (l *routeLine) word(ws *lineWords, opt string) error {
+	r := &l.r
 	var v string
 	var err error
 	switch opt {
@@ -143,15 +151,9 @@ func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
 			err = parseAddrInto(&r.Src, v, "src", &ws.fam)
 		}
 	case "via", "gw":
-		if opt == "gw" {
-			ws.notes = append(ws.notes, `"gw" is deprecated in keepalived; read as "via"`)
-		}
-		if v, err = ws.value(opt); err == nil && (v == "inet" || v == "inet6") {
-			v, err = ws.value(opt)
-		}
-		if err == nil {
-			err = parseAddrInto(&r.Via, v, "via", &ws.fam)
-		}
+		err = l.via(ws, opt)
+	case "or":
+		err = l.alternative(ws)
 	case "dev", "oif":
 		r.Dev, err = ws.value(opt)
 	case "table":
@@ -179,9 +181,78 @@ func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
 	case "prepend", "append":
 		ws.notes = append(ws.notes, fmt.Sprintf("%q is not supported: vrrpd adds a route only when the table has none to its destination with its metric (ip route add), and leaves one it finds there alone", opt))
 	default:
-		return routeDestination(r, dst, ws, opt)
+		return routeDestination(r, &l.dst, ws, opt)
 	}
 	return err
+}
+
+// via reads "via [inet|inet6] ADDR" (opt is via or its deprecated gw).
+func (l *routeLine) via(ws *lineWords, opt string) error {
+	if opt == "gw" {
+		ws.notes = append(ws.notes, `"gw" is deprecated in keepalived; read as "via"`)
+	}
+	if l.or.IsValid() {
+		// keepalived moves via's gateway into the first path when it reads "or": a via
+		// after it would be the route's own gateway besides its two paths, which the
+		// kernel refuses.
+		return applyErrorf("%q after \"or\": vrrpd cannot apply a route with a gateway besides its two paths (write via GW1 or GW2)", opt)
+	}
+	v, err := ws.value(opt)
+	if err == nil && (v == "inet" || v == "inet6") {
+		v, err = ws.value(opt)
+	}
+	if err == nil {
+		err = parseAddrInto(&l.r.Via, v, "via", &ws.fam)
+	}
+	return err
+}
+
+// alternative reads "or ADDR": keepalived's deprecated second gateway, which makes the
+// route a multipath one with a path through each gateway (alloc_route in keepalived
+// 2.2.7's vrrp_iproute.c).
+func (l *routeLine) alternative(ws *lineWords) error {
+	v, err := ws.value("or")
+	switch {
+	case err != nil:
+		return err
+	case l.or.IsValid():
+		// keepalived reports a second "or" and ignores it.
+		ws.notes = append(ws.notes, fmt.Sprintf(`a second "or" (%s) is ignored, as keepalived ignores it`, v))
+		return nil
+	case !l.r.Via.IsValid():
+		// keepalived would make a first path without a gateway, which the kernel refuses.
+		return applyErrorf(`"or" %s needs a via before it (write via GW1 or GW2)`, v)
+	}
+	a, ok := parseAddr(v)
+	if !ok {
+		return fmt.Errorf(`bad "or" address %q`, v) // keepalived skips the line
+	}
+	if err := setFamily(&ws.fam, a); err != nil {
+		// keepalived hands the kernel an IPv4 route's IPv6 path as RTA_VIA; vrrpd's
+		// routes keep to one family.
+		return applyErrorf(`"or" %s: route %v`, v, err)
+	}
+	ws.notes = append(ws.notes, `"or" is deprecated in keepalived; read as a multipath route with a nexthop through each gateway`)
+	l.or = a
+	return nil
+}
+
+// end sets the route's destination, of the family its words name, makes the paths of an
+// "or" route, and checks the route.
+func (l *routeLine) end(fam int) error {
+	if l.or.IsValid() {
+		// The route's dev and onlink go to each path: keepalived sends them for the
+		// route as a whole, beside paths without a device, which the kernel refuses
+		// ("Nexthop device index does not match RTA_OIF"); on each path they are what
+		// the line means.
+		r := &l.r
+		first := route.Nexthop{Via: r.Via, Dev: r.Dev, OnLink: r.OnLink}
+		second := first
+		second.Via = l.or
+		r.Nexthops = route.NewNexthops(first, second)
+		r.Via, r.Dev, r.OnLink = netip.Addr{}, "", false
+	}
+	return routeEnd(&l.r, l.dst, fam)
 }
 
 // routeDestination reads "[to] [TYPE] DST": the one word of a route line that is no
