@@ -49,7 +49,7 @@ var unsupportedRouteOptions = map[string]bool{
 	"window": true, "cwnd": true, "ssthresh": true, "realms": true, "rto_min": true,
 	"initcwnd": true, "initrwnd": true, "features": true, "quickack": true, "congctl": true,
 	"pref": true, "ttl-propagate": true, "fastopen_no_cookie": true,
-	"nexthop": true, "vrf": true, "as": true, "track_group": true,
+	"vrf": true, "as": true, "track_group": true,
 }
 
 // lineWords walks the words of one route or rule line, with the notes about words
@@ -120,7 +120,8 @@ func setFamily(fam *int, a netip.Addr) error {
 
 // parseRouteWords reads a route in keepalived's syntax ([to] [TYPE] DST [src ADDR]
 // [via ADDR [or ADDR]] [dev IF] [table T] [metric N] [scope S] [protocol P] [onlink]
-// ...). It returns notes about words accepted without effect.
+// ... [nexthop [via ADDR] [dev IF] [weight N] [onlink]]...). It returns notes about words
+// accepted without effect.
 func parseRouteWords(w []string) (route.Route, []string, error) {
 	l := routeLine{r: route.Route{Protocol: route.Protocol}}
 	ws, err := walkLine(w, "route", unsupportedRouteOptions, func(ws *lineWords, opt string) error {
@@ -132,16 +133,22 @@ func parseRouteWords(w []string) (route.Route, []string, error) {
 	return l.r, ws.notes, err
 }
 
-// routeLine is a route line as read so far: the route, its destination word, and the
-// gateway keepalived's "or" gives as the alternative to via's.
+// routeLine is a route line as read so far: the route, its destination word, the
+// gateway keepalived's "or" gives as the alternative to via's, and the paths its
+// "nexthop" clauses give, which end the line (keepalived reads every word after the
+// first nexthop as a nexthop's).
 type routeLine struct {
-	r   route.Route
-	dst string
-	or  netip.Addr
+	r        route.Route
+	dst      string
+	or       netip.Addr
+	nexthops []route.Nexthop
 }
 
 // word reads one option of a route line with its value, or the destination.
 func (l *routeLine) word(ws *lineWords, opt string) error {
+	if len(l.nexthops) > 0 || opt == "nexthop" {
+		return l.nexthopWord(ws, opt)
+	}
 	r := &l.r
 	var v string
 	var err error
@@ -237,9 +244,61 @@ func (l *routeLine) alternative(ws *lineWords) error {
 	return nil
 }
 
+// nexthopWord reads a word of the line's nexthop clauses ("nexthop [via [inet|inet6]
+// ADDR] [dev IF] [weight N] [onlink]", as many as there are paths; parse_nexthops in
+// keepalived 2.2.7's vrrp_iproute.c). keepalived adds the route with the paths it read
+// before a word it cannot read there: so every error here is one vrrpd cannot apply,
+// since the route would lack a path the file gives.
+func (l *routeLine) nexthopWord(ws *lineWords, opt string) error {
+	if opt == "nexthop" {
+		if l.or.IsValid() {
+			// keepalived reports it, and skips the line as trailing nonsense.
+			return fmt.Errorf(`"nexthop" after "or": a route takes one or the other`)
+		}
+		l.nexthops = append(l.nexthops, route.Nexthop{})
+		return nil
+	}
+	n := &l.nexthops[len(l.nexthops)-1]
+	var v string
+	var err error
+	switch opt {
+	case "via":
+		if v, err = ws.value(opt); err == nil && (v == "inet" || v == "inet6") {
+			v, err = ws.value(opt)
+		}
+		if err == nil {
+			err = parseAddrInto(&n.Via, v, "nexthop via", &ws.fam)
+		}
+	case "dev":
+		n.Dev, err = ws.value(opt)
+	case "weight":
+		if v, err = ws.value(opt); err == nil {
+			w, perr := strconv.ParseUint(v, 10, 16)
+			if perr != nil || w < 1 || w > route.MaxWeight {
+				err = fmt.Errorf("bad nexthop weight %q (1..%d)", v, route.MaxWeight)
+			}
+			n.Weight = uint16(w)
+		}
+	case "onlink":
+		n.OnLink = true
+	default:
+		err = fmt.Errorf("%q is not a nexthop option (via, dev, weight, onlink), and no route option may follow the nexthops", opt)
+	}
+	return applyError(err)
+}
+
 // end sets the route's destination, of the family its words name, makes the paths of an
-// "or" route, and checks the route.
+// "or" or "nexthop" route, and checks the route.
 func (l *routeLine) end(fam int) error {
+	if len(l.nexthops) > 0 {
+		r := &l.r
+		if r.Via.IsValid() || r.Dev != "" || r.OnLink {
+			// keepalived would send them for the route as a whole, which the kernel takes
+			// only if they match the first path's.
+			return applyErrorf("a route with nexthops takes via, dev and onlink in each nexthop, not before them")
+		}
+		r.Nexthops = route.NewNexthops(l.nexthops...)
+	}
 	if l.or.IsValid() {
 		// The route's dev and onlink go to each path: keepalived sends them for the
 		// route as a whole, beside paths without a device, which the kernel refuses
