@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -363,15 +364,12 @@ func compareWithKeepalived(t *testing.T, path, id string, dump func(path, id str
 	}
 }
 
-// kaNexthop is a path in keepalived -d's line of a virtual or static route
-// ("192.168.113.0/24 proto 18 nexthop via inet 192.168.100.252 nexthop via inet ...").
-var kaNexthop = regexp.MustCompile(`nexthop via (?:inet6? )?(\S+)`)
-
 // compareMultipath checks vrrpd's multipath routes in a file against keepalived's
-// reading: keepalived -d must show each with the same gateways in the same order. It
-// runs whether or not keepalived -t accepts the file, since keepalived reports the "or"
-// that makes such a route as a configuration error yet makes the route; it returns how
-// many routes it compared (none without keepalived, dump nil).
+// reading: keepalived -d must show each with the same paths (gateway, device, weight,
+// onlink) in the same order. It runs whether or not keepalived -t accepts the file,
+// since keepalived reports the "or" that makes such a route as a configuration error yet
+// makes the route; it returns how many routes it compared (none without keepalived, dump
+// nil).
 func compareMultipath(t *testing.T, path, id string, dump func(path, id string) string) int {
 	t.Helper()
 	if dump == nil {
@@ -396,19 +394,115 @@ func compareMultipath(t *testing.T, path, id string, dump func(path, id string) 
 	for _, r := range routes {
 		var want []string
 		for _, n := range r.Nexthops.List() {
-			want = append(want, n.Via.String())
+			want = append(want, pathText(n.Via.String(), n.Dev, n.Weight, n.OnLink))
 		}
 		var got []string
 		for _, line := range strings.Split(out, "\n") {
-			if f := strings.Fields(dumpLine.ReplaceAllString(line, "")); slices.Contains(f, r.Dst.String()) && strings.Contains(line, "nexthop") {
-				for _, m := range kaNexthop.FindAllStringSubmatch(line, -1) {
-					got = append(got, m[1])
-				}
+			f := strings.Fields(dumpLine.ReplaceAllString(line, ""))
+			if slices.Contains(f, r.Dst.String()) && slices.Contains(f, "nexthop") {
+				got = kaPaths(f)
 			}
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("%s (id %s): route %s: keepalived's nexthops %v, vrrpd's %v\n%s", base, id, r.Dst, got, want, out)
+			t.Errorf("%s (id %s): route %s: keepalived's paths %q, vrrpd's %q\n%s", base, id, r.Dst, got, want, out)
 		}
 	}
 	return len(routes)
+}
+
+// kaPaths reads the paths of a route line of keepalived -d ("10.7.0.0/16 table 100 proto
+// 18 nexthop via inet 10.99.0.1 dev eth0 weight 3 nexthop ..."). A dev or onlink of the
+// route itself, which keepalived shows before the nexthops of an "or" route, is each
+// path's without its own, as vrrpd reads it.
+func kaPaths(f []string) []string {
+	type path struct {
+		via, dev string
+		weight   uint16
+		onlink   bool
+	}
+	var top path
+	var ps []path
+	cur := &top
+	for i := 0; i < len(f); i++ {
+		next := func() string {
+			if i+1 < len(f) {
+				i++
+				return f[i]
+			}
+			return ""
+		}
+		switch f[i] {
+		case "nexthop":
+			ps = append(ps, path{})
+			cur = &ps[len(ps)-1]
+		case "via":
+			if v := next(); v == "inet" || v == "inet6" {
+				cur.via = next()
+			} else {
+				cur.via = v
+			}
+		case "dev":
+			cur.dev = next()
+		case "weight":
+			w, _ := strconv.ParseUint(next(), 10, 16)
+			cur.weight = uint16(w)
+		case "onlink":
+			cur.onlink = true
+		}
+	}
+	var out []string
+	for _, p := range ps {
+		if p.dev == "" {
+			p.dev = top.dev
+		}
+		out = append(out, pathText(p.via, p.dev, p.weight, p.onlink || top.onlink))
+	}
+	return out
+}
+
+// pathText is one path in the comparison's words; weight 1 is no weight (the kernel's
+// default).
+func pathText(via, dev string, weight uint16, onlink bool) string {
+	if via == "invalid IP" {
+		via = ""
+	}
+	if weight == 1 {
+		weight = 0
+	}
+	return fmt.Sprintf("via %s dev %s weight %d onlink %v", via, dev, weight, onlink)
+}
+
+// TestMultipathMatchesKeepalived: the route lines of both multipath syntaxes (keepalived's
+// "or" and its nexthop clauses, with per-path devices, weights and onlink) read as
+// keepalived -d shows them.
+func TestMultipathMatchesKeepalived(t *testing.T) {
+	conf := `vrrp_instance VI_1 {
+    state BACKUP
+    interface eth1
+    virtual_router_id 51
+    priority 100
+    virtual_ipaddress {
+        10.99.0.200
+    }
+    virtual_routes {
+        10.7.0.0/16 table 100 metric 5 nexthop via 10.99.0.1 dev eth1 weight 3 nexthop via inet 10.99.0.2 onlink nexthop dev eth2
+        2001:db8:7::/48 nexthop via fd00:99::1 weight 1 nexthop via fd00:99::2 weight 256
+        10.9.0.0/16 via 10.99.0.1 or 10.99.0.2 dev eth1 onlink
+    }
+}
+static_routes {
+    10.10.0.0/16 via 10.99.0.3 or 10.99.0.4
+}
+`
+	path := filepath.Join(t.TempDir(), "multipath.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, dump := keepalivedTester(t)
+	if dump == nil {
+		t.Skip("keepalived cannot run here")
+	}
+	if n := compareMultipath(t, path, "none", dump); n != 4 {
+		t.Errorf("compared %d routes, want 4", n)
+	}
 }
