@@ -301,9 +301,9 @@ func (l *routeLine) end(fam int) error {
 	}
 	if l.or.IsValid() {
 		// The route's dev and onlink go to each path: keepalived sends them for the
-		// route as a whole, beside paths without a device, which the kernel refuses
-		// ("Nexthop device index does not match RTA_OIF"); on each path they are what
-		// the line means.
+		// route as a whole, where the kernel refuses the dev beside paths without one
+		// ("Nexthop device index does not match RTA_OIF") and does not apply onlink to
+		// the paths; on each path they are what the line means.
 		r := &l.r
 		first := route.Nexthop{Via: r.Via, Dev: r.Dev, OnLink: r.OnLink}
 		second := first
