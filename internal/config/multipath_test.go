@@ -145,3 +145,35 @@ func TestNexthopErrorsNameFileLine(t *testing.T) {
 		}
 	}
 }
+
+// YAML's mapping form writes the paths under nexthops, and reads as the same line in
+// keepalived.conf does.
+func TestYAMLNexthops(t *testing.T) {
+	y, _, err := Parse("r.yaml", []byte(`instances:
+  - name: VI_1
+    interface: eth0
+    vrid: 1
+    vips: [10.0.0.1]
+    routes:
+      - to: 10.7.0.0/16
+        table: 100
+        nexthops:
+          - {via: 10.0.0.1, dev: eth0, weight: 3}
+          - {via: 10.0.0.2, onlink: true}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := Parse("k.conf", []byte(routeInst(" virtual_routes {\n  10.7.0.0/16 table 100 nexthop via 10.0.0.1 dev eth0 weight 3 nexthop via 10.0.0.2 onlink\n }\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	yr, kr := y.Instances[0].Routes, k.Instances[0].Routes
+	if len(yr) != 1 || !slices.Equal(yr, kr) || yr[0].Nexthops.Len() != 2 {
+		t.Errorf("YAML %v, keepalived.conf %v", yr, kr)
+	}
+	_, _, err = Parse("r.yaml", []byte("instances:\n  - name: VI_1\n    interface: eth0\n    vrid: 1\n    vips: [10.0.0.1]\n    routes:\n      - {to: 10.7.0.0/16, nexthops: [{via: 10.0.0.1, weight: 0}]}\n"))
+	if err == nil || !strings.Contains(err.Error(), `r.yaml:7: routes[0]: bad nexthop weight "0"`) {
+		t.Errorf("weight 0: %v", err)
+	}
+}
