@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
+	"github.com/vrrp-operator/vrrp-operator/internal/route"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/fixture"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 )
@@ -31,9 +33,6 @@ var corpusRefused = map[string]string{
 	// "auth_type PASS;": keepalived reports "unknown authentication type 'PASS;'" and
 	// runs without authentication, which its PASS-speaking peers ignore.
 	"pub-takawatp-semicolons.conf": `pub-takawatp-semicolons.conf:15: unknown auth_type "PASS;" (want PASS)`,
-	// keepalived's own sample: "or" (a second gateway, deprecated: keepalived reports it
-	// as a configuration error and makes a multipath route, which vrrpd does not).
-	"ka-vrrp-routes.conf": `ka-vrrp-routes.conf:31: virtual_routes: route option "or" is not supported by vrrpd`,
 }
 
 // corpusWarned are warnings vrrpd must give about a corpus file it accepts: a line
@@ -43,6 +42,10 @@ var corpusWarned = map[string]string{
 	// keepalived's own sample: "192.168.100./24" (alloc_rule reports the bad address and
 	// skips the rule; keepalived -t counts it as a configuration error).
 	"ka-vrrp-rules.conf": `ka-vrrp-rules.conf:12: warning: static_rules: bad rule to "192.168.100./24"; line skipped, as keepalived skips it`,
+	// keepalived's own sample: "via A or B" (deprecated: keepalived reports it as a
+	// configuration error, so -t refuses the file, and makes a multipath route, as vrrpd
+	// does; compareMultipath checks the two readings).
+	"ka-vrrp-routes.conf": `ka-vrrp-routes.conf:31: warning: virtual_routes: "or" is deprecated in keepalived; read as a multipath route`,
 }
 
 // corpusInterfaces are the interfaces the corpus files name: keepalived -t refuses an
@@ -65,7 +68,7 @@ func TestCheckKeepalivedCorpus(t *testing.T) {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}
 	keepalived, dump := keepalivedTester(t)
-	accepted := 0
+	accepted, multipath := 0, 0
 	for _, f := range files {
 		base := filepath.Base(f)
 		ids := corpusHeader(t, f)
@@ -85,6 +88,9 @@ func TestCheckKeepalivedCorpus(t *testing.T) {
 			if keepalived == nil {
 				continue
 			}
+			if code == exitOK {
+				multipath += compareMultipath(t, f, id, dump)
+			}
 			kcode, kout := keepalived(f, id)
 			t.Logf("%s (id %s): keepalived -t exit %d, vrrpd check exit %d", base, id, kcode, code)
 			if kcode == 0 {
@@ -101,6 +107,9 @@ func TestCheckKeepalivedCorpus(t *testing.T) {
 	}
 	if keepalived != nil && accepted < 10 {
 		t.Errorf("keepalived accepted only %d files: the lab is probably missing something", accepted)
+	}
+	if keepalived != nil && multipath == 0 {
+		t.Errorf("no multipath route compared with keepalived's (ka-vrrp-routes.conf has one)")
 	}
 }
 
@@ -352,5 +361,148 @@ func compareWithKeepalived(t *testing.T, path, id string, dump func(path, id str
 		if got != want {
 			t.Errorf("%s (id %s) instance %s:\nvrrpd      %s\nkeepalived %s", base, id, in.Name, got, want)
 		}
+	}
+}
+
+// compareMultipath checks vrrpd's multipath routes in a file against keepalived's
+// reading: keepalived -d must show each with the same paths (gateway, device, weight,
+// onlink) in the same order. It runs whether or not keepalived -t accepts the file,
+// since keepalived reports the "or" that makes such a route as a configuration error yet
+// makes the route; it returns how many routes it compared (none without keepalived, dump
+// nil).
+func compareMultipath(t *testing.T, path, id string, dump func(path, id string) string) int {
+	t.Helper()
+	if dump == nil {
+		return 0
+	}
+	cfg, _, err := config.LoadWith(path, config.LoadOptions{ConfigID: id})
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return 0
+	}
+	var routes []route.Route
+	for _, in := range cfg.Instances {
+		routes = append(routes, in.Routes...)
+	}
+	routes = append(routes, cfg.Static.Routes...)
+	routes = slices.DeleteFunc(routes, func(r route.Route) bool { return r.Nexthops.IsZero() })
+	if len(routes) == 0 {
+		return 0
+	}
+	out := dump(path, id)
+	base := filepath.Base(path)
+	for _, r := range routes {
+		var want []string
+		for _, n := range r.Nexthops.List() {
+			want = append(want, pathText(n.Via.String(), n.Dev, n.Weight, n.OnLink))
+		}
+		var got []string
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(dumpLine.ReplaceAllString(line, ""))
+			if slices.Contains(f, r.Dst.String()) && slices.Contains(f, "nexthop") {
+				got = kaPaths(f)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s (id %s): route %s: keepalived's paths %q, vrrpd's %q\n%s", base, id, r.Dst, got, want, out)
+		}
+	}
+	return len(routes)
+}
+
+// kaPaths reads the paths of a route line of keepalived -d ("10.7.0.0/16 table 100 proto
+// 18 nexthop via inet 10.99.0.1 dev eth0 weight 3 nexthop ..."). A dev or onlink of the
+// route itself, which keepalived shows before the nexthops of an "or" route, is each
+// path's without its own, as vrrpd reads it.
+func kaPaths(f []string) []string {
+	type path struct {
+		via, dev string
+		weight   uint16
+		onlink   bool
+	}
+	var top path
+	var ps []path
+	cur := &top
+	for i := 0; i < len(f); i++ {
+		next := func() string {
+			if i+1 < len(f) {
+				i++
+				return f[i]
+			}
+			return ""
+		}
+		switch f[i] {
+		case "nexthop":
+			ps = append(ps, path{})
+			cur = &ps[len(ps)-1]
+		case "via":
+			if v := next(); v == "inet" || v == "inet6" {
+				cur.via = next()
+			} else {
+				cur.via = v
+			}
+		case "dev":
+			cur.dev = next()
+		case "weight":
+			w, _ := strconv.ParseUint(next(), 10, 16)
+			cur.weight = uint16(w)
+		case "onlink":
+			cur.onlink = true
+		}
+	}
+	var out []string
+	for _, p := range ps {
+		if p.dev == "" {
+			p.dev = top.dev
+		}
+		out = append(out, pathText(p.via, p.dev, p.weight, p.onlink || top.onlink))
+	}
+	return out
+}
+
+// pathText is one path in the comparison's words; weight 1 is no weight (the kernel's
+// default).
+func pathText(via, dev string, weight uint16, onlink bool) string {
+	if via == "invalid IP" {
+		via = ""
+	}
+	if weight == 1 {
+		weight = 0
+	}
+	return fmt.Sprintf("via %s dev %s weight %d onlink %v", via, dev, weight, onlink)
+}
+
+// TestMultipathMatchesKeepalived: the route lines of both multipath syntaxes (keepalived's
+// "or" and its nexthop clauses, with per-path devices, weights and onlink) read as
+// keepalived -d shows them.
+func TestMultipathMatchesKeepalived(t *testing.T) {
+	conf := `vrrp_instance VI_1 {
+    state BACKUP
+    interface eth1
+    virtual_router_id 51
+    priority 100
+    virtual_ipaddress {
+        10.99.0.200
+    }
+    virtual_routes {
+        10.7.0.0/16 table 100 metric 5 nexthop via 10.99.0.1 dev eth1 weight 3 nexthop via inet 10.99.0.2 onlink nexthop dev eth2
+        2001:db8:7::/48 nexthop via fd00:99::1 weight 1 nexthop via fd00:99::2 weight 256
+        10.9.0.0/16 via 10.99.0.1 or 10.99.0.2 dev eth1 onlink
+    }
+}
+static_routes {
+    10.10.0.0/16 via 10.99.0.3 or 10.99.0.4
+}
+`
+	path := filepath.Join(t.TempDir(), "multipath.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, dump := keepalivedTester(t)
+	if dump == nil {
+		t.Skip("keepalived cannot run here")
+	}
+	if n := compareMultipath(t, path, "none", dump); n != 4 {
+		t.Errorf("compared %d routes, want 4", n)
 	}
 }

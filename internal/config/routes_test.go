@@ -114,7 +114,7 @@ func TestRoutesFromKeepalivedConf(t *testing.T) {
 func TestRouteAndRuleErrorsNameFileLine(t *testing.T) {
 	for _, c := range []struct{ conf, want string }{
 		{routeInst(" virtual_routes {\n  10.1.0.0/16 via 10.0.0.254 mtu 1400\n }\n"), `k.conf:8: virtual_routes: route option "mtu" is not supported`},
-		{routeInst(" virtual_routes {\n  10.1.0.0/16 nexthop via 10.0.0.1\n }\n"), `k.conf:8: virtual_routes: route option "nexthop"`},
+		{routeInst(" virtual_routes {\n  10.1.0.0/16 nexthop via 10.0.0.1 realms 5\n }\n"), `k.conf:8: virtual_routes: route option "realms"`},
 		{routeInst(" virtual_routes {\n  10.1.0.1/16 dev eth0\n }\n"), `host bits set`},
 		{routeInst(" virtual_routes {\n  10.1.0.0/16\n }\n"), `needs via or dev`},
 		{routeInst(" virtual_routes {\n  local 10.1.0.0/16 dev eth0\n }\n"), `route type "local" is not supported`},

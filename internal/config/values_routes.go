@@ -48,8 +48,8 @@ var unsupportedRouteOptions = map[string]bool{
 	"hoplimit": true, "advmss": true, "rtt": true, "rttvar": true, "reordering": true,
 	"window": true, "cwnd": true, "ssthresh": true, "realms": true, "rto_min": true,
 	"initcwnd": true, "initrwnd": true, "features": true, "quickack": true, "congctl": true,
-	"pref": true, "ttl-propagate": true, "fastopen_no_cookie": true, "or": true,
-	"nexthop": true, "vrf": true, "as": true, "track_group": true,
+	"pref": true, "ttl-propagate": true, "fastopen_no_cookie": true,
+	"vrf": true, "as": true, "track_group": true,
 }
 
 // lineWords walks the words of one route or rule line, with the notes about words
@@ -119,22 +119,37 @@ func setFamily(fam *int, a netip.Addr) error {
 }
 
 // parseRouteWords reads a route in keepalived's syntax ([to] [TYPE] DST [src ADDR]
-// [via ADDR] [dev IF] [table T] [metric N] [scope S] [protocol P] [onlink] ...). It
-// returns notes about words accepted without effect.
+// [via ADDR [or ADDR]] [dev IF] [table T] [metric N] [scope S] [protocol P] [onlink]
+// ... [nexthop [via ADDR] [dev IF] [weight N] [onlink]]...). It returns notes about words
+// accepted without effect.
 func parseRouteWords(w []string) (route.Route, []string, error) {
-	r := route.Route{Protocol: route.Protocol}
-	var dst string
+	l := routeLine{r: route.Route{Protocol: route.Protocol}}
 	ws, err := walkLine(w, "route", unsupportedRouteOptions, func(ws *lineWords, opt string) error {
-		return routeWord(&r, &dst, ws, opt)
+		return l.word(ws, opt)
 	})
 	if err == nil {
-		err = routeEnd(&r, dst, ws.fam)
+		err = l.end(ws.fam)
 	}
-	return r, ws.notes, err
+	return l.r, ws.notes, err
 }
 
-// routeWord reads one option of a route line with its value, or the destination.
-func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
+// routeLine is a route line as read so far: the route, its destination word, the
+// gateway keepalived's "or" gives as the alternative to via's, and the paths its
+// "nexthop" clauses give, which end the line (keepalived reads every word after the
+// first nexthop as a nexthop's).
+type routeLine struct {
+	r        route.Route
+	dst      string
+	or       netip.Addr
+	nexthops []route.Nexthop
+}
+
+// word reads one option of a route line with its value, or the destination.
+func (l *routeLine) word(ws *lineWords, opt string) error {
+	if len(l.nexthops) > 0 || opt == "nexthop" {
+		return l.nexthopWord(ws, opt)
+	}
+	r := &l.r
 	var v string
 	var err error
 	switch opt {
@@ -143,15 +158,9 @@ func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
 			err = parseAddrInto(&r.Src, v, "src", &ws.fam)
 		}
 	case "via", "gw":
-		if opt == "gw" {
-			ws.notes = append(ws.notes, `"gw" is deprecated in keepalived; read as "via"`)
-		}
-		if v, err = ws.value(opt); err == nil && (v == "inet" || v == "inet6") {
-			v, err = ws.value(opt)
-		}
-		if err == nil {
-			err = parseAddrInto(&r.Via, v, "via", &ws.fam)
-		}
+		err = l.via(ws, opt)
+	case "or":
+		err = l.alternative(ws)
 	case "dev", "oif":
 		r.Dev, err = ws.value(opt)
 	case "table":
@@ -179,9 +188,130 @@ func routeWord(r *route.Route, dst *string, ws *lineWords, opt string) error {
 	case "prepend", "append":
 		ws.notes = append(ws.notes, fmt.Sprintf("%q is not supported: vrrpd adds a route only when the table has none to its destination with its metric (ip route add), and leaves one it finds there alone", opt))
 	default:
-		return routeDestination(r, dst, ws, opt)
+		return routeDestination(r, &l.dst, ws, opt)
 	}
 	return err
+}
+
+// via reads "via [inet|inet6] ADDR" (opt is via or its deprecated gw).
+func (l *routeLine) via(ws *lineWords, opt string) error {
+	if opt == "gw" {
+		ws.notes = append(ws.notes, `"gw" is deprecated in keepalived; read as "via"`)
+	}
+	if l.or.IsValid() {
+		// keepalived moves via's gateway into the first path when it reads "or": a via
+		// after it would be the route's own gateway besides its two paths, which the
+		// kernel refuses.
+		return applyErrorf("%q after \"or\": vrrpd cannot apply a route with a gateway besides its two paths (write via GW1 or GW2)", opt)
+	}
+	v, err := ws.value(opt)
+	if err == nil && (v == "inet" || v == "inet6") {
+		v, err = ws.value(opt)
+	}
+	if err == nil {
+		err = parseAddrInto(&l.r.Via, v, "via", &ws.fam)
+	}
+	return err
+}
+
+// alternative reads "or ADDR": keepalived's deprecated second gateway, which makes the
+// route a multipath one with a path through each gateway (alloc_route in keepalived
+// 2.2.7's vrrp_iproute.c).
+func (l *routeLine) alternative(ws *lineWords) error {
+	v, err := ws.value("or")
+	switch {
+	case err != nil:
+		return err
+	case l.or.IsValid():
+		// keepalived reports a second "or" and ignores it.
+		ws.notes = append(ws.notes, fmt.Sprintf(`a second "or" (%s) is ignored, as keepalived ignores it`, v))
+		return nil
+	case !l.r.Via.IsValid():
+		// keepalived would make a first path without a gateway, which the kernel refuses.
+		return applyErrorf(`"or" %s needs a via before it (write via GW1 or GW2)`, v)
+	}
+	a, ok := parseAddr(v)
+	if !ok {
+		return fmt.Errorf(`bad "or" address %q`, v) // keepalived skips the line
+	}
+	if err := setFamily(&ws.fam, a); err != nil {
+		// keepalived hands the kernel an IPv4 route's IPv6 path as RTA_VIA; vrrpd's
+		// routes keep to one family.
+		return applyErrorf(`"or" %s: route %v`, v, err)
+	}
+	ws.notes = append(ws.notes, `"or" is deprecated in keepalived; read as a multipath route with a nexthop through each gateway`)
+	l.or = a
+	return nil
+}
+
+// nexthopWord reads a word of the line's nexthop clauses ("nexthop [via [inet|inet6]
+// ADDR] [dev IF] [weight N] [onlink]", as many as there are paths; parse_nexthops in
+// keepalived 2.2.7's vrrp_iproute.c). keepalived adds the route with the paths it read
+// before a word it cannot read there: so every error here is one vrrpd cannot apply,
+// since the route would lack a path the file gives.
+func (l *routeLine) nexthopWord(ws *lineWords, opt string) error {
+	if opt == "nexthop" {
+		if l.or.IsValid() {
+			// keepalived reports it, and skips the line as trailing nonsense.
+			return fmt.Errorf(`"nexthop" after "or": a route takes one or the other`)
+		}
+		l.nexthops = append(l.nexthops, route.Nexthop{})
+		return nil
+	}
+	n := &l.nexthops[len(l.nexthops)-1]
+	var v string
+	var err error
+	switch opt {
+	case "via":
+		if v, err = ws.value(opt); err == nil && (v == "inet" || v == "inet6") {
+			v, err = ws.value(opt)
+		}
+		if err == nil {
+			err = parseAddrInto(&n.Via, v, "nexthop via", &ws.fam)
+		}
+	case "dev":
+		n.Dev, err = ws.value(opt)
+	case "weight":
+		if v, err = ws.value(opt); err == nil {
+			w, perr := strconv.ParseUint(v, 10, 16)
+			if perr != nil || w < 1 || w > route.MaxWeight {
+				err = fmt.Errorf("bad nexthop weight %q (1..%d)", v, route.MaxWeight)
+			}
+			n.Weight = uint16(w)
+		}
+	case "onlink":
+		n.OnLink = true
+	default:
+		err = fmt.Errorf("%q is not a nexthop option (via, dev, weight, onlink), and no route option may follow the nexthops", opt)
+	}
+	return applyError(err)
+}
+
+// end sets the route's destination, of the family its words name, makes the paths of an
+// "or" or "nexthop" route, and checks the route.
+func (l *routeLine) end(fam int) error {
+	if len(l.nexthops) > 0 {
+		r := &l.r
+		if r.Via.IsValid() || r.Dev != "" || r.OnLink {
+			// keepalived would send them for the route as a whole, which the kernel takes
+			// only if they match the first path's.
+			return applyErrorf("a route with nexthops takes via, dev and onlink in each nexthop, not before them")
+		}
+		r.Nexthops = route.NewNexthops(l.nexthops...)
+	}
+	if l.or.IsValid() {
+		// The route's dev and onlink go to each path: keepalived sends them for the
+		// route as a whole, where the kernel refuses the dev beside paths without one
+		// ("Nexthop device index does not match RTA_OIF") and does not apply onlink to
+		// the paths; on each path they are what the line means.
+		r := &l.r
+		first := route.Nexthop{Via: r.Via, Dev: r.Dev, OnLink: r.OnLink}
+		second := first
+		second.Via = l.or
+		r.Nexthops = route.NewNexthops(first, second)
+		r.Via, r.Dev, r.OnLink = netip.Addr{}, "", false
+	}
+	return routeEnd(&l.r, l.dst, fam)
 }
 
 // routeDestination reads "[to] [TYPE] DST": the one word of a route line that is no

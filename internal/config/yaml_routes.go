@@ -67,6 +67,16 @@ type yamlRouteKeys struct {
 	Scope    yamlWord `yaml:"scope"`
 	Protocol yamlWord `yaml:"protocol"`
 	OnLink   bool     `yaml:"onlink"`
+	// Nexthops are a multipath route's paths, keepalived's nexthop clauses.
+	Nexthops []yamlNexthop `yaml:"nexthops"`
+}
+
+// yamlNexthop is one path of a multipath route.
+type yamlNexthop struct {
+	Via    string   `yaml:"via"`
+	Dev    string   `yaml:"dev"`
+	Weight yamlWord `yaml:"weight"`
+	OnLink bool     `yaml:"onlink"`
 }
 
 // words are the route's keepalived words.
@@ -82,6 +92,13 @@ func (r yamlRouteKeys) words() []string {
 		"metric", string(r.Metric), "scope", string(r.Scope), "protocol", string(r.Protocol))
 	if r.OnLink {
 		w = append(w, "onlink")
+	}
+	// Last, as in keepalived.conf: every word after the first nexthop is a path's.
+	for _, n := range r.Nexthops {
+		w = appendOpts(append(w, "nexthop"), "via", n.Via, "dev", n.Dev, "weight", string(n.Weight))
+		if n.OnLink {
+			w = append(w, "onlink")
+		}
 	}
 	return w
 }

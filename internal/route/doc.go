@@ -15,6 +15,10 @@
 // unless the configuration names another, so `ip route show proto 18` lists them and a
 // removal never matches an operator's route of another protocol.
 //
+// A multipath route (keepalived's "via A or B", or its nexthop clauses) has its paths in
+// Route.Nexthops and goes to the kernel as one route with RTA_MULTIPATH; its nexthops are
+// part of its identity in the record and the holdings book.
+//
 // The state directory is shared with package vip, whose Manager locks it: a Manager of
 // this package takes no lock of its own.
 package route

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/vishvananda/netlink"
@@ -234,7 +235,7 @@ func family(v6 bool) int {
 }
 
 // routePresent reports whether the kernel has a route that is r as far as the kernel is
-// concerned: same table, destination, metric and type (for IPv6 also the same gateway,
+// concerned: same table, destination, metric and type (for IPv6 also the same gateways,
 // since two IPv6 routes differing only in gateway are one multipath route).
 func (m *Manager) routePresent(r Route) (bool, error) {
 	filter := &netlink.Route{Table: int(r.table()), Dst: ipNet(r.Dst)}
@@ -246,12 +247,31 @@ func (m *Manager) routePresent(r Route) (bool, error) {
 		if uint32(k.Priority) != r.metric() || k.Type != kernelRouteType(r.Type) {
 			continue
 		}
-		if r.IPv6() && r.Type == TypeUnicast && !sameAddr(k.Gw, r.Via) {
+		if r.IPv6() && r.Type == TypeUnicast && !sameGateways(k, r) {
 			continue
 		}
 		return true, nil
 	}
 	return false, nil
+}
+
+// sameGateways reports whether the kernel's route k has r's gateways: its one gateway, or
+// those of its nexthops, in any order (the kernel keeps IPv6 nexthops as sibling routes
+// and may list them in another order than they were added).
+func sameGateways(k netlink.Route, r Route) bool {
+	nhs := r.Nexthops.List()
+	if len(nhs) == 0 {
+		return len(k.MultiPath) == 0 && sameAddr(k.Gw, r.Via)
+	}
+	if len(k.MultiPath) != len(nhs) {
+		return false
+	}
+	for _, n := range nhs {
+		if !slices.ContainsFunc(k.MultiPath, func(h *netlink.NexthopInfo) bool { return sameAddr(h.Gw, n.Via) }) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameAddr(ip net.IP, a netip.Addr) bool {
@@ -388,13 +408,51 @@ func (m *Manager) toNetlink(r Route) (*netlink.Route, error) {
 		nr.Flags = int(netlink.FLAG_ONLINK)
 	}
 	if r.Dev != "" {
-		link, err := m.nl.LinkByName(r.Dev)
+		index, err := m.linkIndex(r.Dev)
 		if err != nil {
-			return nil, fmt.Errorf("interface %s: %w", r.Dev, err)
+			return nil, err
 		}
-		nr.LinkIndex = link.Attrs().Index
+		nr.LinkIndex = index
+	}
+	for _, n := range r.Nexthops.List() {
+		nh, err := m.toNetlinkNexthop(n)
+		if err != nil {
+			return nil, err
+		}
+		nr.MultiPath = append(nr.MultiPath, nh)
 	}
 	return nr, nil
+}
+
+// toNetlinkNexthop is one path of a multipath route (RTA_MULTIPATH's rtnexthop).
+func (m *Manager) toNetlinkNexthop(n Nexthop) (*netlink.NexthopInfo, error) {
+	nh := &netlink.NexthopInfo{}
+	if n.Via.IsValid() {
+		nh.Gw = n.Via.AsSlice()
+	}
+	if n.Weight > 1 {
+		nh.Hops = int(n.Weight) - 1 // rtnh_hops holds weight-1
+	}
+	if n.OnLink {
+		nh.Flags = int(netlink.FLAG_ONLINK)
+	}
+	if n.Dev != "" {
+		index, err := m.linkIndex(n.Dev)
+		if err != nil {
+			return nil, err
+		}
+		nh.LinkIndex = index
+	}
+	return nh, nil
+}
+
+// linkIndex is the index of interface name.
+func (m *Manager) linkIndex(name string) (int, error) {
+	link, err := m.nl.LinkByName(name)
+	if err != nil {
+		return 0, fmt.Errorf("interface %s: %w", name, err)
+	}
+	return link.Attrs().Index, nil
 }
 
 func toNetlinkRule(r Rule) *netlink.Rule {

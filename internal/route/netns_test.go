@@ -49,6 +49,11 @@ var (
 	tblRoute = Route{Dst: netip.MustParsePrefix("0.0.0.0/0"), Via: netip.MustParsePrefix("10.99.0.1/32").Addr(), Table: 100, Protocol: Protocol}
 	v6Route  = Route{Dst: netip.MustParsePrefix("2001:db8::/48"), Dev: "eth0", Protocol: Protocol}
 	bhRoute  = Route{Dst: netip.MustParsePrefix("198.51.100.0/24"), Type: TypeBlackhole, Protocol: Protocol}
+	// mpRoute and mp6Route are multipath routes (keepalived's "via A or B").
+	mpRoute = Route{Dst: netip.MustParsePrefix("203.0.113.0/24"), Protocol: Protocol, Nexthops: NewNexthops(
+		Nexthop{Via: netip.MustParseAddr("10.99.0.1"), Dev: "eth0"}, Nexthop{Via: netip.MustParseAddr("10.99.0.2"), Dev: "eth0"})}
+	mp6Route = Route{Dst: netip.MustParsePrefix("2001:db8:1::/48"), Protocol: Protocol, Nexthops: NewNexthops(
+		Nexthop{Via: netip.MustParseAddr("fd00:99::1"), Weight: 3}, Nexthop{Via: netip.MustParseAddr("fd00:99::2"), Dev: "eth0", OnLink: true})}
 	fromRule = Rule{From: netip.MustParsePrefix("10.99.0.100/32"), Table: 100, Priority: 1000, HasPriority: true, Protocol: Protocol}
 	markRule = Rule{HasMark: true, Mark: 7, Type: TypeProhibit, Protocol: Protocol}
 )
@@ -184,5 +189,56 @@ func TestHoldPutsBackADeletedRoute(t *testing.T) {
 	}
 	if out := ip(t, h, "route", "show", "proto", "18"); !strings.Contains(out, "192.0.2.0/24") {
 		t.Errorf("route not put back:\n%s", out)
+	}
+}
+
+// A multipath route goes into the kernel with all its paths (ip route shows one nexthop
+// line per gateway), is recorded, and leaves the kernel when released; a restarted
+// Manager recovers one a crashed run left.
+func TestMultipathRouteInNamespace(t *testing.T) {
+	h := newLabHost(t)
+	dir := t.TempDir()
+	m := newManager(t, h, dir)
+	routes := []Route{mpRoute, mp6Route}
+	fr, _, err := m.Hold("VI_1", routes, nil)
+	if err != nil || len(fr) > 0 {
+		t.Fatalf("Hold: foreign %v, err %v", fr, err)
+	}
+	out := ip(t, h, "route", "show", "203.0.113.0/24")
+	for _, want := range []string{"203.0.113.0/24 proto keepalived", "nexthop via 10.99.0.1 dev eth0 weight 1", "nexthop via 10.99.0.2 dev eth0 weight 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("ip route lacks %q:\n%s", want, out)
+		}
+	}
+	out6 := ip(t, h, "-6", "route", "show", "2001:db8:1::/48")
+	for _, want := range []string{"nexthop via fd00:99::1 dev eth0 weight 3", "nexthop via fd00:99::2 dev eth0 weight 1 onlink"} {
+		if !strings.Contains(out6, want) {
+			t.Errorf("ip -6 route lacks %q:\n%s", want, out6)
+		}
+	}
+	// Held again (a periodic check): present, so neither foreign nor added twice.
+	if fr, _, err := m.Hold("VI_1", routes, nil); err != nil || len(fr) > 0 {
+		t.Fatalf("second Hold: foreign %v, err %v", fr, err)
+	}
+	if n := strings.Count(ip(t, h, "route", "show", "203.0.113.0/24"), "nexthop via"); n != 2 {
+		t.Errorf("%d nexthops after a second Hold, want 2", n)
+	}
+	if err := m.Release("VI_1", routes, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out := ip(t, h, "route", "show", "proto", "18") + ip(t, h, "-6", "route", "show", "proto", "18"); out != "" {
+		t.Errorf("routes left after release:\n%s", out)
+	}
+
+	// A crashed run's multipath route: recorded, recovered from the record, removed.
+	if _, _, err := m.Hold("VI_1", routes[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := newManager(t, h, dir).Recover()
+	if err != nil || len(got) != 1 || got[0] != mpRoute {
+		t.Fatalf("Recover: %v, %v; want [%v]", got, err, mpRoute)
+	}
+	if out := ip(t, h, "route", "show", "203.0.113.0/24"); out != "" {
+		t.Errorf("multipath route left after recovery:\n%s", out)
 	}
 }

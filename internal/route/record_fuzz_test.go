@@ -25,6 +25,7 @@ func FuzzRecord(f *testing.F) {
 		{},
 		{[]Route{gwRoute}, nil},
 		{[]Route{gwRoute, tblRoute, v6Route, bhRoute, srcRoute}, []Rule{fromRule, markRule, v6Rule}},
+		{[]Route{mpRoute, mp6Route}, nil},
 	} {
 		b, err := encodeSets(setOf(e.routes), setOf(e.rules))
 		if err != nil {

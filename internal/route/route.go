@@ -131,6 +131,10 @@ type Route struct {
 	Type     Type   `json:"type,omitempty"`
 	Protocol uint8  `json:"protocol"`
 	OnLink   bool   `json:"onlink,omitempty"`
+	// Nexthops are a multipath route's paths (keepalived's "via A or B"); then Via, Dev
+	// and OnLink are unset, each path has its own. A record written before multipath
+	// routes has no "nexthops" and reads as a route without.
+	Nexthops Nexthops `json:"nexthops,omitzero"`
 }
 
 // IPv6 reports whether r is an IPv6 route.
@@ -181,6 +185,9 @@ func (r Route) String() string {
 		b.WriteString(" onlink")
 	}
 	fmt.Fprintf(&b, " proto %d", r.Protocol)
+	for _, n := range r.Nexthops.List() {
+		b.WriteString(" " + n.String())
+	}
 	return b.String()
 }
 
@@ -198,8 +205,15 @@ func (r Route) Validate() error {
 			return fmt.Errorf("route %s mixes IPv4 and IPv6 addresses", r.Dst)
 		}
 	}
-	if r.Type != TypeUnicast && (r.Via.IsValid() || r.Dev != "") {
-		return fmt.Errorf("a %s route takes no via or dev", r.Type)
+	multipath := !r.Nexthops.IsZero()
+	if r.Type != TypeUnicast && (r.Via.IsValid() || r.Dev != "" || multipath) {
+		return fmt.Errorf("a %s route takes no via, dev or nexthop", r.Type)
+	}
+	if multipath {
+		if r.Via.IsValid() || r.Dev != "" || r.OnLink {
+			return errMultipathTop
+		}
+		return r.Nexthops.validate(r.Dst)
 	}
 	if r.Type == TypeUnicast && !r.Via.IsValid() && r.Dev == "" {
 		return fmt.Errorf("route %s needs via or dev", r.Dst)
