@@ -336,17 +336,10 @@ func desiredPodMonitor(g *v1alpha1.KeepalivedGroup, extra map[string]string) *un
 		"apiVersion": podMonitorGVK.GroupVersion().String(),
 		"kind":       podMonitorGVK.Kind,
 		"metadata": map[string]any{
-			"name":      ownedName(g),
-			"namespace": g.Namespace,
-			"labels":    own,
-			"ownerReferences": []any{map[string]any{
-				"apiVersion":         v1alpha1.GroupVersion.String(),
-				"kind":               "KeepalivedGroup",
-				"name":               g.Name,
-				"uid":                string(g.UID),
-				"controller":         true,
-				"blockOwnerDeletion": true,
-			}},
+			"name":            ownedName(g),
+			"namespace":       g.Namespace,
+			"labels":          own,
+			"ownerReferences": []any{groupOwnerRef(g)},
 		},
 		"spec": map[string]any{
 			"selector": map[string]any{"matchLabels": labels},

@@ -30,17 +30,10 @@ func desiredMastership(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 		"apiVersion": v1alpha1.GroupVersion.String(),
 		"kind":       "KeepalivedMastership",
 		"metadata": map[string]any{
-			"name":      g.Name,
-			"namespace": g.Namespace,
-			"labels":    labels,
-			"ownerReferences": []any{map[string]any{
-				"apiVersion":         v1alpha1.GroupVersion.String(),
-				"kind":               "KeepalivedGroup",
-				"name":               g.Name,
-				"uid":                string(g.UID),
-				"controller":         true,
-				"blockOwnerDeletion": true,
-			}},
+			"name":            g.Name,
+			"namespace":       g.Namespace,
+			"labels":          labels,
+			"ownerReferences": []any{groupOwnerRef(g)},
 		},
 	}}
 }
@@ -61,4 +54,17 @@ func (r *GroupReconciler) applyMastership(ctx context.Context, g *v1alpha1.Keepa
 	return r.applyIfChanged(ctx, g, "KeepalivedMastership", client.ApplyConfigurationFromUnstructured(desiredMastership(g)), func() bool {
 		return r.Client.Get(ctx, key, &v1alpha1.KeepalivedMastership{}) == nil
 	})
+}
+
+// groupOwnerRef is g as the controlling owner of an object written as unstructured (the
+// PodMonitor, the KeepalivedMastership), so the garbage collector deletes it with g.
+func groupOwnerRef(g *v1alpha1.KeepalivedGroup) map[string]any {
+	return map[string]any{
+		"apiVersion":         v1alpha1.GroupVersion.String(),
+		"kind":               "KeepalivedGroup",
+		"name":               g.Name,
+		"uid":                string(g.UID),
+		"controller":         true,
+		"blockOwnerDeletion": true,
+	}
 }

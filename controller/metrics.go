@@ -24,23 +24,20 @@ var (
 	groupLabels = []string{"namespace", "keepalivedgroup"}
 	poolLabels  = []string{"namespace", "keepalivedgroup", "family"}
 
-	groupDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vrrp_operator_group_degraded",
-		Help: "1 while the group's Degraded condition is True (router IDs exhausted, an invalid address pool, an object the operator could not apply), else 0",
-	}, groupLabels)
-	groupNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vrrp_operator_group_nodes",
-		Help: "Nodes the group's vrrpd runs on (status.nodeCount): the vrrpd scrape targets Prometheus should have for the group",
-	}, groupLabels)
-	poolSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vrrp_operator_pool_size",
-		Help: "Addresses the group's addressPool can hand out, per family: exclusions and the network and broadcast addresses of its CIDRs taken off",
-	}, poolLabels)
-	poolAllocated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vrrp_operator_pool_allocated",
-		Help: "Addresses of the group's addressPool that the group's Services hold, per family",
-	}, poolLabels)
+	groupDegraded = gaugeVec("vrrp_operator_group_degraded", groupLabels,
+		"1 while the group's Degraded condition is True (router IDs exhausted, an invalid address pool, an object the operator could not apply), else 0")
+	groupNodes = gaugeVec("vrrp_operator_group_nodes", groupLabels,
+		"Nodes the group's vrrpd runs on (status.nodeCount): the vrrpd scrape targets Prometheus should have for the group")
+	poolSize = gaugeVec("vrrp_operator_pool_size", poolLabels,
+		"Addresses the group's addressPool can hand out, per family: exclusions and the network and broadcast addresses of its CIDRs taken off")
+	poolAllocated = gaugeVec("vrrp_operator_pool_allocated", poolLabels,
+		"Addresses of the group's addressPool that the group's Services hold, per family")
 )
+
+// gaugeVec is a gauge family of the operator's, by name, labels and help text.
+func gaugeVec(name string, labels []string, help string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
+}
 
 func init() {
 	// controller-runtime's registry: the manager serves it; registered once per

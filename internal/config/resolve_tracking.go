@@ -190,10 +190,7 @@ func (sr *syncResolver) addFiles(sd *syncDraft, in *Instance, owner bool) {
 			continue
 		}
 		tf := t.resolve(spec)
-		if owner && tf.Weight != 0 {
-			sr.warn(t.pos, "(%s) cannot have weighted track file %s with member having priority 255 - setting weight 0", sd.name, t.name)
-			tf.Weight = 0
-		}
+		sr.ownerUnweighted(owner, &tf.Weight, t.pos, "(%s) cannot have weighted track file %s with member having priority 255 - setting weight 0", sd.name, t.name)
 		if j := slices.IndexFunc(in.TrackFiles, func(o TrackFile) bool { return o.File == t.name }); j >= 0 {
 			if in.TrackFiles[j].Weight != 0 {
 				in.TrackFiles[j].Weight, in.TrackFiles[j].Reverse = tf.Weight, tf.Reverse
@@ -201,6 +198,15 @@ func (sr *syncResolver) addFiles(sd *syncDraft, in *Instance, owner bool) {
 			continue
 		}
 		in.TrackFiles = append(in.TrackFiles, tf)
+	}
+}
+
+// ownerUnweighted clears *weight, with keepalived's warning, for a member whose priority is
+// 255: an address owner's priority cannot move, so a weight on it would mean nothing.
+func (sr *syncResolver) ownerUnweighted(owner bool, weight *int, pos Position, format string, a ...any) {
+	if owner && *weight != 0 {
+		sr.warn(pos, format, a...)
+		*weight = 0
 	}
 }
 
@@ -213,10 +219,7 @@ func (sr *syncResolver) addScripts(sd *syncDraft, in *Instance, owner bool) {
 			continue
 		}
 		ts := t.resolve(sc)
-		if owner && ts.Weight != 0 {
-			sr.warn(t.pos, "(%s) cannot have weighted track script %s with member having priority 255 - clearing weight", sd.name, t.name)
-			ts.Weight = 0
-		}
+		sr.ownerUnweighted(owner, &ts.Weight, t.pos, "(%s) cannot have weighted track script %s with member having priority 255 - clearing weight", sd.name, t.name)
 		if slices.ContainsFunc(in.TrackScripts, func(o TrackScript) bool { return o.Script == t.name }) {
 			continue
 		}
