@@ -236,8 +236,7 @@ func Probe(ctx context.Context, socket, path string) error {
 // WriteTable prints the status as a table, one line per instance, the way `vrrpd status`
 // shows it.
 func (s Status) WriteTable(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tINTERFACE\tFAMILY\tVRID\tSTATE\tPRIORITY\tMASTER\tVIPS")
+	tw := table(w, "NAME\tINTERFACE\tFAMILY\tVRID\tSTATE\tPRIORITY\tMASTER\tVIPS")
 	for _, in := range s.Instances {
 		master := in.Master
 		if master == "" {
@@ -267,8 +266,7 @@ func (s Status) writeConflicts(w io.Writer) error {
 	if len(s.Conflicts) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nINSTANCE\tVIP\tALSO ANSWERED BY\tSINCE")
+	tw := table(w, "\nINSTANCE\tVIP\tALSO ANSWERED BY\tSINCE")
 	for _, c := range s.Conflicts {
 		since := "-"
 		if !c.Since.IsZero() {
@@ -285,8 +283,7 @@ func (s Status) writeTracking(w io.Writer) error {
 	if len(s.Scripts) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nINSTANCE\tBASE\tEFFECTIVE\tSCRIPT\tWEIGHT\tSTATUS")
+	tw := table(w, "\nINSTANCE\tBASE\tEFFECTIVE\tSCRIPT\tWEIGHT\tSTATUS")
 	for _, in := range s.Instances {
 		for _, t := range in.TrackScripts {
 			weight := strconv.Itoa(t.Weight)
@@ -301,4 +298,11 @@ func (s Status) writeTracking(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\n", sc.Name, sc.Status, sc.Runs, sc.Failures, sc.Timeouts)
 	}
 	return tw.Flush()
+}
+
+// table starts one of the status tables: columns two spaces apart, header first.
+func table(w io.Writer, header string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	return tw
 }
