@@ -234,6 +234,7 @@ func TestChartKeeps(t *testing.T) {
 		"ClusterRole /vrrp-operator-vrrpd-scc",
 		"ConfigMap vrrp-operator/vrrp-operator-policy",
 		"CustomResourceDefinition /" + crdName,
+		"CustomResourceDefinition /keepalivedmasterships.redhatcop.redhat.io",
 		"Namespace /lb-a",
 		"Namespace /lb-b",
 		"SecurityContextConstraints /vrrp-operator-vrrpd",
