@@ -227,6 +227,7 @@ func (p *kaParser) instance(n node) error {
 			p.warn(c.pos, "%q takes no block; its contents are ignored", c.key())
 		}
 	}
+	p.skipOtherFamily(&d)
 	p.drafts = append(p.drafts, d)
 	return nil
 }

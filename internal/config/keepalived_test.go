@@ -313,9 +313,12 @@ func TestKeepalivedErrors(t *testing.T) {
 		{"v3 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nversion 3\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
 		// keepalived runs a v2 instance without VIPs (TestKeepalivedV2WithoutVIP), except in strict mode.
 		{"v2 strict without VIP", "vrrp_instance A {\ninterface eth0\nstrict_mode\nvirtual_router_id 1\nvirtual_ipaddress {\n}\nvirtual_ipaddress_excluded {\n10.0.0.1\n}\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
-		{"mixed families", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"), `e.conf:6: (T) VIP fd00:99::1/64 is IPv6 but the instance is IPv4: one instance carries one family (use virtual_ipaddress_excluded or a second instance)`},
-		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:5: (T) unicast peer fd00:99::2 is not IPv4 like the instance`},
-		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:4: (T) source address fd00:99::2 is not IPv4 like the instance`},
+		// The first address written sets the family (keepalived 2.2.7 as vrrpd): here the
+		// IPv6 peer or source, so the IPv4 VIP after it is skipped and the instance has
+		// none, keepalived's "No VIP specified" (keepalived -t exits 5). The other order
+		// is in TestKeepalivedSkippedValues.
+		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:1: (T) no VIP specified; at least one is required`},
+		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:1: (T) no VIP specified; at least one is required`},
 		{"bad label", kaConf("", "virtual_ipaddress {\n10.99.0.1/24 label eth1:x\n}"), `e.conf:5: (T) label "eth1:x" must be the device name "eth0" or start with "eth0:"`},
 		{"duplicate vrid", kaConf("", "") + strings.Replace(kaConf("", ""), "vrrp_instance T", "vrrp_instance U", 1), `e.conf:9: (U) interface eth0, VRID 51, IPv4 is already used by instance T at e.conf:1`},
 		{"include without name", "include\n", `e.conf:1: include needs a file name or pattern`},
@@ -388,6 +391,26 @@ func TestKeepalivedSkippedValues(t *testing.T) {
 			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("224.0.0.18") }},
 		{"vrrp_mcast_group6", kaConf("vrrp_mcast_group6 224.0.0.1", "virtual_ipaddress {\nfd00:99::1/64\n}"), skipped(2, "vrrp_mcast_group6 224.0.0.1 is not an IPv6 multicast address", "the IPv6 multicast group stays as it was (ff02::12 by default)"),
 			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("ff02::12") }},
+		// vrrp_srcip_handler, alloc_vrrp_unicast_peer, alloc_vrrp_vip: the first address
+		// written sets the family; a later one of the other family is skipped.
+		{"source of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.100/24\n}\nunicast_src_ip fd00:99::2"),
+			"s.conf:7: (T) source address fd00:99::2 is not IPv4 like the instance (its first address, 10.99.0.100 at s.conf:5); skipped, as keepalived skips it",
+			func(in Instance) bool { return in.Family == IPv4 && !in.UnicastSrc.IsValid() }},
+		{"peer of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.100/24\n}\nunicast_peer {\n10.99.0.2\nfd00:99::3\n}"),
+			"s.conf:9: (T) unicast peer fd00:99::3 is not IPv4 like the instance (its first address, 10.99.0.100 at s.conf:5); skipped, as keepalived skips it",
+			func(in Instance) bool {
+				return in.Family == IPv4 && slices.Equal(in.UnicastPeers, []netip.Addr{netip.MustParseAddr("10.99.0.2")})
+			}},
+		{"VIP of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"),
+			"s.conf:6: (T) VIP fd00:99::1 is not IPv4 like the instance (its first address, 10.99.0.1 at s.conf:5); skipped, as keepalived skips it",
+			func(in Instance) bool {
+				return in.Family == IPv4 && len(in.VIPs) == 1 && in.VIPs[0].Prefix == netip.MustParsePrefix("10.99.0.1/24")
+			}},
+		{"IPv6 source first", kaConf("", "unicast_src_ip fd00:99::2\nvirtual_ipaddress {\nfd00:99::1/64\n10.99.0.1/24\n}"),
+			"s.conf:7: (T) VIP 10.99.0.1 is not IPv6 like the instance (its first address, fd00:99::2 at s.conf:4); skipped, as keepalived skips it",
+			func(in Instance) bool {
+				return in.Family == IPv6 && len(in.VIPs) == 1 && in.UnicastSrc == netip.MustParseAddr("fd00:99::2")
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
