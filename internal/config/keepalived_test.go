@@ -391,6 +391,21 @@ func TestKeepalivedSkippedValues(t *testing.T) {
 			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("224.0.0.18") }},
 		{"vrrp_mcast_group6", kaConf("vrrp_mcast_group6 224.0.0.1", "virtual_ipaddress {\nfd00:99::1/64\n}"), skipped(2, "vrrp_mcast_group6 224.0.0.1 is not an IPv6 multicast address", "the IPv6 multicast group stays as it was (ff02::12 by default)"),
 			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("ff02::12") }},
+		// vrrp_preempt_delay_handler: "Preempt_delay not valid!", set to 0.
+		{"preempt_delay", kaConf("", "preempt_delay 5\npreempt_delay 2000"), skipped(5, `preempt_delay "2000" is not a number of seconds between 0s and 16m40s`, "using no delay (0)"),
+			func(in Instance) bool { return in.PreemptDelay == 0 }},
+		// vrrp_strict_mode_handler, vrrp_lower_prio_no_advert_handler: "invalid ... specified".
+		{"strict_mode", kaConf("", "strict_mode maybe"), skipped(4, `strict_mode "maybe" is not a boolean (true, on, yes, false, off or no)`, "strict mode stays as it was (off by default)"),
+			func(in Instance) bool { return !in.Strict }},
+		{"lower_prio_no_advert", kaConf("", "lower_prio_no_advert\nlower_prio_no_advert 2"), skipped(5, `lower_prio_no_advert "2" is not a boolean (true, on, yes, false, off or no)`, "lower_prio_no_advert stays as it was (off by default)"),
+			func(in Instance) bool { return in.LowerPrioNoAdvert }},
+		{"vrrp_lower_prio_no_advert", kaConf("vrrp_lower_prio_no_advert x", ""), skipped(2, `vrrp_lower_prio_no_advert "x" is not a boolean (true, on, yes, false, off or no)`, "the default stays as it was (off)"),
+			func(in Instance) bool { return !in.LowerPrioNoAdvert }},
+		// vrrp_down_timer_adverts_handler (both): "Invalid ... down_timer_adverts [1:100]".
+		{"down_timer_adverts", kaConf("vrrp_down_timer_adverts 5", "down_timer_adverts 0"), skipped(7, `down_timer_adverts "0" is not a number between 1 and 100`, "down_timer_adverts stays as it was (vrrp_down_timer_adverts's, 3 by default)"),
+			func(in Instance) bool { return in.DownTimerAdverts == 5 }},
+		{"vrrp_down_timer_adverts", kaConf("vrrp_down_timer_adverts 101", ""), skipped(2, `vrrp_down_timer_adverts "101" is not a number between 1 and 100`, "the default stays 3"),
+			func(in Instance) bool { return in.DownTimerAdverts == 0 }}, // 0: RFC 5798's 3
 		// vrrp_srcip_handler, alloc_vrrp_unicast_peer, alloc_vrrp_vip: the first address
 		// written sets the family; a later one of the other family is skipped.
 		{"source of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.100/24\n}\nunicast_src_ip fd00:99::2"),
