@@ -26,10 +26,12 @@ func TestDownTimerAdverts(t *testing.T) {
 		{"YAML defaults", "d.yaml", "defaults:\n  downTimerAdverts: 2\n" + inst, 2, "", ""},
 		{"strict", "d.conf", kaConf("", "strict_mode\ndown_timer_adverts 5"), 0,
 			"down_timer_adverts is incompatible with strict mode; using 3", ""},
-		{"conf 0", "d.conf", kaConf("", "down_timer_adverts 0"), 0, "",
-			`d.conf:4: down_timer_adverts "0" is not a number between 1 and 100`},
-		{"conf 101", "d.conf", kaConf("", "down_timer_adverts 101"), 0, "",
-			`d.conf:4: down_timer_adverts "101" is not a number between 1 and 100`},
+		// keepalived 2.2.7 reports a bad value and goes on without it
+		// (vrrp_down_timer_adverts_handler); so does vrrpd in keepalived.conf, YAML refuses it.
+		{"conf 0", "d.conf", kaConf("", "down_timer_adverts 0"), 0,
+			`d.conf:4: down_timer_adverts "0" is not a number between 1 and 100; line skipped, as keepalived skips it`, ""},
+		{"conf 101", "d.conf", kaConf("", "down_timer_adverts 101"), 0,
+			`d.conf:4: down_timer_adverts "101" is not a number between 1 and 100; line skipped, as keepalived skips it`, ""},
 		{"YAML 0", "d.yaml", inst + "  downTimerAdverts: 0\n", 0, "",
 			`d.yaml:6: instance "T": downTimerAdverts "0" is not a number between 1 and 100`},
 	} {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vrrp-operator/vrrp-operator/internal/keyword"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -120,9 +121,7 @@ func (p *kaParser) globalDefs(ns []node) error {
 			p.ignore(n, " in global_defs")
 			continue
 		}
-		st := newStatement(n.key(), n.args(), n.pos)
-		err := p.g.set(st)
-		p.notes(st)
+		err := p.setOrSkip(keyword.Global, newStatement(n.key(), n.args(), n.pos), p.g.set)
 		switch {
 		case errors.Is(err, ErrUnknownKeyword):
 			p.ignore(n, " in global_defs")
@@ -131,6 +130,30 @@ func (p *kaParser) globalDefs(ns []node) error {
 		}
 	}
 	return nil
+}
+
+// setOrSkip applies st with set, and its notes as warnings. A bad value of a keyword
+// keepalived 2.2.7 skips with a message and goes on without (the table's Skip) is a
+// warning saying what is used instead, and its Fallback, if any, is applied in its place;
+// any other bad value is set's error. A missing value stays an error.
+func (p *kaParser) setOrSkip(b keyword.Block, st *statement, set func(*statement) error) error {
+	err := set(st)
+	p.notes(st)
+	if err == nil || errors.Is(err, ErrUnknownKeyword) || len(st.Args) == 0 {
+		return err
+	}
+	k, ok := keyword.Lookup(b, st.Key)
+	if !ok || k.Skip == "" {
+		return err
+	}
+	p.warn(st.pos, "%v; line skipped, as keepalived skips it: %s", err, k.Skip)
+	if k.Fallback == "" {
+		return nil
+	}
+	fb := newStatement(st.Key, []string{k.Fallback}, st.pos)
+	err = set(fb)
+	p.notes(fb)
+	return err
 }
 
 // notes turns a statement's notes into warnings at its position.
@@ -189,9 +212,7 @@ func (p *kaParser) instance(n node) error {
 			if c.key() == "unicast_src_ip" || c.key() == "mcast_src_ip" {
 				c = p.stripSource(c)
 			}
-			st := newStatement(c.key(), c.args(), c.pos)
-			err = d.set(st)
-			p.notes(st)
+			err = p.setOrSkip(keyword.Instance, newStatement(c.key(), c.args(), c.pos), d.set)
 			if errors.Is(err, ErrUnknownKeyword) {
 				p.ignore(c, where)
 				err = nil
@@ -206,6 +227,7 @@ func (p *kaParser) instance(n node) error {
 			p.warn(c.pos, "%q takes no block; its contents are ignored", c.key())
 		}
 	}
+	p.skipOtherFamily(&d)
 	p.drafts = append(p.drafts, d)
 	return nil
 }

@@ -298,19 +298,13 @@ func TestKeepalivedErrors(t *testing.T) {
 		{"stray open", "vrrp_instance A {\n}\n{\n}\n", `e.conf:3: unexpected "{" without a keyword before it`},
 		{"unterminated quote", "global_defs {\nrouter_id \"h1\n}\n", `e.conf:2: unterminated quoted string`},
 		{"missing value", kaConf("", "priority"), `e.conf:4: priority needs a value`},
-		{"bad number", kaConf("", "priority high"), `e.conf:4: priority "high" is not a number between 1 and 255`},
-		{"priority 0", kaConf("", "priority 0"), `e.conf:4: priority "0" is not a number between 1 and 255`},
-		{"priority 256", kaConf("", "priority 256"), `e.conf:4: priority "256" is not a number between 1 and 255`},
+		// keepalived 2.2.7 skips a bad VRID but then refuses the instance without one
+		// (vrrp_complete_instance); bad values keepalived skips and runs without are in
+		// TestKeepalivedSkippedValues.
 		{"vrid 0", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 0\n}\n", `e.conf:3: virtual_router_id "0" is not a number between 1 and 255`},
 		{"vrid 256", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 256\n}\n", `e.conf:3: virtual_router_id "256" is not a number between 1 and 255`},
-		{"bad advert_int", kaConf("", "advert_int 0"), `e.conf:4: advert_int "0" is not a number of seconds between 10ms and 4m15s`},
-		{"bad advert_int text", kaConf("", "advert_int 1,5"), `e.conf:4: advert_int "1,5" is not a number of seconds between 10ms and 4m15s`},
-		{"bad version", kaConf("", "version 4"), `e.conf:4: version "4" is not a number between 2 and 3`},
-		{"bad global version", kaConf("vrrp_version 1", ""), `e.conf:2: vrrp_version "1" is not a number between 2 and 3`},
-		{"bad unicast_src_ip", kaConf("", "unicast_src_ip 10.99.0"), `e.conf:4: bad IP address "10.99.0"`},
 		{"auth AH", kaConf("", "authentication {\nauth_type AH\n}"), `e.conf:5: auth_type AH (IPsec authentication header) is not supported by vrrpd; use PASS or none`},
 		{"auth unknown", kaConf("", "authentication {\nauth_type MD5\n}"), `e.conf:5: unknown auth_type "MD5" (want PASS)`},
-		{"mcast group not multicast", kaConf("vrrp_mcast_group4 10.0.0.1", ""), `e.conf:2: vrrp_mcast_group4 10.0.0.1 is not an IPv4 multicast address`},
 		{"vip block missing", kaConf("", "virtual_ipaddress 10.0.0.1"), `e.conf:4: virtual_ipaddress needs a { ... } block`},
 		{"instance without name", "vrrp_instance {\n}\n", `e.conf:1: vrrp_instance needs a name`},
 		{"global_defs without block", "global_defs\n", `e.conf:1: global_defs needs a { ... } block`},
@@ -319,9 +313,12 @@ func TestKeepalivedErrors(t *testing.T) {
 		{"v3 without VIP", "vrrp_instance A {\ninterface eth0\nvirtual_router_id 1\nversion 3\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
 		// keepalived runs a v2 instance without VIPs (TestKeepalivedV2WithoutVIP), except in strict mode.
 		{"v2 strict without VIP", "vrrp_instance A {\ninterface eth0\nstrict_mode\nvirtual_router_id 1\nvirtual_ipaddress {\n}\nvirtual_ipaddress_excluded {\n10.0.0.1\n}\n}\n", `e.conf:1: (A) no VIP specified; at least one is required`},
-		{"mixed families", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"), `e.conf:6: (T) VIP fd00:99::1/64 is IPv6 but the instance is IPv4: one instance carries one family (use virtual_ipaddress_excluded or a second instance)`},
-		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:5: (T) unicast peer fd00:99::2 is not IPv4 like the instance`},
-		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:4: (T) source address fd00:99::2 is not IPv4 like the instance`},
+		// The first address written sets the family (keepalived 2.2.7 as vrrpd): here the
+		// IPv6 peer or source, so the IPv4 VIP after it is skipped and the instance has
+		// none, keepalived's "No VIP specified" (keepalived -t exits 5). The other order
+		// is in TestKeepalivedSkippedValues.
+		{"peer family", kaConf("", "unicast_peer {\nfd00:99::2\n}"), `e.conf:1: (T) no VIP specified; at least one is required`},
+		{"src family", kaConf("", "unicast_src_ip fd00:99::2"), `e.conf:1: (T) no VIP specified; at least one is required`},
 		{"bad label", kaConf("", "virtual_ipaddress {\n10.99.0.1/24 label eth1:x\n}"), `e.conf:5: (T) label "eth1:x" must be the device name "eth0" or start with "eth0:"`},
 		{"duplicate vrid", kaConf("", "") + strings.Replace(kaConf("", ""), "vrrp_instance T", "vrrp_instance U", 1), `e.conf:9: (U) interface eth0, VRID 51, IPv4 is already used by instance T at e.conf:1`},
 		{"include without name", "include\n", `e.conf:1: include needs a file name or pattern`},
@@ -344,6 +341,111 @@ func TestKeepalivedErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A bad value keepalived 2.2.7 reports and then runs without (the instance kept, the line
+// skipped, its default or earlier value in use) is a warning naming the line and what is
+// used instead, and the instance runs with that value. Each case names keepalived's
+// handler.
+func TestKeepalivedSkippedValues(t *testing.T) {
+	skipped := func(line int, msg, instead string) string {
+		return "s.conf:" + itoa(line) + ": " + msg + "; line skipped, as keepalived skips it: " + instead
+	}
+	const prio100 = "using the default priority 100"
+	const src = "the source address stays as it was (the interface's by default)"
+	tests := []struct {
+		name  string
+		conf  string
+		warn  string
+		check func(in Instance) bool
+	}{
+		// vrrp_prio_handler: "Priority not valid! ... Using default 100".
+		{"priority word", kaConf("", "priority high"), skipped(4, `priority "high" is not a number between 1 and 255`, prio100),
+			func(in Instance) bool { return in.Priority == 100 }},
+		{"priority 0", kaConf("", "priority 0"), skipped(4, `priority "0" is not a number between 1 and 255`, prio100),
+			func(in Instance) bool { return in.Priority == 100 }},
+		{"priority 256 after a good one", kaConf("", "priority 150\npriority 256"), skipped(5, `priority "256" is not a number between 1 and 255`, prio100),
+			func(in Instance) bool { return in.Priority == 100 }},
+		// vrrp_adv_handler: "Advert interval (...) not valid! ... - ignoring".
+		{"advert_int 0", kaConf("", "advert_int 0"), skipped(4, `advert_int "0" is not a number of seconds between 10ms and 4m15s`, "the advertisement interval stays as it was (1s by default)"),
+			func(in Instance) bool { return in.AdvertInterval == time.Second }},
+		{"advert_int text after a good one", kaConf("", "advert_int 3\nadvert_int 1,5"), skipped(5, `advert_int "1,5" is not a number of seconds between 10ms and 4m15s`, "the advertisement interval stays as it was (1s by default)"),
+			func(in Instance) bool { return in.AdvertInterval == 3*time.Second }},
+		// vrrp_version_handler (instance): "Version must be either 2 or 3", return.
+		{"version 4", kaConf("vrrp_version 3", "version 4"), skipped(7, `version "4" is not a number between 2 and 3`, "the VRRP version stays as it was (vrrp_version's, 2 by default)"),
+			func(in Instance) bool { return in.Version == vrrp.Version3 }},
+		// vrrp_version_handler (global_parser.c): "VRRP Error: Version must be either 2 or 3", return.
+		{"vrrp_version 1", kaConf("vrrp_version 1", ""), skipped(2, `vrrp_version "1" is not a number between 2 and 3`, "the default version stays 2"),
+			func(in Instance) bool { return in.Version == vrrp.Version2 }},
+		// vrrp_srcip_handler: "malformed src address[...]. Skipping...".
+		{"unicast_src_ip", kaConf("", "unicast_src_ip 10.99.0\nunicast_peer {\n10.99.0.2\n}"), skipped(4, `bad IP address "10.99.0"`, src),
+			func(in Instance) bool { return !in.UnicastSrc.IsValid() && len(in.UnicastPeers) == 1 }},
+		{"mcast_src_ip after a good one", kaConf("", "mcast_src_ip 10.99.0.1\nmcast_src_ip 10.99.0.x"), skipped(5, `bad IP address "10.99.0.x"`, src),
+			func(in Instance) bool { return in.UnicastSrc == netip.MustParseAddr("10.99.0.1") }},
+		// vrrp_mcast_dstip_handler: "mcast_dst_ip ... not multicast. Skipping...".
+		{"mcast_dst_ip", kaConf("", "mcast_dst_ip 10.0.0.1"), skipped(4, "mcast_dst_ip 10.0.0.1 is not a multicast address", "the instance uses vrrp_mcast_group4/6's group (224.0.0.18 or ff02::12 by default)"),
+			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("224.0.0.18") }},
+		// vrrp_mcast_group4_handler / _group6_handler: "... is not multicast. Skipping" and
+		// "... is not IPv6. Skipping".
+		{"vrrp_mcast_group4", kaConf("vrrp_mcast_group4 10.0.0.1", ""), skipped(2, "vrrp_mcast_group4 10.0.0.1 is not an IPv4 multicast address", "the IPv4 multicast group stays as it was (224.0.0.18 by default)"),
+			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("224.0.0.18") }},
+		{"vrrp_mcast_group6", kaConf("vrrp_mcast_group6 224.0.0.1", "virtual_ipaddress {\nfd00:99::1/64\n}"), skipped(2, "vrrp_mcast_group6 224.0.0.1 is not an IPv6 multicast address", "the IPv6 multicast group stays as it was (ff02::12 by default)"),
+			func(in Instance) bool { return in.MulticastGroup == netip.MustParseAddr("ff02::12") }},
+		// vrrp_preempt_delay_handler: "Preempt_delay not valid!", set to 0.
+		{"preempt_delay", kaConf("", "preempt_delay 5\npreempt_delay 2000"), skipped(5, `preempt_delay "2000" is not a number of seconds between 0s and 16m40s`, "using no delay (0)"),
+			func(in Instance) bool { return in.PreemptDelay == 0 }},
+		// vrrp_strict_mode_handler, vrrp_lower_prio_no_advert_handler: "invalid ... specified".
+		{"strict_mode", kaConf("", "strict_mode maybe"), skipped(4, `strict_mode "maybe" is not a boolean (true, on, yes, false, off or no)`, "strict mode stays as it was (off by default)"),
+			func(in Instance) bool { return !in.Strict }},
+		{"lower_prio_no_advert", kaConf("", "lower_prio_no_advert\nlower_prio_no_advert 2"), skipped(5, `lower_prio_no_advert "2" is not a boolean (true, on, yes, false, off or no)`, "lower_prio_no_advert stays as it was (off by default)"),
+			func(in Instance) bool { return in.LowerPrioNoAdvert }},
+		{"vrrp_lower_prio_no_advert", kaConf("vrrp_lower_prio_no_advert x", ""), skipped(2, `vrrp_lower_prio_no_advert "x" is not a boolean (true, on, yes, false, off or no)`, "the default stays as it was (off)"),
+			func(in Instance) bool { return !in.LowerPrioNoAdvert }},
+		// vrrp_down_timer_adverts_handler (both): "Invalid ... down_timer_adverts [1:100]".
+		{"down_timer_adverts", kaConf("vrrp_down_timer_adverts 5", "down_timer_adverts 0"), skipped(7, `down_timer_adverts "0" is not a number between 1 and 100`, "down_timer_adverts stays as it was (vrrp_down_timer_adverts's, 3 by default)"),
+			func(in Instance) bool { return in.DownTimerAdverts == 5 }},
+		{"vrrp_down_timer_adverts", kaConf("vrrp_down_timer_adverts 101", ""), skipped(2, `vrrp_down_timer_adverts "101" is not a number between 1 and 100`, "the default stays 3"),
+			func(in Instance) bool { return in.DownTimerAdverts == 0 }}, // 0: RFC 5798's 3
+		// vrrp_srcip_handler, alloc_vrrp_unicast_peer, alloc_vrrp_vip: the first address
+		// written sets the family; a later one of the other family is skipped.
+		{"source of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.100/24\n}\nunicast_src_ip fd00:99::2"),
+			"s.conf:7: (T) source address fd00:99::2 is not IPv4 like the instance (its first address, 10.99.0.100 at s.conf:5); skipped, as keepalived skips it",
+			func(in Instance) bool { return in.Family == IPv4 && !in.UnicastSrc.IsValid() }},
+		{"peer of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.100/24\n}\nunicast_peer {\n10.99.0.2\nfd00:99::3\n}"),
+			"s.conf:9: (T) unicast peer fd00:99::3 is not IPv4 like the instance (its first address, 10.99.0.100 at s.conf:5); skipped, as keepalived skips it",
+			func(in Instance) bool {
+				return in.Family == IPv4 && slices.Equal(in.UnicastPeers, []netip.Addr{netip.MustParseAddr("10.99.0.2")})
+			}},
+		{"VIP of the other family", kaConf("", "virtual_ipaddress {\n10.99.0.1/24\nfd00:99::1/64\n}"),
+			"s.conf:6: (T) VIP fd00:99::1 is not IPv4 like the instance (its first address, 10.99.0.1 at s.conf:5); skipped, as keepalived skips it",
+			func(in Instance) bool {
+				return in.Family == IPv4 && len(in.VIPs) == 1 && in.VIPs[0].Prefix == netip.MustParsePrefix("10.99.0.1/24")
+			}},
+		{"IPv6 source first", kaConf("", "unicast_src_ip fd00:99::2\nvirtual_ipaddress {\nfd00:99::1/64\n10.99.0.1/24\n}"),
+			"s.conf:7: (T) VIP 10.99.0.1 is not IPv6 like the instance (its first address, fd00:99::2 at s.conf:4); skipped, as keepalived skips it",
+			func(in Instance) bool {
+				return in.Family == IPv6 && len(in.VIPs) == 1 && in.UnicastSrc == netip.MustParseAddr("fd00:99::2")
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, ws, err := Parse("s.conf", []byte(tt.conf))
+			if err != nil {
+				t.Fatalf("error %v, want the warning\n %s", err, tt.warn)
+			}
+			var got []string
+			for _, w := range ws {
+				got = append(got, w.Error())
+			}
+			if !slices.Contains(got, tt.warn) {
+				t.Errorf("warnings\n %s\nwant\n %s", strings.Join(got, "\n "), tt.warn)
+			}
+			if len(cfg.Instances) != 1 || !tt.check(cfg.Instances[0]) {
+				t.Errorf("instances %+v: not the value keepalived uses", cfg.Instances)
+			}
+		})
+	}
+	// YAML stays strict: TestYAML* keep these values as errors ("priority range").
 }
 
 // Same VRID on another family or interface is fine (keepalived keys on all three).
@@ -462,9 +564,9 @@ func TestKeepalivedIncludeErrors(t *testing.T) {
 		}
 	})
 	t.Run("error in included file names that file", func(t *testing.T) {
-		dir := writeFiles(t, map[string]string{"a.conf": "include sub/b.conf\n", "sub/b.conf": "vrrp_instance X {\n  priority x\n}\n"})
+		dir := writeFiles(t, map[string]string{"a.conf": "include sub/b.conf\n", "sub/b.conf": "vrrp_instance X {\n  virtual_router_id x\n}\n"})
 		_, _, err := Load(filepath.Join(dir, "a.conf"))
-		want := filepath.Join(dir, "sub", "b.conf") + `:2: priority "x" is not a number between 1 and 255`
+		want := filepath.Join(dir, "sub", "b.conf") + `:2: virtual_router_id "x" is not a number between 1 and 255`
 		if err == nil || err.Error() != want {
 			t.Errorf("error %v, want %s", err, want)
 		}

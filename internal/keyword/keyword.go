@@ -107,6 +107,14 @@ type Keyword struct {
 	// vrrpd plans to implement it (issue 9).
 	Unsupported string
 	Yet         bool
+	// Skip is, for a keyword whose bad value keepalived 2.2.7 reports and then goes on
+	// without (the instance kept, the line skipped), what is in use instead: keepalived.conf
+	// then warns with it and goes on too. Empty: a bad value is an error, as it is in
+	// every other format (YAML, a Service's keywords), which stay strict. Fallback, when
+	// set, is the value keepalived puts in place of the bad one (priority's default),
+	// read as if written.
+	Skip     string
+	Fallback string
 }
 
 // Lookup returns the entry of keyword name in block b.

@@ -25,6 +25,15 @@ func TestTable(t *testing.T) {
 			t.Errorf("%s: a group field decides it, yet the operator does not own it", k.Name)
 		case k.Reason != "" && (k.Block != Global || k.Owner != OwnerOperator):
 			t.Errorf("%s: a reason is for operator-owned global keywords", k.Name)
+		case (k.Skip != "" || k.Fallback != "") && (k.Value == nil || k.Field == FieldNone):
+			t.Errorf("%s: a bad value is skipped, yet no Value reads it or it lands nowhere", k.Name)
+		case k.Fallback != "" && k.Skip == "":
+			t.Errorf("%s: a fallback without the Skip warning that announces it", k.Name)
+		}
+		if k.Fallback != "" && k.Value != nil {
+			if _, err := k.Value.Read(&Statement{Key: k.Name, Args: []string{k.Fallback}}); err != nil {
+				t.Errorf("%s: fallback %q is itself bad: %v", k.Name, k.Fallback, err)
+			}
 		}
 		seen[id] = true
 		if k.Bounded {

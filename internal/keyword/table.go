@@ -39,12 +39,12 @@ var table = []Keyword{
 	{Name: "state", Block: Instance, Value: OneOf("MASTER", "BACKUP"), Field: FieldState, YAML: "state", Owner: OwnerOperator},
 	{Name: "interface", Block: Instance, Value: Word(MaxIfName, "interface name"), Field: FieldInterface, YAML: "interface", Owner: OwnerOperator},
 	{Name: "virtual_router_id", Block: Instance, Value: vrid, Field: FieldVRID, YAML: "vrid", Owner: OwnerOperator},
-	{Name: "priority", Block: Instance, Value: vrid, Field: FieldPriority, YAML: "priority", Owner: OwnerOperator},
-	{Name: "advert_int", Block: Instance, Value: Decimal(10*time.Millisecond, 255*time.Second), Field: FieldAdvertInterval, YAML: "advertInterval", Owner: OwnerOperator},
-	{Name: "version", Block: Instance, Value: version, Field: FieldVersion, YAML: "version", Owner: OwnerOperator},
+	{Name: "priority", Block: Instance, Value: vrid, Field: FieldPriority, YAML: "priority", Owner: OwnerOperator, Skip: "using the default priority 100", Fallback: "100"},
+	{Name: "advert_int", Block: Instance, Value: Decimal(10*time.Millisecond, 255*time.Second), Field: FieldAdvertInterval, YAML: "advertInterval", Owner: OwnerOperator, Skip: "the advertisement interval stays as it was (1s by default)"},
+	{Name: "version", Block: Instance, Value: version, Field: FieldVersion, YAML: "version", Owner: OwnerOperator, Skip: "the VRRP version stays as it was (vrrp_version's, 2 by default)"},
 	{Name: "preempt", Block: Instance, Value: Const(true), Field: FieldPreempt, YAML: "preempt", Owner: OwnerOperator},
 	{Name: "nopreempt", Block: Instance, Value: Const(false), Field: FieldPreempt, YAML: "preempt", Owner: OwnerOperator},
-	{Name: "preempt_delay", Block: Instance, Value: Decimal(0, MaxPreemptDelay), Field: FieldPreemptDelay, YAML: "preemptDelay", Owner: OwnerService},
+	{Name: "preempt_delay", Block: Instance, Value: Decimal(0, MaxPreemptDelay), Field: FieldPreemptDelay, YAML: "preemptDelay", Owner: OwnerService, Skip: "using no delay (0)", Fallback: "0"},
 	{Name: "accept", Block: Instance, Value: Const(true), Field: FieldAccept, YAML: "accept", Owner: OwnerService},
 	{Name: "no_accept", Block: Instance, Value: Const(false), Field: FieldAccept, YAML: "accept", Owner: OwnerService},
 	// strict_mode applies keepalived's strict rules to the Service's instance, as it did
@@ -52,21 +52,21 @@ var table = []Keyword{
 	// nothing it changes (no password, no accept mode, lower_prio_no_advert) reaches
 	// beyond the instance. Placement's priorities are never 255, so its state rule
 	// changes nothing.
-	{Name: "strict_mode", Block: Instance, Value: Bool(), Field: FieldStrict, YAML: "strict", Owner: OwnerService},
-	{Name: "lower_prio_no_advert", Block: Instance, Value: Bool(), Field: FieldLowerPrioNoAdvert, YAML: "lowerPrioNoAdvert", Owner: OwnerService},
+	{Name: "strict_mode", Block: Instance, Value: Bool(), Field: FieldStrict, YAML: "strict", Owner: OwnerService, Skip: "strict mode stays as it was (off by default)"},
+	{Name: "lower_prio_no_advert", Block: Instance, Value: Bool(), Field: FieldLowerPrioNoAdvert, YAML: "lowerPrioNoAdvert", Owner: OwnerService, Skip: "lower_prio_no_advert stays as it was (off by default)"},
 	// The group's v3ChecksumAsV2 decides the checksum form, which every member and the
 	// group's other routers must agree on.
 	{Name: "v3_checksum_as_v2", Block: Instance, Value: Bool(), Field: FieldV3ChecksumAsV2, YAML: "v3ChecksumAsV2", Owner: OwnerOperator},
-	{Name: "unicast_src_ip", Block: Instance, Value: Address(), Field: FieldSource, YAML: "unicast.source", Owner: OwnerOperator},
-	{Name: "mcast_src_ip", Block: Instance, Value: Address(), Field: FieldSource, YAML: "unicast.source", Owner: OwnerOperator},
-	{Name: "mcast_dst_ip", Block: Instance, Value: Multicast(0), Field: FieldMulticastGroup, YAML: "multicastGroup", Owner: OwnerService},
+	{Name: "unicast_src_ip", Block: Instance, Value: Address(), Field: FieldSource, YAML: "unicast.source", Owner: OwnerOperator, Skip: "the source address stays as it was (the interface's by default)"},
+	{Name: "mcast_src_ip", Block: Instance, Value: Address(), Field: FieldSource, YAML: "unicast.source", Owner: OwnerOperator, Skip: "the source address stays as it was (the interface's by default)"},
+	{Name: "mcast_dst_ip", Block: Instance, Value: Multicast(0), Field: FieldMulticastGroup, YAML: "multicastGroup", Owner: OwnerService, Skip: "the instance uses vrrp_mcast_group4/6's group (224.0.0.18 or ff02::12 by default)"},
 	{Name: "garp_master_delay", Block: Instance, Value: delay, Field: FieldGARPMasterDelay, YAML: "garp.masterDelay", Owner: OwnerService, Bounded: true},
 	{Name: "garp_master_repeat", Block: Instance, Value: repeat, Field: FieldGARPMasterRepeat, YAML: "garp.masterRepeat", Owner: OwnerService, Bounded: true},
 	{Name: "garp_master_refresh", Block: Instance, Value: refresh, Field: FieldGARPMasterRefresh, YAML: "garp.masterRefresh", Owner: OwnerService, Bounded: true},
 	{Name: "garp_master_refresh_repeat", Block: Instance, Value: repeat, Field: FieldGARPMasterRefreshRepeat, YAML: "garp.masterRefreshRepeat", Owner: OwnerService, Bounded: true},
 	// The master is down after this many intervals of silence (RFC 5798's 3 by
 	// default): the instance's own timing, which every member reads from one status.
-	{Name: "down_timer_adverts", Block: Instance, Value: Uint(1, 100), Field: FieldDownTimerAdverts, YAML: "downTimerAdverts", Owner: OwnerService, Bounded: true},
+	{Name: "down_timer_adverts", Block: Instance, Value: Uint(1, 100), Field: FieldDownTimerAdverts, YAML: "downTimerAdverts", Owner: OwnerService, Bounded: true, Skip: "down_timer_adverts stays as it was (vrrp_down_timer_adverts's, 3 by default)"},
 	// use_vmac makes a macvlan on every member node and changes its interface's
 	// arp_ignore and arp_filter: the node's settings, which the group decides
 	// (spec.useVMAC), never a Service. vmac_xmit_base goes with it (spec.vmacXmitBase).
@@ -121,7 +121,7 @@ var table = []Keyword{
 	// group's own fields or the node decide (Reason).
 	{Name: "router_id", Block: Global, Value: Word(0, ""), Field: FieldRouterID, Owner: OwnerOperator, Reason: "vrrpd names itself after its node"},
 	{Name: "net_namespace", Block: Global, Owner: OwnerOperator, Reason: "vrrpd runs in its pod's network namespace (the node's)"},
-	{Name: "vrrp_version", Block: Global, Value: version, Field: FieldVersion, YAML: "version", Owner: OwnerOperator, Reason: "the group's vrrpVersion decides"},
+	{Name: "vrrp_version", Block: Global, Value: version, Field: FieldVersion, YAML: "version", Owner: OwnerOperator, Reason: "the group's vrrpVersion decides", Skip: "the default version stays 2"},
 	// keepalived >= 2.2.8; like vrrp_strict it ignores any value.
 	{Name: "v3_checksum_as_v2", Block: Global, Value: Const(true), Field: FieldV3ChecksumAsV2, YAML: "v3ChecksumAsV2", Owner: OwnerOperator, Reason: "the group's v3ChecksumAsV2 decides"},
 	{Name: "vrrp_garp_master_delay", Block: Global, Value: delay, Field: FieldGARPMasterDelay, YAML: "garp.masterDelay", Owner: OwnerService, Bounded: true},
@@ -130,14 +130,14 @@ var table = []Keyword{
 	{Name: "vrrp_garp_master_refresh_repeat", Block: Global, Value: repeat, Field: FieldGARPMasterRefreshRepeat, YAML: "garp.masterRefreshRepeat", Owner: OwnerService, Bounded: true},
 	{Name: "vrrp_garp_lower_prio_delay", Block: Global, Value: delay, Owner: OwnerService, Bounded: true},
 	{Name: "vrrp_garp_lower_prio_repeat", Block: Global, Value: repeat, Owner: OwnerService, Bounded: true},
-	{Name: "vrrp_down_timer_adverts", Block: Global, Value: Uint(1, 100), Field: FieldDownTimerAdverts, YAML: "downTimerAdverts", Owner: OwnerService, Bounded: true},
+	{Name: "vrrp_down_timer_adverts", Block: Global, Value: Uint(1, 100), Field: FieldDownTimerAdverts, YAML: "downTimerAdverts", Owner: OwnerService, Bounded: true, Skip: "the default stays 3"},
 	{Name: "vrrp_garp_interval", Block: Global, Value: interval, Field: FieldGARPInterval, YAML: "garp.interval", Owner: OwnerService},
 	{Name: "vrrp_gna_interval", Block: Global, Value: interval, Field: FieldGNAInterval, YAML: "garp.naInterval", Owner: OwnerService},
-	{Name: "vrrp_mcast_group4", Block: Global, Value: Multicast(4), Field: FieldMulticastGroup4, YAML: "multicastGroup4", Owner: OwnerService},
-	{Name: "vrrp_mcast_group6", Block: Global, Value: Multicast(6), Field: FieldMulticastGroup6, YAML: "multicastGroup6", Owner: OwnerService},
+	{Name: "vrrp_mcast_group4", Block: Global, Value: Multicast(4), Field: FieldMulticastGroup4, YAML: "multicastGroup4", Owner: OwnerService, Skip: "the IPv4 multicast group stays as it was (224.0.0.18 by default)"},
+	{Name: "vrrp_mcast_group6", Block: Global, Value: Multicast(6), Field: FieldMulticastGroup6, YAML: "multicastGroup6", Owner: OwnerService, Skip: "the IPv6 multicast group stays as it was (ff02::12 by default)"},
 	// keepalived takes no value here (its handler ignores any).
 	{Name: "vrrp_strict", Block: Global, Value: Const(true), Field: FieldStrict, YAML: "strict", Owner: OwnerService},
-	{Name: "vrrp_lower_prio_no_advert", Block: Global, Value: Bool(), Field: FieldLowerPrioNoAdvert, YAML: "lowerPrioNoAdvert", Owner: OwnerService},
+	{Name: "vrrp_lower_prio_no_advert", Block: Global, Value: Bool(), Field: FieldLowerPrioNoAdvert, YAML: "lowerPrioNoAdvert", Owner: OwnerService, Skip: "the default stays as it was (off)"},
 	{Name: "notify_fifo_script", Block: Global, Owner: OwnerService, Unsupported: "no script reads the FIFO", Yet: true},
 	{Name: "vrrp_notify_fifo_script", Block: Global, Owner: OwnerService, Unsupported: "no script reads the FIFO", Yet: true},
 	{Name: "smtp_server", Block: Global, Owner: OwnerService, Unsupported: "no mail is sent"},
