@@ -19,6 +19,7 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/benchreport"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
 
@@ -456,4 +457,90 @@ func (m *scaleAddrs) forget(before time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.events = slices.DeleteFunc(m.events, func(e addrEvent) bool { return e.at.Before(before) })
+}
+
+// BenchmarkVIPs2000 is issue 31's "vrrpd at scale": one vrrp_instance of 2,000 IPv4 VIPs
+// at 100 ms adverts on a master/backup pair (BenchmarkLoad50's pair lab: two hosts on one
+// veth pair), held for 20 s (VRRPD_BENCH_HOLD) after the master holds every VIP and the
+// backup none. It reports the CPU seconds of both hosts over the hold, the peak resident
+// set of the largest daemon process of either host (as BenchmarkMemory50), and the
+// transitions during the hold, for vrrpd (the full build that the other benchmarks run,
+// and the host build, bin/vrrpd-host, as BenchmarkMemory50) beside keepalived 2.2.7 with
+// the same keepalived.conf.
+func BenchmarkVIPs2000(b *testing.B) {
+	keepalivedBinary(b) // skips (fails under CI=true) without keepalived
+	hold := benchHold(20 * time.Second)
+	const n = 2000
+	host := daemonKind{"vrrpd-host", func(t testing.TB, h *netlab.Host, conf string) *proc {
+		p := vrrpdtest.Start(t, h, "vrrpd-host@"+h.Name, nil, hostBinary(t),
+			"--config", conf, "--state-dir", vrrpdtest.NewStateDir(t), "--metrics-address", vrrpdtest.MetricsAddress, "--log-level", "debug")
+		vrrpdtest.WaitServing(t, h, p.Name)
+		return p
+	}}
+	kinds := slices.Clone(benchDaemons)
+	if slices.ContainsFunc(kinds, func(k daemonKind) bool { return k.name == vrrpdKind.name }) {
+		kinds = append(kinds, host)
+	}
+	type result struct {
+		cpu, peak   float64
+		flaps       int
+		convergence time.Duration
+	}
+	res := map[string]result{}
+	for range b.N {
+		for _, kind := range kinds {
+			r := vipsRun(b, kind, n, hold)
+			res[kind.name] = r
+			b.Logf("%s, one instance of %d VIPs at 100 ms: converged in %v; over %v: %.3f CPU s both hosts, peak RSS %.1f MiB, %d transitions",
+				kind.name, n, r.convergence.Round(time.Millisecond), hold, r.cpu, r.peak, r.flaps)
+		}
+	}
+	for _, kind := range benchDaemons {
+		r := res[kind.name]
+		b.ReportMetric(r.cpu, benchreport.Unit("vips2000-cpu", kind.name, "s"))
+		b.ReportMetric(r.peak, benchreport.Unit("vips2000-peak-rss", kind.name, "MiB"))
+		b.ReportMetric(float64(r.flaps), benchreport.Unit("vips2000-transitions", kind.name, "count"))
+	}
+	if r, ok := res[host.name]; ok {
+		b.ReportMetric(r.cpu, benchreport.Unit("vips2000-cpu-host-build", vrrpdKind.name, "s"))
+		b.ReportMetric(r.peak, benchreport.Unit("vips2000-peak-rss-host-build", vrrpdKind.name, "MiB"))
+	}
+}
+
+// vipsRun is one BenchmarkVIPs2000 run of one daemon kind, on a pair lab of its own.
+func vipsRun(b *testing.B, kind daemonKind, n int, hold time.Duration) (r struct {
+	cpu, peak   float64
+	flaps       int
+	convergence time.Duration
+}) {
+	netlabtest.Require(b)
+	lab, err := newSteadyLab(true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lab.Close()
+	h1, h2 := lab.Host("h1"), lab.Host("h2")
+	vips := scaleVIPs(n, false)
+	began := time.Now()
+	p1 := kind.start(b, h1, writeConf(b, "h1.conf", scaleConf(150, "0.1", "", vips)))
+	p2 := kind.start(b, h2, writeConf(b, "h2.conf", scaleConf(100, "0.1", "", vips)))
+	waitAllOn(b, 60*time.Second, 0, vips, h1, h2)
+	r.convergence = time.Since(began)
+	time.Sleep(time.Second) // let the announcements after the election pass
+	mark1, mark2 := len(p1.Output()), len(p2.Output())
+	cpu0 := nsCPU(b, h1) + nsCPU(b, h2)
+	time.Sleep(hold)
+	r.cpu = nsCPU(b, h1) + nsCPU(b, h2) - cpu0
+	r.flaps = countTransitions(p1.Output()[mark1:]) + countTransitions(p2.Output()[mark2:])
+	if !p1.Running() || !p2.Running() {
+		b.Fatalf("%s died during the run", kind.name)
+	}
+	if a, c := holding(b, h1, vips), holding(b, h2, vips); a != n || c != 0 {
+		b.Fatalf("%s after the hold: h1 holds %d of %d VIPs, h2 %d", kind.name, a, n, c)
+	}
+	m1, m2 := largestProcMem(b, h1), largestProcMem(b, h2)
+	b.Logf("%s h1 %v", kind.name, m1)
+	b.Logf("%s h2 %v", kind.name, m2)
+	r.peak = max(m1.peak, m2.peak)
+	return r
 }
