@@ -402,9 +402,57 @@ func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
 	d.hold(in, in.cfg.Name, d.vipl)
 }
 
-// hold adds vs for holder, one call so that the crash record is written once for all of
-// them, and reports the foreign ones.
+// holdChunk is how many addresses one call of vipStore.Hold adds before the loop sends
+// the advertisements that fell due meanwhile (holdChunked). A netlink add costs 50-200 µs
+// on the test machine, so 64 are 3-13 ms: well inside the three intervals a backup waits
+// even at 10 ms adverts, where an instance of 2,000 VIPs added in one call kept its
+// own adverts (and every other master's) back for 350-400 ms, about one
+// Master_Down_Interval at 100 ms (issue 31's BenchmarkTakeover2000).
+const holdChunk = 64
+
+// hold adds vs for holder and reports the foreign ones. The crash record is written once
+// for all of them, before the first is added: by Hold itself, or for more than holdChunk
+// by Reserve (holdChunked).
 func (d *Daemon) hold(in *instance, holder string, vs []vip.VIP) {
+	if len(vs) > holdChunk {
+		d.holdChunked(in, holder, vs)
+		return
+	}
+	d.holdSome(in, holder, vs)
+}
+
+// holdChunked adds thousands of addresses (one instance's VIPs and excluded VIPs beyond
+// an advert's capacity, issue 31) holdChunk at a time, and between the chunks sends the
+// advertisements that fell due, its own instance's included once its Adver_Timer is armed.
+// The record is written once, ahead, by Reserve in a turn of its own (turns nest: inside
+// a wake-up's, the wake-up's EndTurn writes what is left).
+func (d *Daemon) holdChunked(in *instance, holder string, vs []vip.VIP) {
+	// vs is often the loop's scratch (d.vipl), which an advert sent between two chunks
+	// may reuse; and collectAdverts' own scratch may be in use further up the stack.
+	vs = slices.Clone(vs)
+	d.vips.BeginTurn()
+	defer d.endTurn()
+	if err := d.vips.Reserve(vs...); err != nil {
+		d.log.Error(fmt.Sprintf("(%s) cannot record the VIPs ahead", in.cfg.Name), "err", err) // each Hold records its own
+	}
+	for len(vs) > 0 {
+		n := min(len(vs), holdChunk)
+		if !d.holdSome(in, holder, vs[:n]) {
+			return // as one Hold stops at a kernel error; checkVIPs tries again
+		}
+		vs = vs[n:]
+		if len(vs) > 0 && !d.wake.now.IsZero() {
+			acts, due := d.acts, d.due
+			d.acts, d.due = d.holdActs, d.holdDue
+			d.advertsBetween(d.wake.now, d.wake.woke)
+			d.holdActs, d.holdDue = d.acts, d.due
+			d.acts, d.due = acts, due
+		}
+	}
+}
+
+// holdSome is one Hold, its foreign addresses counted and logged; false on an error.
+func (d *Daemon) holdSome(in *instance, holder string, vs []vip.VIP) bool {
 	foreign, err := d.vips.Hold(holder, vs...)
 	for _, v := range foreign {
 		in.preexisting++
@@ -414,7 +462,9 @@ func (d *Daemon) hold(in *instance, holder string, vs []vip.VIP) {
 	if err != nil {
 		d.linkTrouble = true // checkVIPs tries again at the next poll, a second from now
 		d.log.Error(fmt.Sprintf("(%s) cannot add VIPs", in.cfg.Name), "err", err)
+		return false
 	}
+	return true
 }
 
 func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
