@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
 )
 
 // TestManyVIPsAddedInChunks (issue 31): an instance taking over with hundreds of
 // addresses (its excluded VIPs here) adds them holdChunk at a time, each chunk one Hold
 // after one Reserve of them all (the crash record written once, ahead), and the adverts
 // that fall due meanwhile go out between the chunks: another master at 10 ms, whose
-// advert would otherwise wait for every address of the slow add.
+// advert would otherwise wait for every address of the slow add. Its step-down removes
+// them the same way.
 func TestManyVIPsAddedInChunks(t *testing.T) {
 	h := newFakeHost()
 	d := newRecordingDaemon(t, h)
@@ -76,5 +78,49 @@ func TestManyVIPsAddedInChunks(t *testing.T) {
 	}
 	if h.turns != 0 {
 		t.Errorf("%d turns left open", h.turns)
+	}
+
+	// The step-down: a better master for VRID 2; the excluded VIPs leave the same way.
+	h.events = nil
+	h.onRelease = func() { time.Sleep(4 * time.Millisecond) }
+	in := d.byName["VI_2"]
+	conn := in.conn
+	// Heard 5 ms before VI_1's next advert is due: the removes (5 × 4 ms) outlast that.
+	next, ok := d.timers.Armed(d.byName["VI_1"].timerKey)
+	if !ok {
+		t.Fatal("VI_1 has no Adver_Timer armed")
+	}
+	d.handleBatch(&batch{conn: conn, tc: conn.tc, pkts: []transport.Packet{peerAdvert(t, 2, 150, "10.99.0.101/24")}, n: 1}, next.Add(-5*time.Millisecond))
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=BACKUP" {
+		t.Fatalf("after VI_2's step-down: %s", s)
+	}
+	removes, removed, firstRm, lastRm, between := 0, 0, -1, -1, 0
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "remove ") && strings.Contains(e, "/32") {
+			removes++
+			c := strings.Count(e, "/32")
+			removed += c
+			if c > holdChunk {
+				t.Errorf("a Release of %d addresses, want at most %d", c, holdChunk)
+			}
+			if firstRm < 0 {
+				firstRm = i
+			}
+			lastRm = i
+		}
+	}
+	for _, e := range h.events[max(firstRm, 0):max(lastRm, 0)] {
+		if e == "advert vrid 1 priority 150" {
+			between++
+		}
+	}
+	if removed != n || removes != (n+holdChunk-1)/holdChunk {
+		t.Errorf("the excluded VIPs were removed in %d Releases of %d addresses, want %d in %d", removes, removed, n, (n+holdChunk-1)/holdChunk)
+	}
+	if between == 0 {
+		t.Errorf("no advert of VI_1 between the chunks of VI_2's step-down:\n%s", strings.Join(h.events, "\n"))
+	}
+	if h.turns != 0 {
+		t.Errorf("%d turns left open after the step-down", h.turns)
 	}
 }

@@ -441,14 +441,48 @@ func (d *Daemon) holdChunked(in *instance, holder string, vs []vip.VIP) {
 			return // as one Hold stops at a kernel error; checkVIPs tries again
 		}
 		vs = vs[n:]
-		if len(vs) > 0 && !d.wake.now.IsZero() {
-			acts, due := d.acts, d.due
-			d.acts, d.due = d.holdActs, d.holdDue
-			d.advertsBetween(d.wake.now, d.wake.woke)
-			d.holdActs, d.holdDue = d.acts, d.due
-			d.acts, d.due = acts, due
+		if len(vs) > 0 {
+			d.advertsWhileBusy()
 		}
 	}
+}
+
+// release removes vs for holder; more than holdChunk of them, holdChunk at a time with the
+// adverts that fell due sent between (as holdChunked: a step-down of thousands of addresses
+// takes as long as their takeover), in a turn of its own so that the record is written once.
+func (d *Daemon) release(holder string, vs []vip.VIP) error {
+	if len(vs) <= holdChunk {
+		return d.vips.Release(holder, vs...)
+	}
+	vs = slices.Clone(vs) // see holdChunked
+	d.vips.BeginTurn()
+	defer d.endTurn()
+	var errs []error
+	for len(vs) > 0 {
+		n := min(len(vs), holdChunk)
+		if err := d.vips.Release(holder, vs[:n]...); err != nil {
+			errs = append(errs, err)
+		}
+		vs = vs[n:]
+		if len(vs) > 0 {
+			d.advertsWhileBusy()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// advertsWhileBusy sends, from within a wake-up's slow VIP work, the advertisements that
+// fell due meanwhile, on scratch of its own: the loop's (acts, due) may be in use further
+// up the stack. Outside a wake-up (start, shutdown) it does nothing.
+func (d *Daemon) advertsWhileBusy() {
+	if d.wake.now.IsZero() {
+		return
+	}
+	acts, due := d.acts, d.due
+	d.acts, d.due = d.holdActs, d.holdDue
+	d.advertsBetween(d.wake.now, d.wake.woke)
+	d.holdActs, d.holdDue = d.acts, d.due
+	d.acts, d.due = acts, due
 }
 
 // holdSome is one Hold, its foreign addresses counted and logged; false on an error.
@@ -472,7 +506,7 @@ func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
 	for _, p := range ps {
 		d.vipl = append(d.vipl, in.vipFor(p))
 	}
-	if err := d.vips.Release(in.cfg.Name, d.vipl...); err != nil {
+	if err := d.release(in.cfg.Name, d.vipl); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot remove VIPs", in.cfg.Name), "err", err)
 	}
 }
@@ -488,7 +522,7 @@ func (d *Daemon) excluded(in *instance, add bool) {
 		d.hold(in, excludedHolder(in), in.vips.excluded)
 		return
 	}
-	if err := d.vips.Release(excludedHolder(in), in.vips.excluded...); err != nil {
+	if err := d.release(excludedHolder(in), in.vips.excluded); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", add, "err", err)
 	}
 }
