@@ -200,6 +200,41 @@ func TestPacer(t *testing.T) {
 	}
 }
 
+// TestPacerCatchUp: a sender woken late sends the slots it missed back to back, when they
+// are at most maxCatchUp old, and never a message before its slot; older slots are not
+// kept (the run starts again at now, as after an idle lane).
+func TestPacerCatchUp(t *testing.T) {
+	const iv = 200 * time.Microsecond
+	p := pacer{Interval: iv}
+	if at := p.reserve(t0); at != t0 {
+		t.Fatalf("first slot %v", at.Sub(t0))
+	}
+	// Woken 1 ms late: the slots at 200, 400, ..., 1000 µs are all due at once.
+	late := t0.Add(time.Millisecond)
+	for k := 1; k <= 5; k++ {
+		if at := p.reserve(late); at != t0.Add(time.Duration(k)*iv) || at.After(late) {
+			t.Fatalf("catching up, message %d's slot %v, want %v", k, at.Sub(t0), time.Duration(k)*iv)
+		}
+	}
+	// The next slot is in the future: the caller waits for it (take) or gets it.
+	if at := p.reserve(late); at != t0.Add(6*iv) {
+		t.Fatalf("after catching up: slot %v, want %v", at.Sub(t0), 6*iv)
+	}
+	// Woken 10 ms late: slots older than maxCatchUp are not kept; the run restarts.
+	q := pacer{Interval: iv}
+	q.reserve(t0)
+	wake := t0.Add(10 * time.Millisecond)
+	if at := q.reserve(wake); at != wake {
+		t.Fatalf("10 ms late: slot %v before the wake-up, want the wake-up itself", wake.Sub(at))
+	}
+	// A run that ended long ago does not bank slots.
+	r := pacer{Interval: iv}
+	r.reserve(t0)
+	if at := r.reserve(t0.Add(time.Second)); at != t0.Add(time.Second) {
+		t.Fatalf("after a second idle: slot %v, want now", at.Sub(t0))
+	}
+}
+
 func BenchmarkSchedule(b *testing.B) {
 	s := Defaults()
 	s.MasterRefresh = time.Second

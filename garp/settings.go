@@ -20,8 +20,10 @@ type Settings struct {
 	// MasterRefreshRepeat (vrrp_garp_master_refresh_repeat) is how many
 	// rounds a refresh burst sends. Default 1.
 	MasterRefreshRepeat int
-	// Interval (vrrp_garp_interval) is the least time between two gratuitous
-	// ARPs on one interface; 0 (default) sends them back to back.
+	// Interval (vrrp_garp_interval) spaces gratuitous ARPs on one interface:
+	// the k-th of a run never goes before the run's start plus k intervals (a
+	// sender woken late may send the slots it missed back to back: pacer); 0
+	// (default) sends them back to back.
 	Interval time.Duration
 	// NAInterval (vrrp_gna_interval) is the same for neighbour
 	// advertisements.

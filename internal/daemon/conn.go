@@ -235,6 +235,8 @@ func (d *Daemon) handleBatch(b *batch, now time.Time) {
 		return // read from a socket closed since
 	}
 	woke := time.Now()
+	d.wake.now, d.wake.woke = now, woke
+	defer func() { d.wake.now, d.wake.woke = time.Time{}, time.Time{} }()
 	d.lastBatch = now
 	d.vips.BeginTurn() // a batch may step hundreds of masters down: one record write
 	defer d.endTurn()

@@ -140,6 +140,13 @@ type Daemon struct {
 	// hops are how long after the wake-up (executeActs' now) the last state's publication,
 	// VIP add and announcement's queueing returned, for the takeover's debug line.
 	hops struct{ published, vips, announce time.Duration }
+	// wake is the current wake-up's clock (fireTimers, handleBatch) for the advertisements
+	// a long VIP add sends between its chunks (holdChunked); zero outside a wake-up.
+	wake struct{ now, woke time.Time }
+	// holdActs and holdDue are collectAdverts' scratch while a chunked add has the loop's
+	// own (acts, due) in use further up the stack.
+	holdActs []vrrp.Action
+	holdDue  []*instance
 	// transitions wait for executeActs' end to be logged (logTransitions), reused.
 	transitions []loggedTransition
 
@@ -627,6 +634,8 @@ func (d *Daemon) rearm() {
 // Master_Down_Timers, a few milliseconds of Skew_Time behind, run out.
 func (d *Daemon) fireTimers(now time.Time) {
 	woke := time.Now()
+	d.wake.now, d.wake.woke = now, woke
+	defer func() { d.wake.now, d.wake.woke = time.Time{}, time.Time{} }()
 	d.vips.BeginTurn()
 	defer d.endTurn()
 	// The takeover's debug line measures from the timer thread's wake-up; the package's

@@ -403,9 +403,91 @@ func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
 	d.hold(in, in.cfg.Name, d.vipl)
 }
 
-// hold adds vs for holder, one call so that the crash record is written once for all of
-// them, and reports the foreign ones.
+// holdChunk is how many addresses one call of vipStore.Hold adds before the loop sends
+// the advertisements that fell due meanwhile (holdChunked). A netlink add costs 50-200 µs
+// on the test machine, so 64 are 3-13 ms: well inside the three intervals a backup waits
+// even at 10 ms adverts, where an instance of 2,000 VIPs added in one call kept its
+// own adverts (and every other master's) back for 350-400 ms, about one
+// Master_Down_Interval at 100 ms (issue 31's BenchmarkTakeover2000).
+const holdChunk = 64
+
+// hold adds vs for holder and reports the foreign ones. The crash record is written once
+// for all of them, before the first is added: by Hold itself, or for more than holdChunk
+// by Reserve (holdChunked).
 func (d *Daemon) hold(in *instance, holder string, vs []vip.VIP) {
+	if len(vs) > holdChunk {
+		d.holdChunked(in, holder, vs)
+		return
+	}
+	d.holdSome(in, holder, vs)
+}
+
+// holdChunked adds thousands of addresses (one instance's VIPs and excluded VIPs beyond
+// an advert's capacity, issue 31) holdChunk at a time, and between the chunks sends the
+// advertisements that fell due, its own instance's included once its Adver_Timer is armed.
+// The record is written once, ahead, by Reserve in a turn of its own (turns nest: inside
+// a wake-up's, the wake-up's EndTurn writes what is left).
+func (d *Daemon) holdChunked(in *instance, holder string, vs []vip.VIP) {
+	// vs is often the loop's scratch (d.vipl), which an advert sent between two chunks
+	// may reuse; and collectAdverts' own scratch may be in use further up the stack.
+	vs = slices.Clone(vs)
+	d.vips.BeginTurn()
+	defer d.endTurn()
+	if err := d.vips.Reserve(vs...); err != nil {
+		d.log.Error(fmt.Sprintf("(%s) cannot record the VIPs ahead", in.cfg.Name), "err", err) // each Hold records its own
+	}
+	for len(vs) > 0 {
+		n := min(len(vs), holdChunk)
+		if !d.holdSome(in, holder, vs[:n]) {
+			return // as one Hold stops at a kernel error; checkVIPs tries again
+		}
+		vs = vs[n:]
+		if len(vs) > 0 {
+			d.advertsWhileBusy()
+		}
+	}
+}
+
+// release removes vs for holder; more than holdChunk of them, holdChunk at a time with the
+// adverts that fell due sent between (as holdChunked: a step-down of thousands of addresses
+// takes as long as their takeover), in a turn of its own so that the record is written once.
+func (d *Daemon) release(holder string, vs []vip.VIP) error {
+	if len(vs) <= holdChunk {
+		return d.vips.Release(holder, vs...)
+	}
+	vs = slices.Clone(vs) // see holdChunked
+	d.vips.BeginTurn()
+	defer d.endTurn()
+	var errs []error
+	for len(vs) > 0 {
+		n := min(len(vs), holdChunk)
+		if err := d.vips.Release(holder, vs[:n]...); err != nil {
+			errs = append(errs, err)
+		}
+		vs = vs[n:]
+		if len(vs) > 0 {
+			d.advertsWhileBusy()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// advertsWhileBusy sends, from within a wake-up's slow VIP work, the advertisements that
+// fell due meanwhile, on scratch of its own: the loop's (acts, due) may be in use further
+// up the stack. Outside a wake-up (start, shutdown) it does nothing.
+func (d *Daemon) advertsWhileBusy() {
+	if d.wake.now.IsZero() {
+		return
+	}
+	acts, due := d.acts, d.due
+	d.acts, d.due = d.holdActs, d.holdDue
+	d.advertsBetween(d.wake.now, d.wake.woke)
+	d.holdActs, d.holdDue = d.acts, d.due
+	d.acts, d.due = acts, due
+}
+
+// holdSome is one Hold, its foreign addresses counted and logged; false on an error.
+func (d *Daemon) holdSome(in *instance, holder string, vs []vip.VIP) bool {
 	foreign, err := d.vips.Hold(holder, vs...)
 	for _, v := range foreign {
 		in.preexisting++
@@ -415,7 +497,9 @@ func (d *Daemon) hold(in *instance, holder string, vs []vip.VIP) {
 	if err != nil {
 		d.linkTrouble = true // checkVIPs tries again at the next poll, a second from now
 		d.log.Error(fmt.Sprintf("(%s) cannot add VIPs", in.cfg.Name), "err", err)
+		return false
 	}
+	return true
 }
 
 func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
@@ -423,7 +507,7 @@ func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
 	for _, p := range ps {
 		d.vipl = append(d.vipl, in.vipFor(p))
 	}
-	if err := d.vips.Release(in.cfg.Name, d.vipl...); err != nil {
+	if err := d.release(in.cfg.Name, d.vipl); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot remove VIPs", in.cfg.Name), "err", err)
 	}
 }
@@ -439,7 +523,7 @@ func (d *Daemon) excluded(in *instance, add bool) {
 		d.hold(in, excludedHolder(in), in.vips.excluded)
 		return
 	}
-	if err := d.vips.Release(excludedHolder(in), in.vips.excluded...); err != nil {
+	if err := d.release(excludedHolder(in), in.vips.excluded); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", add, "err", err)
 	}
 }

@@ -41,6 +41,11 @@ var Headlines = []Headline{
 	{"cpu-255x10ms-realtime", "the same with --realtime-priority (keepalived: vrrp_rt_priority)"},
 	{"cpu-25x10ms-busy-default", "CPU of both hosts over the hold, 25 instances at 10 ms beside 4 busy loops (default scheduling)"},
 	{"tracked50-transitions", "transitions, 50 instances at 100 ms each tracking a vrrp_script"},
+	{"vips2000-peak-rss", "issue 31: peak RSS, one instance of 2,000 IPv4 VIPs at 100 ms held on a master/backup pair, standalone (the full build; the host build beside it in the full report)"},
+	{"vips2000-cpu", "CPU of both hosts over 20 s of that hold"},
+	{"takeover2000-ipv4-last-vip", "issue 31: takeover of one instance of 2,000 IPv4 VIPs at 100 ms, Master_Down_Timer → the last VIP in the kernel, median of 3"},
+	{"takeover2000-ipv4-advert-gap", "the new master's longest advert gap from the takeover to the end of its first announcement burst (a backup's patience: 360.9 ms)"},
+	{"takeover2000-ipv4-announce-peak-10ms", "the most GARPs in any 10 ms of that burst (vrrp_garp_interval unset: keepalived's default, no pacing)"},
 	{"svc-to-vip-p50", "Service created → VIP held on one node, p50"},
 	{"svc-to-vip-operator-p50", "of which the operator's part, p50"},
 }

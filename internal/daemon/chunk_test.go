@@ -1,0 +1,126 @@
+package daemon
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+)
+
+// TestManyVIPsAddedInChunks (issue 31): an instance taking over with hundreds of
+// addresses (its excluded VIPs here) adds them holdChunk at a time, each chunk one Hold
+// after one Reserve of them all (the crash record written once, ahead), and the adverts
+// that fall due meanwhile go out between the chunks: another master at 10 ms, whose
+// advert would otherwise wait for every address of the slow add. Its step-down removes
+// them the same way.
+func TestManyVIPsAddedInChunks(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	fast := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	fast.AdvertInterval = 10 * time.Millisecond
+	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
+	const n = 300
+	for i := range n {
+		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
+	}
+	startDaemon(t, d, fast, many)
+	advance(d, takeover(100).Add(-time.Millisecond)) // VI_1 master, advertising
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=BACKUP" {
+		t.Fatalf("before VI_2's takeover: %s", s)
+	}
+	h.events, h.reserved = nil, nil
+	h.addDelay = 4 * time.Millisecond // each Hold: ~ 64 netlink adds
+	advance(d, takeover(100))
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("after VI_2's takeover: %s", s)
+	}
+	var adds []int // how many addresses each Hold of the excluded ones was given
+	firstAdd, lastAdd, between := -1, -1, 0
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "add ") && strings.Contains(e, "/32") {
+			adds = append(adds, strings.Count(e, "/32"))
+			if firstAdd < 0 {
+				firstAdd = i
+			}
+			lastAdd = i
+		}
+	}
+	for _, e := range h.events[max(firstAdd, 0):max(lastAdd, 0)] {
+		if e == "advert vrid 1 priority 150" {
+			between++
+		}
+	}
+	total := 0
+	for _, a := range adds {
+		total += a
+		if a > holdChunk {
+			t.Errorf("a Hold of %d addresses, want at most %d", a, holdChunk)
+		}
+	}
+	if total != n || len(adds) != (n+holdChunk-1)/holdChunk {
+		t.Errorf("the excluded VIPs were added in %d Holds of %v, want %d addresses in %d", len(adds), adds, n, (n+holdChunk-1)/holdChunk)
+	}
+	reservedExcluded := 0
+	for _, r := range h.reserved {
+		if strings.Count(r, "/32") == n {
+			reservedExcluded++
+		}
+	}
+	if reservedExcluded != 1 {
+		t.Errorf("Reserve calls %q: want one of all %d excluded VIPs", h.reserved, n)
+	}
+	if between == 0 {
+		t.Errorf("no advert of VI_1 (10 ms) between the chunks of VI_2's %d addresses, %v of adds:\n%s", n, time.Duration(len(adds))*h.addDelay, strings.Join(h.events, "\n"))
+	}
+	if h.turns != 0 {
+		t.Errorf("%d turns left open", h.turns)
+	}
+
+	// The step-down: a better master for VRID 2; the excluded VIPs leave the same way.
+	h.events = nil
+	h.onRelease = func() { time.Sleep(4 * time.Millisecond) }
+	in := d.byName["VI_2"]
+	conn := in.conn
+	// Heard 5 ms before VI_1's next advert is due: the removes (5 × 4 ms) outlast that.
+	next, ok := d.timers.Armed(d.byName["VI_1"].timerKey)
+	if !ok {
+		t.Fatal("VI_1 has no Adver_Timer armed")
+	}
+	d.handleBatch(&batch{conn: conn, tc: conn.tc, pkts: []transport.Packet{peerAdvert(t, 2, 150, "10.99.0.101/24")}, n: 1}, next.Add(-5*time.Millisecond))
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=BACKUP" {
+		t.Fatalf("after VI_2's step-down: %s", s)
+	}
+	removes, removed, firstRm, lastRm, between := 0, 0, -1, -1, 0
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "remove ") && strings.Contains(e, "/32") {
+			removes++
+			c := strings.Count(e, "/32")
+			removed += c
+			if c > holdChunk {
+				t.Errorf("a Release of %d addresses, want at most %d", c, holdChunk)
+			}
+			if firstRm < 0 {
+				firstRm = i
+			}
+			lastRm = i
+		}
+	}
+	for _, e := range h.events[max(firstRm, 0):max(lastRm, 0)] {
+		if e == "advert vrid 1 priority 150" {
+			between++
+		}
+	}
+	if removed != n || removes != (n+holdChunk-1)/holdChunk {
+		t.Errorf("the excluded VIPs were removed in %d Releases of %d addresses, want %d in %d", removes, removed, n, (n+holdChunk-1)/holdChunk)
+	}
+	if between == 0 {
+		t.Errorf("no advert of VI_1 between the chunks of VI_2's step-down:\n%s", strings.Join(h.events, "\n"))
+	}
+	if h.turns != 0 {
+		t.Errorf("%d turns left open after the step-down", h.turns)
+	}
+}
