@@ -146,14 +146,15 @@ func (r *GroupReconciler) load(ctx context.Context, req ctrl.Request) (*v1alpha1
 	if err := r.Client.Get(ctx, req.NamespacedName, &g); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.NamespacedName)
-			return nil, nil
+			return nil, r.groupGone(ctx, req.NamespacedName)
 		}
 		return nil, err
 	}
 	if g.DeletionTimestamp != nil {
-		// The garbage collector removes the owned objects.
+		// The garbage collector removes the owned objects; a PodMonitor in the
+		// shared namespace is not owned (podmonitor.go).
 		forgetGroupMetrics(req.NamespacedName)
-		return nil, nil
+		return nil, r.groupGone(ctx, req.NamespacedName)
 	}
 	if !r.groupAllowed(&g) {
 		return nil, r.refuseGroup(ctx, &g)
@@ -572,9 +573,14 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 		errs = append(errs, fmt.Sprintf("KeepalivedMastership %s: %v", g.Name, err))
 	}
 	if served, err := r.podMonitorServed(); served {
-		pm := client.ApplyConfigurationFromUnstructured(desiredPodMonitor(g, r.PodMonitorLabels))
+		desired := desiredPodMonitor(g, r.PodMonitorLabels)
+		placePodMonitor(desired, g, r.PodMonitorNamespace)
+		pm := client.ApplyConfigurationFromUnstructured(desired)
 		if err := r.applyIfChanged(ctx, g, "PodMonitor", pm, nil); err != nil {
-			errs = append(errs, fmt.Sprintf("PodMonitor %s: %v", name.Name, err))
+			errs = append(errs, fmt.Sprintf("PodMonitor %s/%s: %v", desired.GetNamespace(), desired.GetName(), err))
+		}
+		if err := r.dropOldPodMonitor(ctx, g); err != nil {
+			errs = append(errs, fmt.Sprintf("deleting PodMonitor %s: %v", name.Name, err))
 		}
 	} else if err != nil {
 		errs = append(errs, fmt.Sprintf("discovering PodMonitor: %v", err))

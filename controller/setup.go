@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -109,6 +111,10 @@ type Options struct {
 	// for them: kube-prometheus-stack's default selects release: <its
 	// release>. The operator's own labels (metrics, the group's) win.
 	PodMonitorLabels map[string]string
+	// PodMonitorNamespace, when set (--podmonitor-namespace), is where every group's
+	// PodMonitor is written, as <namespace>.<group>-vrrpd selecting the group's
+	// namespace, instead of the group's own namespace (podmonitor.go).
+	PodMonitorNamespace string
 }
 
 // Reconcilers are the operator's two controllers, returned by Setup so
@@ -152,6 +158,17 @@ func setup(mgr ctrl.Manager, opts Options, wrapStatus func(reconcileFunc) reconc
 	if err != nil {
 		return nil, err
 	}
+	// At start, as leader: the PodMonitors of groups deleted while the operator was down,
+	// or left where an earlier --podmonitor-namespace put them. A failure is logged, not
+	// fatal: the reconciles of live groups do not depend on it.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := groups.sweepPodMonitors(ctx); err != nil {
+			logf.FromContext(ctx).Error(err, "sweeping stale PodMonitors")
+		}
+		return nil
+	})); err != nil {
+		return nil, err
+	}
 	services, err := setupServices(mgr, opts, rec, groups.pending, viewSync)
 	if err != nil {
 		return nil, err
@@ -178,6 +195,11 @@ func ValidatePullSettings(policy corev1.PullPolicy, secrets []string) error {
 
 // withDefaults checks opts and fills in the defaults.
 func (opts Options) withDefaults() (Options, error) {
+	if ns := opts.PodMonitorNamespace; ns != "" {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return opts, fmt.Errorf("--podmonitor-namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+	}
 	if opts.VrrpdImage == "" {
 		return opts, fmt.Errorf("controller: no vrrpd image (--vrrpd-image)")
 	}

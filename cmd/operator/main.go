@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string) error {
 		groupNS       = fs.String("group-namespaces", defaultGroupNamespaces, "comma-separated namespaces whose KeepalivedGroups the operator runs (* for every namespace); a group elsewhere gets no DaemonSet and Ready=False NamespaceNotAllowed")
 		allowedImages = fs.String("allowed-vrrpd-images", "", "comma-separated images a group's spec.image may name besides --vrrpd-image: references (a repository allows its tags and digests) or prefixes ending in /; others run --vrrpd-image with a Warning Event")
 		segmentNS     = fs.String("segment-namespaces", "", "comma-separated namespaces whose groups' spec.segment is honoured (* for every namespace); elsewhere a group shares the default router-ID space")
+		pmNamespace   = fs.String("podmonitor-namespace", "", "namespace for every group's PodMonitor, named <group namespace>.<group>-vrrpd (empty: each in its group's namespace, owned by the group)")
 		pmLabels      = fs.String("podmonitor-labels", "", "labels added to each group's PodMonitor, k=v,k2=v2 (kube-prometheus-stack selects release=<its release>)")
 		sccRole       = fs.String("scc-cluster-role", "", "OpenShift: ClusterRole granting use of vrrpd's SecurityContextConstraints, bound to each group's vrrpd ServiceAccount")
 		promRole      = fs.String("prometheus-cluster-role", "", "OpenShift: ClusterRole granting get/list/watch of pods, services and endpoints, bound in each group's namespace to the platform Prometheus (openshift-monitoring/prometheus-k8s) so that it scrapes vrrpd")
@@ -152,10 +153,11 @@ func run(ctx context.Context, args []string) error {
 		VrrpdImage: *vrrpdImage, ServiceWorkers: *serviceWorker, GroupWorkers: *groupWorkers, SCCClusterRole: *sccRole, VrrpdResources: res,
 		PrometheusClusterRole: *promRole,
 		// Never nil: the controller takes nil as "no limit"; an empty flag means none.
-		GroupNamespaces:   append([]string{}, controller.SplitList(*groupNS)...),
-		AllowedImages:     controller.SplitList(*allowedImages),
-		SegmentNamespaces: append([]string{}, controller.SplitList(*segmentNS)...),
-		PodMonitorLabels:  podMonitorLabels,
+		GroupNamespaces:     append([]string{}, controller.SplitList(*groupNS)...),
+		AllowedImages:       controller.SplitList(*allowedImages),
+		SegmentNamespaces:   append([]string{}, controller.SplitList(*segmentNS)...),
+		PodMonitorLabels:    podMonitorLabels,
+		PodMonitorNamespace: *pmNamespace,
 
 		VrrpdImagePullPolicy:  corev1.PullPolicy(*pullPolicy),
 		VrrpdImagePullSecrets: controller.SplitList(*pullSecrets),
