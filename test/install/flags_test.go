@@ -37,6 +37,7 @@ func TestManifestFlagsExist(t *testing.T) {
 		"chart (minimal)":  mustHelmTemplate(t, "--set", "metrics.enabled=false", "--set", "leaderElection.enabled=false", "--set", "replicas=1"),
 		"chart (PodMonitor labels)": mustHelmTemplate(t, "--set", "monitoring.podMonitor.labels.release=prom",
 			"--set", "monitoring.podMonitor.labels.team=net"),
+		"chart (PodMonitor namespace)": mustHelmTemplate(t, "--set", "monitoring.podMonitor.namespace=monitoring"),
 	}
 	for name, r := range renderings {
 		for _, u := range decode(t, r) {
@@ -61,6 +62,13 @@ func TestManifestFlagsExist(t *testing.T) {
 	if !found {
 		t.Error("monitoring.podMonitor.labels: no --podmonitor-labels=release=prom,team=net in the chart's Deployment")
 	}
+	// monitoring.podMonitor.namespace becomes --podmonitor-namespace and the policy's
+	// podMonitorNamespace alike (checkPolicy compares the two).
+	pmObjs := decode(t, renderings["chart (PodMonitor namespace)"])
+	if a := args(t, find(t, pmObjs, "Deployment", "vrrp-operator")); !slices.Contains(a, "--podmonitor-namespace=monitoring") {
+		t.Errorf("monitoring.podMonitor.namespace: args %v lack --podmonitor-namespace=monitoring", a)
+	}
+	checkPolicy(t, pmObjs, "vrrp-operator")
 	for _, f := range pendingFlags {
 		if defined[f] {
 			t.Logf("cmd/operator now defines --%s: remove it from pendingFlags", f)

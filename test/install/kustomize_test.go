@@ -197,7 +197,7 @@ func checkPolicy(t *testing.T, objs []*unstructured.Unstructured, name string) {
 	data, _ := field(t, cm, "data").(map[string]any)
 	for key, flag := range map[string]string{"groupNamespaces": "group-namespaces", "vrrpdImage": "vrrpd-image",
 		"allowedVrrpdImages": "allowed-vrrpd-images", "sccClusterRole": "scc-cluster-role",
-		"prometheusClusterRole": "prometheus-cluster-role"} {
+		"prometheusClusterRole": "prometheus-cluster-role", "podMonitorNamespace": "podmonitor-namespace"} {
 		if data[key] != flags[flag] {
 			t.Errorf("ConfigMap %s %s=%q, the operator's --%s=%q", cm.GetName(), key, data[key], flag, flags[flag])
 		}
