@@ -15,6 +15,8 @@
 //   - nodes.go: member nodes, their peer addresses, and the Node watch.
 //   - daemonset.go: the DaemonSet, ServiceAccount, Role, RoleBinding and
 //     PodMonitor of a group.
+//   - podmonitor.go: a group's PodMonitor in the --podmonitor-namespace, which
+//     no owner reference reaches: deleted with the group, swept at start.
 //   - eventsrbac.go: the Role and RoleBinding, in each namespace of a
 //     group's Services, that let its vrrpd record Events on them.
 //   - service_controller.go and allocation.go: annotation checks, address
