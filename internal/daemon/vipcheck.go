@@ -82,7 +82,10 @@ func (d *Daemon) mastersVIPs() wantedVIPs {
 	var all []vip.VIP
 	var by map[vip.VIP][]vipHolder
 	for _, in := range d.instances {
-		if in.sm == nil || in.sm.State() != vrrp.StateMaster {
+		// A break-first takeover's master holds no VIP until its Adver_Timer fires
+		// (vrrp.Instance.VIPsPending): the preempted master may still hold them, and
+		// "putting them back" would make the two holders that wait exists to prevent.
+		if in.sm == nil || in.sm.State() != vrrp.StateMaster || in.sm.VIPsPending() {
 			continue
 		}
 		if by == nil {
@@ -135,7 +138,7 @@ func (d *Daemon) restoreVIPs(w wantedVIPs, missing []vip.VIP, err error, now tim
 // excluded VIPs still holds them.
 func (d *Daemon) stillHolds(h vipHolder) bool {
 	in := h.in
-	if d.byName[in.cfg.Name] != in || in.sm == nil || in.sm.State() != vrrp.StateMaster {
+	if d.byName[in.cfg.Name] != in || in.sm == nil || in.sm.State() != vrrp.StateMaster || in.sm.VIPsPending() {
 		return false
 	}
 	return h.holder == in.cfg.Name || in.holdsExcluded
