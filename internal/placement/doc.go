@@ -69,6 +69,14 @@
 // moves 12.5% of the VIP masters and a join 10.8%, against 10% and 9.1% for
 // independent instances (TestPlaceServiceMovement).
 //
+// # For shared routers
+//
+// internal/sharing puts Services whose first ranks agree in one virtual
+// router; Order, Top (the first k ranks without sorting the rest: a group of
+// 10,000 Services and 500 nodes needs only one or two ranks of each),
+// OrderService and PrioritiesFromOrder give it the same ranking and
+// priorities as Priorities and PlaceService.
+//
 // # Compact form
 //
 // The group's status must hold 255 instances x 100 nodes in well under

@@ -17,19 +17,31 @@ var TopPriorities = [...]uint8{MasterPriority, 204, 79, 29}
 
 // weight is the rendezvous weight of (key, node).
 func weight(key, node string) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	h := uint64(offset)
+	return weightFrom(keyState(key), node)
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// keyState is the FNV-1a state after key and the zero separator byte: the
+// part of weight that does not depend on the node, computed once per key by
+// callers that weigh many nodes.
+func keyState(key string) uint64 {
+	h := uint64(fnvOffset)
 	for i := 0; i < len(key); i++ {
 		h ^= uint64(key[i])
-		h *= prime
+		h *= fnvPrime
 	}
-	h *= prime // the zero separator byte: h ^= 0 is a no-op
+	return h * fnvPrime // the zero separator byte: h ^= 0 is a no-op
+}
+
+// weightFrom finishes weight from keyState(key).
+func weightFrom(h uint64, node string) uint64 {
 	for i := 0; i < len(node); i++ {
 		h ^= uint64(node[i])
-		h *= prime
+		h *= fnvPrime
 	}
 	// SplitMix64 finalizer: FNV-1a alone mixes its last bytes poorly into
 	// the high bits, and keys often differ only at the end ("ns/svc-7").
@@ -45,8 +57,9 @@ func weight(key, node string) uint64 {
 func order(key string, nodes []string) []int {
 	w := make([]uint64, len(nodes))
 	idx := make([]int, len(nodes))
+	ks := keyState(key)
 	for i, n := range nodes {
-		w[i] = weight(key, n)
+		w[i] = weightFrom(ks, n)
 		idx[i] = i
 	}
 	slices.SortFunc(idx, func(a, b int) int {
@@ -97,6 +110,49 @@ func Priorities(key string, nodes []string) []uint8 {
 	return fromOrder(order(key, nodes))
 }
 
+// Order returns the indexes of nodes in key's order of preference, best
+// first: the order Priorities and Rank follow.
+func Order(key string, nodes []string) []int {
+	return order(key, nodes)
+}
+
+// Top returns the indexes of the first k nodes of Order(key, nodes) (all of
+// them when k >= len(nodes)), without ranking the rest: a partial selection,
+// O(len(nodes)*k), for callers that only need the first ranks of many keys.
+func Top(key string, nodes []string, k int) []int {
+	k = max(0, min(k, len(nodes)))
+	best := make([]int, 0, k)
+	bw := make([]uint64, 0, k)
+	ks := keyState(key)
+	for i, n := range nodes {
+		w := weightFrom(ks, n)
+		// Position of node i among the best so far: after every better one.
+		p := len(best)
+		for p > 0 && (bw[p-1] < w || bw[p-1] == w && nodes[best[p-1]] > n) {
+			p--
+		}
+		if p >= k {
+			continue
+		}
+		if len(best) < k {
+			best = append(best, 0)
+			bw = append(bw, 0)
+		}
+		copy(best[p+1:], best[p:len(best)-1])
+		copy(bw[p+1:], bw[p:len(bw)-1])
+		best[p], bw[p] = i, w
+	}
+	return best
+}
+
+// PrioritiesFromOrder returns the priorities, in the order of the nodes the
+// indexes point into, of the order idx (best first; a permutation of
+// 0..len(idx)-1): what Priorities gives for its own order, for callers that
+// build an order of their own (internal/sharing's shared routers).
+func PrioritiesFromOrder(idx []int) []uint8 {
+	return fromOrder(idx)
+}
+
 func fromOrder(idx []int) []uint8 {
 	out := make([]uint8, len(idx))
 	for r, j := range idx {
@@ -114,23 +170,34 @@ func Master(key string, nodes []string) string {
 }
 
 // PlaceService returns the priorities (in the order of nodes) of each of the
-// sibling keys of one Service with spreadvips. Siblings are placed in sorted
-// key order; each takes as master its best-ranked node among those that are
-// master of the fewest siblings so far, so with len(nodes) >= len(keys) every
-// sibling has a different master, and otherwise masters differ by at most one
-// sibling per node. Below the master, each sibling keeps its own rendezvous
-// order. Duplicate keys are placed once.
+// sibling keys of one Service with spreadvips, placed by OrderService.
 func PlaceService(keys []string, nodes []string) map[string][]uint8 {
+	orders := OrderService(keys, nodes)
+	out := make(map[string][]uint8, len(orders))
+	for k, idx := range orders {
+		out[k] = fromOrder(idx)
+	}
+	return out
+}
+
+// OrderService returns the order (indexes into nodes, best first) of each of
+// the sibling keys of one Service with spreadvips. Siblings are placed in
+// sorted key order; each takes as master its best-ranked node among those
+// that are master of the fewest siblings so far, so with len(nodes) >=
+// len(keys) every sibling has a different master, and otherwise masters
+// differ by at most one sibling per node. Below the master, each sibling
+// keeps its own rendezvous order. Duplicate keys are placed once.
+func OrderService(keys []string, nodes []string) map[string][]int {
 	sorted := slices.Clone(keys)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 
-	out := make(map[string][]uint8, len(sorted))
+	out := make(map[string][]int, len(sorted))
 	masters := make([]int, len(nodes)) // siblings mastered per node index
 	for _, k := range sorted {
 		idx := order(k, nodes)
 		if len(idx) == 0 {
-			out[k] = []uint8{}
+			out[k] = []int{}
 			continue
 		}
 		best := 0
@@ -144,7 +211,7 @@ func PlaceService(keys []string, nodes []string) map[string][]uint8 {
 		m := idx[best]
 		copy(idx[1:best+1], idx[:best])
 		idx[0] = m
-		out[k] = fromOrder(idx)
+		out[k] = idx
 	}
 	return out
 }

@@ -403,3 +403,28 @@ func TestPrioritySpacing(t *testing.T) {
 		}
 	}
 }
+
+func TestTopIsOrderPrefix(t *testing.T) {
+	for _, n := range []int{0, 1, 3, 16, 100} {
+		nodes := nodesN(n)
+		for _, key := range keysN("ns", 50) {
+			full := Order(key, nodes)
+			for _, k := range []int{-1, 0, 1, 2, 3, n, n + 1} {
+				got := Top(key, nodes, k)
+				want := full[:max(0, min(k, n))]
+				if !slices.Equal(got, want) {
+					t.Fatalf("Top(%q, %d nodes, %d) = %v, want %v", key, n, k, got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestPrioritiesFromOrderMatchesPriorities(t *testing.T) {
+	nodes := nodesN(20)
+	for _, key := range keysN("ns", 20) {
+		if got, want := PrioritiesFromOrder(Order(key, nodes)), Priorities(key, nodes); !slices.Equal(got, want) {
+			t.Fatalf("%s: PrioritiesFromOrder(Order) = %v, Priorities = %v", key, got, want)
+		}
+	}
+}
