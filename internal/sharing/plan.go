@@ -31,6 +31,13 @@ type Service struct {
 	// Spread is spreadvips: each VIP is a member of its own, key
 	// "namespace/name/ip", ranked on its own (placement.OrderService).
 	Spread bool
+	// Anchor is, for a Service that shares an address with others
+	// (allow-shared-ip), the member key of the one granted it first (the
+	// vetter knows it from the status): the members with common addresses
+	// follow its vector, so a newcomer to the set moves nobody. Empty, or a
+	// key outside the set, leaves the choice to Plan: the member whose key
+	// sorts first.
+	Anchor string
 }
 
 // Router is one shared virtual router.
@@ -87,8 +94,8 @@ type member struct {
 	class string
 	vips  []netip.Addr
 	// anchor is the key whose vector the member follows: its own, or that of
-	// the first member (in key order) of its address-sharing set.
-	anchor string
+	// its address-sharing set's anchor; hint is Service.Anchor.
+	anchor, hint string
 }
 
 // Plan returns the shared routers of a group: nodes are the member nodes'
@@ -98,13 +105,14 @@ type member struct {
 //
 // Members that list a common address (allow-shared-ip) follow the vector of
 // the first of them in key order, so one address is never in two routers.
-// A Service without addresses is not a member.
+// A Service without addresses is not a member; invalid addresses are
+// skipped, and of two Services with one key the first is taken.
 func Plan(nodes []string, services []Service, budget int) Result {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
 	depth := ExactRanks(len(nodes), budget)
-	members := explode(services)
+	members, services := explode(services)
 	anchorSets(members)
 
 	res := Result{ExactRanks: depth, RouterOf: make(map[string]string, len(members))}
@@ -159,42 +167,50 @@ func Plan(nodes []string, services []Service, budget int) Result {
 	return res
 }
 
-// explode turns Services into members, sorted by key; duplicate keys are
-// taken once (the first).
-func explode(services []Service) []member {
+// explode turns Services into members, sorted by key, and returns the
+// Services it took (one per key, the first).
+func explode(services []Service) ([]member, []Service) {
+	seen := map[string]bool{}
 	var out []member
+	var taken []Service
 	for _, s := range services {
-		if len(s.VIPs) == 0 {
+		vips := slices.DeleteFunc(slices.Clone(s.VIPs), func(a netip.Addr) bool { return !a.IsValid() })
+		if seen[s.Key] || len(vips) == 0 {
 			continue
 		}
+		seen[s.Key] = true
+		s.VIPs = vips
+		taken = append(taken, s)
 		if s.Spread {
-			for _, a := range s.VIPs {
-				out = append(out, member{key: siblingKey(s.Key, a), class: s.Class, vips: []netip.Addr{a}})
+			for _, a := range vips {
+				out = append(out, member{key: siblingKey(s.Key, a), class: s.Class, vips: []netip.Addr{a}, hint: s.Anchor})
 			}
 			continue
 		}
-		out = append(out, member{key: s.Key, class: s.Class, vips: s.VIPs})
+		out = append(out, member{key: s.Key, class: s.Class, vips: vips, hint: s.Anchor})
 	}
-	slices.SortStableFunc(out, func(a, b member) int { return cmp.Compare(a.key, b.key) })
-	return slices.CompactFunc(out, func(a, b member) bool { return a.key == b.key })
+	slices.SortFunc(out, func(a, b member) int { return cmp.Compare(a.key, b.key) })
+	// A spreadvips sibling "ns/a/ip" can equal a Service key only if a
+	// namespace were named "ns/a": not a valid name, but keep one.
+	return slices.CompactFunc(out, func(a, b member) bool { return a.key == b.key }), taken
 }
 
 func siblingKey(service string, a netip.Addr) string {
 	return service + "/" + a.String()
 }
 
-// anchorSets sets each member's anchor: the first member (in key order, which
-// members are in) of the set connected to it through common addresses, so
-// every address is in one router. Members of different classes that share an
-// address are joined too (the class of the anchor wins): the address can
-// have one holder only.
+// anchorSets sets each member's anchor: itself, or for a set of members
+// connected through common addresses, one member of the set: the first in
+// key order of those a member names as its hint, or without such a hint the
+// first member of the set in key order (ms is in key order). Members of
+// different classes that share an address are joined too (the anchor's class
+// wins): the address can have one holder only.
 func anchorSets(ms []member) {
 	parent := make([]int, len(ms))
 	for i := range parent {
 		parent[i] = i
 	}
-	var find func(int) int
-	find = func(i int) int {
+	find := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
@@ -202,6 +218,7 @@ func anchorSets(ms []member) {
 		return i
 	}
 	first := map[netip.Addr]int{}
+	shared := false
 	for i, m := range ms {
 		for _, a := range m.vips {
 			j, ok := first[a]
@@ -209,19 +226,45 @@ func anchorSets(ms []member) {
 				first[a] = i
 				continue
 			}
-			ri, rj := find(i), find(j)
+			shared = true
 			// The lower index (the key sorting first) is the root.
-			if ri < rj {
+			if ri, rj := find(i), find(j); ri < rj {
 				parent[rj] = ri
 			} else if rj < ri {
 				parent[ri] = rj
 			}
 		}
 	}
+	anchor := make([]int, len(ms)) // per root: the anchor's index
 	for i := range ms {
-		r := find(i)
-		ms[i].anchor = ms[r].key
-		ms[i].class = ms[r].class
+		anchor[i] = i
+	}
+	if shared {
+		index := make(map[string]int, len(ms))
+		for i, m := range ms {
+			index[m.key] = i
+		}
+		// A named anchor in the member's own set wins over the root; of
+		// several, the one sorting first.
+		named := map[int]int{}
+		for i, m := range ms {
+			j, ok := index[m.hint]
+			if !ok || m.hint == "" || find(j) != find(i) {
+				continue
+			}
+			r := find(i)
+			if cur, ok := named[r]; !ok || j < cur {
+				named[r] = j
+			}
+		}
+		for r, j := range named {
+			anchor[r] = j
+		}
+	}
+	for i := range ms {
+		a := anchor[find(i)]
+		ms[i].anchor = ms[a].key
+		ms[i].class = ms[a].class
 	}
 }
 

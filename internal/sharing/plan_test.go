@@ -428,6 +428,73 @@ func TestSharedAddressOneRouter(t *testing.T) {
 	}
 }
 
+// TestSharedAddressNewcomerMovesNobody: with the first holder named as
+// Anchor, a Service joining an address-sharing set (even one whose key sorts
+// first) moves none of its members.
+func TestSharedAddressNewcomerMovesNobody(t *testing.T) {
+	nodes := nodesN(16)
+	shared := addr4(8888)
+	services := servicesN(300)
+	i, j := 120, 250
+	services[i].VIPs = append(services[i].VIPs, shared)
+	services[j].VIPs = append(services[j].VIPs, shared)
+	services[i].Anchor, services[j].Anchor = services[i].Key, services[i].Key
+	base := Plan(nodes, services, 0)
+	checkPlan(t, nodes, services, base)
+	if base.RouterOf[services[j].Key] != base.RouterOf[services[i].Key] {
+		t.Fatal("the set is split")
+	}
+	if !slices.Equal(routerByKey(base, base.RouterOf[services[i].Key]).Exact, placement.Rank(services[i].Key, nodes)[:1]) {
+		t.Fatal("the set does not follow its anchor's vector")
+	}
+	newcomer := Service{Key: "aaa/first", Class: DefaultClass, VIPs: []netip.Addr{shared}, Anchor: services[i].Key}
+	more := append(slices.Clone(services), newcomer)
+	res := Plan(nodes, more, 0)
+	checkPlan(t, nodes, more, res)
+	for m, rk := range base.RouterOf {
+		if res.RouterOf[m] != rk {
+			t.Fatalf("%s moved %s -> %s when %s joined its set", m, rk, res.RouterOf[m], newcomer.Key)
+		}
+	}
+	if res.RouterOf[newcomer.Key] != base.RouterOf[services[i].Key] {
+		t.Fatal("the newcomer is not in its set's router")
+	}
+}
+
+// TestBadInput: invalid addresses are skipped, a Service without valid ones
+// is no member, a repeated key is taken once, and no nodes gives buckets
+// without priorities rather than a panic.
+func TestBadInput(t *testing.T) {
+	services := []Service{
+		{Key: "a/x", Class: DefaultClass, VIPs: []netip.Addr{{}, addr4(1)}},
+		{Key: "a/y", Class: DefaultClass, VIPs: []netip.Addr{{}}},
+		{Key: "a/x", Class: DefaultClass, VIPs: []netip.Addr{addr4(2)}},
+		{Key: "a/z", Class: DefaultClass, Spread: true, VIPs: []netip.Addr{{}, addr4(3), addr4(4)}},
+	}
+	for _, n := range []int{0, 1, 3} {
+		nodes := nodesN(n)
+		res := Plan(nodes, services, 0)
+		want := map[string]bool{"a/x": true, "a/z/10.0.1.3": true, "a/z/10.0.1.4": true}
+		if len(res.RouterOf) != len(want) {
+			t.Fatalf("%d nodes: members %v, want %v", n, res.RouterOf, want)
+		}
+		for m := range want {
+			if _, ok := res.RouterOf[m]; !ok {
+				t.Fatalf("%d nodes: %s is no member", n, m)
+			}
+		}
+		r := routerByKey(res, res.RouterOf["a/x"])
+		if !slices.Contains(r.VIPs, addr4(1)) || slices.Contains(r.VIPs, addr4(2)) {
+			t.Fatalf("%d nodes: a/x's router has %v: want the first a/x's address only", n, r.VIPs)
+		}
+		for _, r := range res.Routers {
+			if len(r.Priorities) != n {
+				t.Fatalf("%d nodes: router %s has %d priorities", n, r.Key, len(r.Priorities))
+			}
+		}
+	}
+}
+
 // TestClasses: Services of different classes never share; ClassOf separates
 // verbatim settings and health checks and ignores map order.
 func TestClasses(t *testing.T) {
