@@ -104,7 +104,8 @@ type member struct {
 // DefaultBudget.
 //
 // Members that list a common address (allow-shared-ip) follow the vector of
-// the first of them in key order, so one address is never in two routers.
+// one of them (Service.Anchor, else the first in key order), so one address
+// is never in two routers.
 // A Service without addresses is not a member; invalid addresses are
 // skipped, and of two Services with one key the first is taken.
 func Plan(nodes []string, services []Service, budget int) Result {
