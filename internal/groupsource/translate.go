@@ -308,7 +308,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 			return nil, err
 		}
 		c.StartDelay = startDelay(prios, self)
-		t.healthCheck(in, &c, members[self])
+		t.healthCheck(in, prios, &c, members[self])
 		out = append(out, c)
 	}
 	return out, nil
