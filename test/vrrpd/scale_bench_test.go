@@ -3,7 +3,6 @@ package vrrpd_test
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"runtime"
@@ -129,7 +128,7 @@ func runMassTakeovers(b *testing.B, kind daemonKind, ipv6 bool, n int, globals s
 	if ipv6 {
 		src1 = linkLocal(b, h1)
 	}
-	wire := captureScale(b, h2)
+	wire := captureWire(b, h2)
 	addrs := monitorScaleAddrs(b, h2)
 	set := make(map[netip.Addr]bool, n)
 	for _, v := range vips {
@@ -217,165 +216,6 @@ func waitHolding(t testing.TB, timeout time.Duration, h *netlab.Host, vips []net
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// scaleWire records, kernel-stamped, the VRRP adverts (IPv4 and IPv6) in and out of a lab
-// host's link, and the gratuitous ARPs and unsolicited NAs leaving it (the address each
-// announces). Its socket's buffer holds a burst of thousands of frames.
-type scaleWire struct {
-	fd   int
-	mu   sync.Mutex
-	seen []scaleFrame
-	done chan struct{}
-}
-
-type scaleFrame struct {
-	at       time.Time
-	out      bool
-	advert   bool // a VRRP advert from src; otherwise an announcement of addr
-	addr     netip.Addr
-	priority uint8
-}
-
-func captureScale(tb testing.TB, h *netlab.Host) *scaleWire {
-	tb.Helper()
-	w := &scaleWire{done: make(chan struct{})}
-	if err := h.Do(func() error {
-		ifi, err := net.InterfaceByName(h.Link)
-		if err != nil {
-			return err
-		}
-		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-		if err != nil {
-			return err
-		}
-		w.fd = fd
-		if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-			return err
-		}
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20)
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1); err != nil {
-			return err
-		}
-		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
-	}); err != nil {
-		tb.Fatalf("capture on %s: %v", h.Name, err)
-	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		runtime.LockOSThread()
-		w.read()
-	}()
-	tb.Cleanup(func() {
-		close(w.done)
-		<-stopped
-		unix.Close(w.fd)
-	})
-	return w
-}
-
-func (w *scaleWire) read() {
-	buf := make([]byte, 2048)
-	oob := make([]byte, 128)
-	for {
-		select {
-		case <-w.done:
-			return
-		default:
-		}
-		n, oobn, _, from, err := unix.Recvmsg(w.fd, buf, oob, 0)
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		at, ok := kernelStamp(oob[:oobn])
-		ll, isLL := from.(*unix.SockaddrLinklayer)
-		if !ok || !isLL {
-			continue
-		}
-		f := scaleFrame{at: at, out: ll.Pkttype == unix.PACKET_OUTGOING}
-		p := buf[:n]
-		switch ll.Protocol {
-		case htons(unix.ETH_P_ARP):
-			if len(p) < 28 {
-				continue
-			}
-			f.addr, _ = netip.AddrFromSlice(p[14:18]) // the sender's protocol address
-		case htons(unix.ETH_P_IP):
-			if len(p) < 20 || p[9] != 112 || len(p) < int(p[0]&0x0f)*4+3 {
-				continue
-			}
-			f.advert, f.priority = true, p[int(p[0]&0x0f)*4+2]
-			f.addr, _ = netip.AddrFromSlice(p[12:16])
-		case htons(unix.ETH_P_IPV6):
-			switch {
-			case len(p) >= 43 && p[6] == 112:
-				f.advert, f.priority = true, p[42]
-				f.addr, _ = netip.AddrFromSlice(p[8:24])
-			case len(p) >= 64 && p[6] == 58 && p[40] == 136: // a neighbour advertisement
-				f.addr, _ = netip.AddrFromSlice(p[48:64]) // its target
-			default:
-				continue
-			}
-		default:
-			continue
-		}
-		w.mu.Lock()
-		w.seen = append(w.seen, f)
-		w.mu.Unlock()
-	}
-}
-
-// lastAdvert is when the last advert from src arrived before t.
-func (w *scaleWire) lastAdvert(src netip.Addr, before time.Time) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i := len(w.seen) - 1; i >= 0; i-- {
-		if f := w.seen[i]; f.advert && !f.out && f.addr == src && f.at.Before(before) {
-			return f.at, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// announcements are the times of the GARPs / NAs for addresses of set leaving the host
-// in [from, to], in order.
-func (w *scaleWire) announcements(set map[netip.Addr]bool, from, to time.Time) []time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []time.Time
-	for _, f := range w.seen {
-		if !f.advert && f.out && set[f.addr] && !f.at.Before(from) && !f.at.After(to) {
-			out = append(out, f.at)
-		}
-	}
-	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
-	return out
-}
-
-// advertGap is the longest time in [from, to] without an advert leaving the host from src.
-func (w *scaleWire) advertGap(src netip.Addr, from, to time.Time) time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var gap time.Duration
-	prev := from
-	for _, f := range w.seen {
-		if !f.advert || !f.out || f.addr != src || f.at.Before(from) || f.at.After(to) {
-			continue
-		}
-		gap = max(gap, f.at.Sub(prev))
-		prev = f.at
-	}
-	return max(gap, to.Sub(prev))
-}
-
-func (w *scaleWire) forget(before time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seen = slices.DeleteFunc(w.seen, func(f scaleFrame) bool { return f.at.Before(before) })
 }
 
 // scaleAddrs records when each address was added in a lab host (IPv4 and IPv6), from an

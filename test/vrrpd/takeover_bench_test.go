@@ -94,7 +94,7 @@ func runTakeovers(b *testing.B, keepalived bool, takeovers int) *takeoverRun {
 	} else {
 		d = startVrrpd(b, h1, conf, "")
 	}
-	stamps := stampWire(b, h1)
+	stamps := captureWire(b, h1)
 	addrs := monitorAddrs(b, h1)
 	master := openMaster(b, client)
 	adv := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: 51, Priority: 200,
