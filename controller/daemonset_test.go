@@ -203,7 +203,7 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 	newGroup(t, ns, "g", nil)
 	// Ask for the kind on every reconcile: the CRD comes later in this test.
 	// With the admin's labels a kube-prometheus-stack selects (--podmonitor-labels).
-	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, PodMonitorRecheck: -1,
+	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, KindRecheck: -1,
 		PodMonitorLabels: map[string]string{"release": "kube-prometheus-stack"}}, ns)
 	eventually(t, 20*time.Second, func() error {
 		g := getGroup(t, ns, "g")
