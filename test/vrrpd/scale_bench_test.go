@@ -1,19 +1,13 @@
 package vrrpd_test
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/benchreport"
@@ -129,7 +123,7 @@ func runMassTakeovers(b *testing.B, kind daemonKind, ipv6 bool, n int, globals s
 		src1 = linkLocal(b, h1)
 	}
 	wire := captureWire(b, h2)
-	addrs := monitorScaleAddrs(b, h2)
+	addrs := monitorAddrs(b, h2)
 	set := make(map[netip.Addr]bool, n)
 	for _, v := range vips {
 		set[v.Addr()] = true
@@ -216,121 +210,6 @@ func waitHolding(t testing.TB, timeout time.Duration, h *netlab.Host, vips []net
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// scaleAddrs records when each address was added in a lab host (IPv4 and IPv6), from an
-// rtnetlink monitor whose buffer holds thousands of notifications, read by a thread
-// blocked on it: the read's time, a bound from above.
-type scaleAddrs struct {
-	fd     int
-	mu     sync.Mutex
-	events []addrEvent
-	lost   bool
-	done   chan struct{}
-}
-
-func monitorScaleAddrs(tb testing.TB, h *netlab.Host) *scaleAddrs {
-	tb.Helper()
-	m := &scaleAddrs{done: make(chan struct{})}
-	if err := h.Do(func() error {
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		if err != nil {
-			return err
-		}
-		m.fd = fd
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 64<<20)
-		if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR}); err != nil {
-			return err
-		}
-		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
-	}); err != nil {
-		tb.Fatalf("address monitor on %s: %v", h.Name, err)
-	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		runtime.LockOSThread()
-		m.read()
-	}()
-	tb.Cleanup(func() {
-		close(m.done)
-		<-stopped
-		unix.Close(m.fd)
-	})
-	return m
-}
-
-func (m *scaleAddrs) read() {
-	buf := make([]byte, 1<<16)
-	for {
-		select {
-		case <-m.done:
-			return
-		default:
-		}
-		n, _, err := unix.Recvfrom(m.fd, buf, 0)
-		at := time.Now()
-		if errors.Is(err, unix.ENOBUFS) {
-			m.mu.Lock()
-			m.lost = true
-			m.mu.Unlock()
-			continue
-		}
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			continue
-		}
-		for _, msg := range msgs {
-			if msg.Header.Type != unix.RTM_NEWADDR {
-				continue
-			}
-			attrs, err := syscall.ParseNetlinkRouteAttr(&msg)
-			if err != nil {
-				continue
-			}
-			for _, a := range attrs {
-				if a.Attr.Type != unix.IFA_ADDRESS {
-					continue
-				}
-				if ip, ok := netip.AddrFromSlice(a.Value); ok {
-					m.mu.Lock()
-					m.events = append(m.events, addrEvent{at: at, addr: ip.Unmap()})
-					m.mu.Unlock()
-				}
-			}
-		}
-	}
-}
-
-// span is when the first and the last address of set were added after t, and how many
-// distinct ones were.
-func (m *scaleAddrs) span(set map[netip.Addr]bool, after time.Time) (first, last time.Time, n int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	seen := make(map[netip.Addr]bool, len(set))
-	for _, e := range m.events {
-		if !set[e.addr] || !e.at.After(after) || seen[e.addr] {
-			continue
-		}
-		seen[e.addr] = true
-		if first.IsZero() {
-			first = e.at
-		}
-		last = e.at
-	}
-	return first, last, len(seen)
-}
-
-func (m *scaleAddrs) forget(before time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events = slices.DeleteFunc(m.events, func(e addrEvent) bool { return e.at.Before(before) })
 }
 
 // BenchmarkVIPs2000 is issue 31's "vrrpd at scale": one vrrp_instance of 2,000 IPv4 VIPs
