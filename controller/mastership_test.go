@@ -14,7 +14,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -126,15 +125,7 @@ func TestMastershipOnlyWhenServed(t *testing.T) {
 		t.Errorf("%d reconciles in %v asked the RESTMapper about KeepalivedMastership %d times, want 1 to %d (one per %v recheck)",
 			reconciles, time.Since(started).Round(time.Millisecond), asked, allowed(), recheck)
 	}
-	eventually(t, 20*time.Second, func() error {
-		g := getGroup(t, ns, "g")
-		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
-		degraded := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded)
-		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse {
-			return fmt.Errorf("conditions %+v", g.Status.Conditions)
-		}
-		return nil
-	})
+	waitReadyNotDegraded(t, ns, "g")
 	// A retry after a write conflict (the label changes race the status writes) is the
 	// work queue's business; an error about the missing kind would be spam.
 	for _, e := range m.groups.Errors(key) {

@@ -228,6 +228,20 @@ func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	poll.Until(t, timeout, cond)
 }
 
+// waitReadyNotDegraded waits until the group is Ready and not Degraded.
+func waitReadyNotDegraded(t testing.TB, ns, name string) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, ns, name)
+		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		degraded := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded)
+		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse {
+			return fmt.Errorf("conditions %+v", g.Status.Conditions)
+		}
+		return nil
+	})
+}
+
 func getGroup(t testing.TB, ns, name string) *v1alpha1.KeepalivedGroup {
 	t.Helper()
 	var g v1alpha1.KeepalivedGroup
