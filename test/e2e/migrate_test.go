@@ -86,17 +86,7 @@ func runMigration(t *testing.T, password, unicast bool) {
 	nodes := []*netlab.Host{lab.Host("m1"), lab.Host("m2"), lab.Host("m3")}
 	startProxy(t, cl, proxyAddr, apiAddress(t))
 	ns := newNamespace(t)
-	for _, h := range nodes {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Name, Labels: map[string]string{migrateLabel: "true"}}}
-		if err := k8s.Create(ctx, n); err != nil {
-			t.Fatalf("create node %s: %v", h.Name, err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.Addr4.String()}}
-		if err := k8s.Status().Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	labNodes(t, migrateLabel, nodes...)
 
 	// 2. The group as keepalived-operator left it: spec, Services, the router IDs it
 	// assigned (high ones, clear of the other tests' groups on eth0), its objects and pods.
