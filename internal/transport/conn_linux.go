@@ -370,11 +370,12 @@ func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
 }
 
 // dumpRetries is how many times pickSource reads the addresses again when the kernel
-// flags a dump as interrupted (NLM_F_DUMP_INTR: they changed while it was read). A master
-// taking over an instance of a thousand VIPs changes them for a few hundred
-// milliseconds: the kernel announces each new IPv6 address from a work queue after the
-// add returned, and every announcement wakes a Refresh. A read of a thousand addresses
-// is a millisecond or two.
+// flags a dump as interrupted (NLM_F_DUMP_INTR: an address of the namespace changed while
+// it was read; the library filters by interface after the dump, so any interface's
+// count). A master that took over an instance of a thousand IPv6 VIPs sees its own adds
+// go on after the last one returned: the kernel announces each from a work queue (dumps
+// were still interrupted 9 ms after on the test machine, longer under load), and every
+// announcement wakes a Refresh. A read of a thousand addresses takes a few milliseconds.
 const dumpRetries = 3
 
 // sourceIn picks the source among addrs (see pickSource); tentative says a link-local
