@@ -30,42 +30,7 @@ func TestHoldWhileAddressesChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Someone else's thousand addresses come and go on eth0 throughout.
-	others := make([]*netlink.Addr, 1000)
-	for i := range others {
-		others[i] = toNetlink(VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("fd00:99::7:%x/64", i+1)), Dev: "eth0"}, true)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var churnErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			for _, op := range []func(netlink.Link, *netlink.Addr) error{churn.AddrAdd, churn.AddrDel} {
-				for _, x := range others {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					if err := op(link, x); err != nil {
-						churnErr = err
-						return
-					}
-				}
-			}
-		}
-	}()
-	defer func() {
-		close(stop)
-		wg.Wait()
-		for _, x := range others {
-			churn.AddrDel(link, x)
-		}
-		if churnErr != nil {
-			t.Errorf("changing addresses: %v", churnErr)
-		}
-	}()
+	churning(t, churn, link, "fd00:99::7:%x/64")
 
 	vips := func(round, n int) []VIP {
 		vs := make([]VIP, n)
@@ -125,4 +90,78 @@ func presentSettled(t *testing.T, nl *netlink.Handle, v VIP) bool {
 			t.Fatalf("is %s there: %v", v, err)
 		}
 	}
+}
+
+// churning adds and removes a thousand addresses (format takes 1..1000: the lab's own
+// ranges) on link, round after round, until the test ends.
+func churning(t *testing.T, nl *netlink.Handle, link netlink.Link, format string) {
+	t.Helper()
+	addrs := make([]*netlink.Addr, 1000)
+	for i := range addrs {
+		addrs[i] = toNetlink(VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf(format, i+1)), Dev: link.Attrs().Name}, true)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var churnErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			for _, op := range []func(netlink.Link, *netlink.Addr) error{nl.AddrAdd, nl.AddrDel} {
+				for _, x := range addrs {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := op(link, x); err != nil {
+						churnErr = err
+						return
+					}
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+		for _, x := range addrs {
+			nl.AddrDel(link, x)
+		}
+		if churnErr != nil {
+			t.Errorf("changing addresses: %v", churnErr)
+		}
+	})
+}
+
+// TestInterfaceForWhileAddressesChurn: InterfaceFor (interfaceFromIP) finds the holder of
+// a local address in a dump of every address of the namespace, which another
+// interface's churn interrupts (NLM_F_DUMP_INTR); the address it looks for is still
+// listed, and found.
+func TestInterfaceForWhileAddressesChurn(t *testing.T) {
+	lab := netlabtest.New(t, "a")
+	a := lab.Host("a")
+	ip(t, a, "link", "add", "side0", "type", "veth", "peer", "name", "side1")
+	ip(t, a, "link", "set", "side0", "up")
+	nl := hostNetlink(t, a)
+	side, err := nl.LinkByName("side0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	churning(t, nl, side, "fd00:99::9:%x/64")
+	own := a.Addr6 // on eth0
+	var calls int
+	err = a.Do(func() error {
+		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); calls++ {
+			got, err := InterfaceFor(own)
+			if err != nil || got != "eth0" {
+				return fmt.Errorf("call %d: InterfaceFor(%s) = %q, %v; want eth0", calls, own, got, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d lookups while 1,000 addresses came and went on side0", calls)
 }
