@@ -540,9 +540,10 @@ type addrCache struct {
 	by map[addrListKey]addrList
 }
 
-// addrList is one interface's addresses of a family; interrupted says the kernel flagged
-// the dump as possibly incomplete (NLM_F_DUMP_INTR: they changed while it was read, as
-// during a takeover of a thousand VIPs), so an address it does not list may be there.
+// addrList is one interface's addresses of a family. interrupted, when set, says (as an
+// error wrapping netlink.ErrDumpInterrupted) that the kernel flagged the dump as possibly
+// incomplete (NLM_F_DUMP_INTR: an address of the namespace changed while it was read, as
+// during a takeover of a thousand IPv6 VIPs), so an address it does not list may be there.
 type addrList struct {
 	set         map[netip.Addr]bool
 	interrupted error
