@@ -181,7 +181,7 @@ func (l *advertLog) latest(t testing.TB, src netip.Addr, prio uint8, timeout tim
 // VIPs, vrrpd (priority 150) and keepalived 2.2.7 (100) with the same keepalived.conf.
 // vrrpd is master with every VIP, keepalived none; vrrpd stops (a priority-0 advert) and
 // keepalived takes every VIP over; vrrpd starts again and preempts, taking every VIP
-// back. Exactly one host holds the VIPs after each step. The adverts of both, heard on
+// back. Exactly one host holds the VIPs after each step, and vrrpd never goes FAULT. The adverts of both, heard on
 // the client, carry the same address list: keepalived's rule (vrrp.AddressesThatFit: 255
 // IPv4, 89 IPv6 at MTU 1500), the first ones in configuration order, the rest excluded
 // (added on MASTER, never advertised).
