@@ -3,7 +3,7 @@ package transport_test
 import (
 	"fmt"
 	"net"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,13 +61,11 @@ func TestRefreshWhileAddressesChurn(t *testing.T) {
 				}
 				addrs[i] = a
 			}
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			var churnErr error
-			rounds := 0
-			wg.Add(1)
+			stop, exited := make(chan struct{}), make(chan struct{})
+			var churnErr error // read once exited is closed
+			var rounds atomic.Int64
 			go func() {
-				defer wg.Done()
+				defer close(exited)
 				for {
 					for _, op := range []func(netlink.Link, *netlink.Addr) error{nh.AddrAdd, nh.AddrDel} {
 						for _, a := range addrs {
@@ -82,7 +80,7 @@ func TestRefreshWhileAddressesChurn(t *testing.T) {
 							}
 						}
 					}
-					rounds++
+					rounds.Add(1)
 				}
 			}()
 			// Refresh for a while and for at least two rounds of adds and removes,
@@ -90,7 +88,13 @@ func TestRefreshWhileAddressesChurn(t *testing.T) {
 			var refreshes, failures int
 			var firstErr error
 			deadline := time.Now().Add(2 * time.Second)
-			for limit := time.Now().Add(60 * time.Second); time.Now().Before(limit) && churnErr == nil; refreshes++ {
+		refreshing:
+			for limit := time.Now().Add(60 * time.Second); time.Now().Before(limit); refreshes++ {
+				select {
+				case <-exited:
+					break refreshing // failed: churnErr says why
+				default:
+				}
 				if err := c.Refresh(); err != nil {
 					failures++
 					if firstErr == nil {
@@ -99,19 +103,19 @@ func TestRefreshWhileAddressesChurn(t *testing.T) {
 				} else if got := c.Source(); got != src {
 					t.Errorf("source %v after a Refresh, was %v", got, src)
 				}
-				if time.Now().After(deadline) && rounds >= 2 {
+				if time.Now().After(deadline) && rounds.Load() >= 2 {
 					break
 				}
 			}
 			close(stop)
-			wg.Wait()
+			<-exited
 			for _, a := range addrs {
 				nh.AddrDel(link, a) // what the last round left
 			}
 			if churnErr != nil {
 				t.Fatalf("changing addresses: %v", churnErr)
 			}
-			t.Logf("%d Refreshes during %d rounds of 1,000 adds and removes; %d failed", refreshes, rounds, failures)
+			t.Logf("%d Refreshes during %d rounds of 1,000 adds and removes; %d failed", refreshes, rounds.Load(), failures)
 			if failures > 0 {
 				t.Errorf("%d of %d Refreshes failed while the addresses changed, the first with: %v", failures, refreshes, firstErr)
 			}
