@@ -15,8 +15,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -203,17 +201,9 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 	newGroup(t, ns, "g", nil)
 	// Ask for the kind on every reconcile: the CRD comes later in this test.
 	// With the admin's labels a kube-prometheus-stack selects (--podmonitor-labels).
-	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, PodMonitorRecheck: -1,
+	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, KindRecheck: -1,
 		PodMonitorLabels: map[string]string{"release": "kube-prometheus-stack"}}, ns)
-	eventually(t, 20*time.Second, func() error {
-		g := getGroup(t, ns, "g")
-		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
-		degraded := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded)
-		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse {
-			return fmt.Errorf("conditions %+v", g.Status.Conditions)
-		}
-		return nil
-	})
+	waitReadyNotDegraded(t, ns, "g")
 	crdKey := types.NamespacedName{Name: "podmonitors.monitoring.coreos.com"}
 	if err := k8s.Get(context.Background(), crdKey, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("PodMonitor CRD unexpectedly present (%v): this test installs and removes it itself", err)

@@ -75,9 +75,9 @@ type GroupReconciler struct {
 	// caught up with our own write; other groups on the same segment must
 	// avoid them.
 	published map[types.NamespacedName]map[string]int
-	// podMonitorAbsentUntil: until then, PodMonitor is taken as not
-	// served (podMonitorServed).
-	podMonitorAbsentUntil time.Time
+	// absentUntil: until then, the kind is taken as not served
+	// (served).
+	absentUntil map[schema.GroupKind]time.Time
 	// ownedFor: the generation of each group whose owned objects a
 	// reconcile that put off its status has applied.
 	ownedFor map[types.NamespacedName]int64
@@ -114,6 +114,7 @@ func (r *GroupReconciler) init() {
 		r.ownedFor = map[types.NamespacedName]int64{}
 		r.readySince = map[types.NamespacedName]time.Time{}
 		r.written = map[types.NamespacedName]statusWrite{}
+		r.absentUntil = map[schema.GroupKind]time.Time{}
 	}
 }
 
@@ -594,19 +595,26 @@ func (r *GroupReconciler) applyOwned(ctx context.Context, g *v1alpha1.Keepalived
 // podMonitorServed reports whether the cluster serves PodMonitor
 // (monitoring.coreos.com/v1); an error is one other than "no such kind".
 func (r *GroupReconciler) podMonitorServed() (bool, error) {
+	return r.served(podMonitorGVK)
+}
+
+// served reports whether the cluster serves gvk, a kind of an optional CRD; an error is
+// one other than "no such kind". The RESTMapper asks the API server on every lookup of a
+// kind it does not know, so "not served" stands for KindRecheck before it is asked again.
+func (r *GroupReconciler) served(gvk schema.GroupVersionKind) (bool, error) {
 	r.mu.Lock()
-	notBefore := r.podMonitorAbsentUntil
+	notBefore := r.absentUntil[gvk.GroupKind()]
 	r.mu.Unlock()
 	if time.Now().Before(notBefore) {
 		return false, nil
 	}
-	_, err := r.Mapper.RESTMapping(podMonitorGVK.GroupKind(), podMonitorGVK.Version)
+	_, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case err == nil:
 		return true, nil
 	case meta.IsNoMatchError(err):
 		r.mu.Lock()
-		r.podMonitorAbsentUntil = time.Now().Add(r.PodMonitorRecheck)
+		r.absentUntil[gvk.GroupKind()] = time.Now().Add(r.KindRecheck)
 		r.mu.Unlock()
 		return false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,18 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 )
 
 // TestHealthCheckContract: an externalTrafficPolicy: Local Service's healthCheckNodePort
 // becomes its instance's healthCheck in the status, and vrrpd on each node turns that into
-// an HTTP check of kube-proxy on the node's own address, tracked with a weight that drops
-// any placement priority to 1. The policy or the port changing changes the check; nothing
+// an HTTP check of kube-proxy on the node's own address, tracked with a weight that puts
+// every failing node below every passing one, the failing ones distinct (no two take over
+// after the same Skew_Time) and the lowest at 1. The policy or the port changing changes the check; nothing
 // in the Service's annotations can add or redirect one.
 func TestHealthCheckContract(t *testing.T) {
-	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2")}
+	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2"), node("n3", "10.99.0.3")}
 	g := &v1alpha1.KeepalivedGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
 		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0"},
@@ -63,7 +64,8 @@ func TestHealthCheckContract(t *testing.T) {
 			}
 			gs := g.DeepCopy()
 			gs.Status.Nodes, gs.Status.Instances = p.nodes, p.instances
-			for _, n := range []struct{ name, addr string }{{"n1", "10.99.0.1"}, {"n2", "10.99.0.2"}} {
+			var passing, failing []int
+			for _, n := range []struct{ name, addr string }{{"n1", "10.99.0.1"}, {"n2", "10.99.0.2"}, {"n3", "10.99.0.3"}} {
 				cfg, _, err := groupsource.Translate(gs, n.name, nil, nil)
 				if err != nil || len(cfg.Instances) != 1 {
 					t.Fatalf("%s: translate: %v %+v", n.name, err, cfg)
@@ -78,16 +80,34 @@ func TestHealthCheckContract(t *testing.T) {
 				name := groupsource.HealthCheckPrefix + "ns/web"
 				wantCheck := track.Check{Kind: track.CheckHTTP, StatusCode: 200,
 					URL: "http://" + n.addr + ":" + itoa(tc.want.NodePort) + "/"}
-				if len(tracks) != 1 || tracks[0] != (config.TrackScript{Script: name, Weight: groupsource.HealthCheckWeight}) {
+				if len(tracks) != 1 || tracks[0].Script != name {
 					t.Fatalf("%s: tracks %+v", n.name, tracks)
 				}
 				if len(cfg.Scripts) != 1 || cfg.Scripts[0].Check != wantCheck || len(cfg.Scripts[0].Command) != 0 {
 					t.Fatalf("%s: scripts %+v, want the check %+v and no process", n.name, cfg.Scripts, wantCheck)
 				}
-				// Failing, the check takes any priority placement gives to the lowest.
 				prio := cfg.Instances[0].Priority
-				if e := track.Effective(prio, track.Contribution(groupsource.HealthCheckWeight, false, track.StatusFailed)); e != 1 {
-					t.Fatalf("%s: priority %d failing is %d, want 1", n.name, prio, e)
+				passing = append(passing, int(track.Effective(prio, track.Contribution(tracks[0].Weight, false, track.StatusGood))))
+				failing = append(failing, int(track.Effective(prio, track.Contribution(tracks[0].Weight, false, track.StatusFailed))))
+			}
+			if tc.want == nil {
+				return
+			}
+			t.Logf("priorities passing %v, failing %v", passing, failing)
+			if slices.Min(failing) != 1 {
+				t.Errorf("lowest failing priority %d, want 1", slices.Min(failing))
+			}
+			if slices.Max(failing) >= slices.Min(passing) {
+				t.Errorf("a failing node (%v) is not below every passing one (%v)", failing, passing)
+			}
+			if len(slices.Compact(slices.Sorted(slices.Values(failing)))) != len(failing) {
+				t.Errorf("failing nodes share a priority: %v", failing)
+			}
+			for i := range failing {
+				for j := range failing {
+					if (passing[i] > passing[j]) != (failing[i] > failing[j]) {
+						t.Errorf("failing changes the order: passing %v, failing %v", passing, failing)
+					}
 				}
 			}
 		})

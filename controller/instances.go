@@ -139,12 +139,18 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 			}
 			continue
 		}
+		pr := prios[d.key]
+		if d.health != nil {
+			// Nodes without a local endpoint must fall below the others and stay
+			// apart from each other (placement.HealthChecked).
+			pr = placement.HealthChecked(pr)
+		}
 		in := v1alpha1.Instance{
 			Key:        d.key,
 			VRID:       id,
 			VIPs:       make([]string, len(d.vips)),
 			Settings:   settings,
-			Priorities: v1alpha1.EncodePriorities(excludedPriorities(prios[d.key], p.nodes)),
+			Priorities: v1alpha1.EncodePriorities(excludedPriorities(pr, p.nodes)),
 		}
 		for i, a := range d.vips {
 			in.VIPs[i] = a.String()

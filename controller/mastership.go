@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +18,8 @@ import (
 // update the status of this one object (desiredRole), not create it: RBAC cannot limit a
 // create to a name, and a vrrpd that could create objects could create them for other
 // groups.
+
+var mastershipGVK = v1alpha1.GroupVersion.WithKind("KeepalivedMastership")
 
 // desiredMastership is g's KeepalivedMastership without status.
 func desiredMastership(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
@@ -40,15 +41,15 @@ func desiredMastership(g *v1alpha1.KeepalivedGroup) *unstructured.Unstructured {
 
 // applyMastership creates g's KeepalivedMastership, or brings its metadata back. A
 // cluster without its CRD (a Helm upgrade, which does not install new CRDs) gets none,
-// and the group is not degraded for it: vrrpd then warns that it cannot publish who
-// holds what, and serves the VIPs all the same.
+// and the group is not degraded for it: vrrpd then warns that it cannot publish who holds
+// what, and serves the VIPs all the same. The answer "not served" stands for KindRecheck,
+// as PodMonitor's (served): the CRD installed later is used at the next reconcile after.
 func (r *GroupReconciler) applyMastership(ctx context.Context, g *v1alpha1.KeepalivedGroup) error {
-	gvk := v1alpha1.GroupVersion.WithKind("KeepalivedMastership")
-	if _, err := r.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+	if served, err := r.served(mastershipGVK); err != nil {
+		return err
+	} else if !served {
 		log.FromContext(ctx).V(1).Info("KeepalivedMastership is not served; none created")
 		return nil
-	} else if err != nil {
-		return err
 	}
 	key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
 	return r.applyIfChanged(ctx, g, "KeepalivedMastership", client.ApplyConfigurationFromUnstructured(desiredMastership(g)), func() bool {

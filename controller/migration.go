@@ -341,7 +341,7 @@ func shadowInstances(ins []v1alpha1.Instance, nodes int, version int32) []v1alph
 			in.VIPs = v4
 		}
 		if prios, err := v1alpha1.DecodePriorities(in.Priorities, nodes); err == nil {
-			in.Priorities = v1alpha1.EncodePriorities(shadowPriorities(prios))
+			in.Priorities = v1alpha1.EncodePriorities(shadowPriorities(prios, in.Settings.HealthCheck != nil))
 		}
 		out = append(out, in)
 	}
@@ -351,7 +351,22 @@ func shadowInstances(ins []v1alpha1.Instance, nodes int, version int32) []v1alph
 // shadowPriorities keeps the order of prios and maps it below keepalived's
 // 100: the highest gets shadowTop, each next one shadowStep less, down to 1.
 // PriorityNotMember stays.
-func shadowPriorities(prios []uint8) []uint8 {
+//
+// A health-checked instance (checked) keeps every member above half of
+// shadowTop, as placement.HealthChecked keeps them above half of 254, so that
+// vrrpd's check weight (placement.CheckWeight) still puts its nodes without
+// a local endpoint below the others and apart from each other during the
+// takeover, when the old pods' priority-0 goodbyes send them all racing: up
+// to 7 members at shadowStep, narrower steps up to 49, the plain countdown
+// past that.
+func shadowPriorities(prios []uint8, checked bool) []uint8 {
+	step := shadowStep
+	if n := len(prios) - strings.Count(string(prios), "\x00"); checked && n > 1 {
+		// The lowest member must stay above (shadowTop+1)/2.
+		if s := (shadowTop - (shadowTop+1)/2 - 1) / (n - 1); s >= 1 {
+			step = min(step, s)
+		}
+	}
 	out := make([]uint8, len(prios))
 	for i, p := range prios {
 		if p == v1alpha1.PriorityNotMember {
@@ -363,7 +378,7 @@ func shadowPriorities(prios []uint8) []uint8 {
 				rank++
 			}
 		}
-		out[i] = uint8(max(1, shadowTop-shadowStep*rank))
+		out[i] = uint8(max(1, shadowTop-step*rank))
 	}
 	return out
 }

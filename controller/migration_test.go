@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/oldoperator"
 )
 
@@ -27,7 +28,7 @@ func TestShadowPriorities(t *testing.T) {
 		{[]uint8{252, 254, 0, 253}, []uint8{83, 99, 0, 91}},
 		{[]uint8{254}, []uint8{99}},
 	} {
-		if got := shadowPriorities(tc.in); !slices.Equal(got, tc.want) {
+		if got := shadowPriorities(tc.in, false); !slices.Equal(got, tc.want) {
 			t.Errorf("shadowPriorities(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
@@ -36,9 +37,45 @@ func TestShadowPriorities(t *testing.T) {
 	for i := range in {
 		in[i] = uint8(254 - i)
 	}
-	got := shadowPriorities(in)
+	got := shadowPriorities(in, false)
 	if got[12] != 3 || got[13] != 1 || got[19] != 1 || slices.Max(got) != 99 {
 		t.Errorf("shadowPriorities(20 nodes) = %v", got)
+	}
+}
+
+// A health-checked instance's shadow leaves vrrpd's check weight room to keep the
+// failing nodes apart and below the passing ones, up to 49 members.
+func TestShadowPrioritiesHealthChecked(t *testing.T) {
+	for n := 1; n <= 60; n++ {
+		nodes := make([]string, n)
+		for i := range nodes {
+			nodes[i] = fmt.Sprintf("node-%d", i)
+		}
+		in := placement.HealthChecked(placement.Priorities("ns/web", nodes))
+		got := shadowPriorities(in, true)
+		if n > 49 {
+			// Past the band: the plain countdown, which ties at 1 (TestShadowPriorities).
+			if _, ok := placement.CheckWeight(got); ok || !slices.Equal(got, shadowPriorities(in, false)) {
+				t.Fatalf("%d nodes: %v, want the plain countdown and no check weight", n, got)
+			}
+			continue
+		}
+		if slices.Max(got) != shadowTop {
+			t.Fatalf("%d nodes: %v, highest not %d", n, got, shadowTop)
+		}
+		for i := range got {
+			for j := range got {
+				if i != j && (got[i] == got[j] || (in[i] > in[j]) != (got[i] > got[j])) {
+					t.Fatalf("%d nodes: %v -> %v: order changed or tie", n, in, got)
+				}
+			}
+		}
+		if _, ok := placement.CheckWeight(got); !ok {
+			t.Fatalf("%d nodes: shadow %v: no check weight keeps the failing nodes apart", n, got)
+		}
+		if n <= 7 && !slices.Equal(got, shadowPriorities(in, false)) {
+			t.Fatalf("%d nodes: %v, want the plain steps", n, got)
+		}
 	}
 }
 

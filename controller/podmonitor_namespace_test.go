@@ -85,7 +85,7 @@ func TestPodMonitorNamespace(t *testing.T) {
 		}
 	}
 
-	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, PodMonitorRecheck: -1,
+	startManagerWith(t, testConfig, Options{VrrpdImage: testImage, KindRecheck: -1,
 		PodMonitorNamespace: mon, PodMonitorLabels: map[string]string{"release": "prom"}}, ns)
 
 	name := ns + ".g-vrrpd"

@@ -94,7 +94,7 @@ func TestRedTeamPodMonitorNamespace(t *testing.T) {
 	// --podmonitor-namespace: its PodMonitor is admitted, and so is its deletion.
 	opts := installOptions(t, groupNS)
 	opts.PodMonitorNamespace = mon
-	opts.PodMonitorRecheck = -1
+	opts.KindRecheck = -1
 	startManagerWith(t, cfg, opts, groupNS)
 	newGroup(t, groupNS, "g", nil)
 	name := groupNS + ".g-vrrpd"

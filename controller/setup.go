@@ -79,13 +79,14 @@ type Options struct {
 	// list left empty takes DefaultVrrpdResources' (the operator's
 	// --vrrpd-* resource flags).
 	VrrpdResources corev1.ResourceRequirements
-	// PodMonitorRecheck is how long the answer that the cluster does not
-	// serve PodMonitor (monitoring.coreos.com/v1) stands before it is
-	// asked again. The RESTMapper asks the API server on every lookup of a
-	// kind it does not know, a round trip in every group reconcile, and
-	// the Prometheus operator is rarely installed after this one. Default
-	// one minute; negative: ask every time.
-	PodMonitorRecheck time.Duration
+	// KindRecheck is how long the answer that the cluster does not serve
+	// an optional kind, PodMonitor (monitoring.coreos.com/v1) or
+	// KeepalivedMastership (its CRD is left out by a Helm upgrade), stands
+	// before it is asked again. The RESTMapper asks the API server on
+	// every lookup of a kind it does not know, a round trip in every group
+	// reconcile, and neither CRD is often installed after the operator.
+	// Default one minute; negative: ask every time.
+	KindRecheck time.Duration
 	// GroupNamespaces are the namespaces whose KeepalivedGroups the operator
 	// runs (AnyNamespace: every one). A group elsewhere gets no DaemonSet,
 	// ServiceAccount or RBAC, Ready=False NamespaceNotAllowed and a Warning
@@ -214,8 +215,8 @@ func (opts Options) withDefaults() (Options, error) {
 	if opts.ServiceWorkers <= 0 {
 		opts.ServiceWorkers = DefaultServiceWorkers
 	}
-	if opts.PodMonitorRecheck == 0 {
-		opts.PodMonitorRecheck = time.Minute
+	if opts.KindRecheck == 0 {
+		opts.KindRecheck = time.Minute
 	}
 	if opts.GroupWorkers <= 0 {
 		opts.GroupWorkers = DefaultGroupWorkers

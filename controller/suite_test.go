@@ -3,7 +3,9 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -99,6 +103,7 @@ type testManager struct {
 type reconcileCounts struct {
 	mu                  sync.Mutex
 	reconciles, retries map[types.NamespacedName]int
+	errs                map[types.NamespacedName][]string // the retried reconciles' errors
 }
 
 // wrap counts the runs of next.
@@ -111,6 +116,7 @@ func (c *reconcileCounts) wrap(next reconcileFunc) reconcileFunc {
 		if err != nil {
 			c.mu.Lock()
 			c.retries[req.NamespacedName]++
+			c.errs[req.NamespacedName] = append(c.errs[req.NamespacedName], err.Error())
 			c.mu.Unlock()
 		}
 		return res, err
@@ -122,6 +128,13 @@ func (c *reconcileCounts) Reconciles(group types.NamespacedName) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reconciles[group]
+}
+
+// Errors returns the errors of the group's retried reconciles.
+func (c *reconcileCounts) Errors(group types.NamespacedName) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.errs[group])
 }
 
 // Retries returns how many of the group's reconciles ended in an error and were
@@ -148,6 +161,23 @@ func startManagerAs(t testing.TB, cfg *rest.Config, namespaces ...string) *testM
 // startManagerWith runs the operator with the given credentials and options.
 func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces ...string) *testManager {
 	t.Helper()
+	return startManagerMapped(t, cfg, opts, nil, namespaces...)
+}
+
+// startManagerMapped is startManagerWith whose manager's RESTMapper (the API server's
+// discovery, as the operator's) is wrapped by wrap, when not nil: a test counts lookups.
+func startManagerMapped(t testing.TB, cfg *rest.Config, opts Options, wrap func(meta.RESTMapper) meta.RESTMapper, namespaces ...string) *testManager {
+	t.Helper()
+	var mapper func(*rest.Config, *http.Client) (meta.RESTMapper, error)
+	if wrap != nil {
+		mapper = func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+			m, err := apiutil.NewDynamicRESTMapper(c, hc)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(m), nil
+		}
+	}
 	defaults := map[string]cache.Config{}
 	for _, ns := range namespaces {
 		defaults[ns] = cache.Config{}
@@ -159,11 +189,13 @@ func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces .
 		HealthProbeBindAddress: "0",
 		Logger:                 logr.Discard(),
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		MapperProvider:         mapper,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := &reconcileCounts{reconciles: map[types.NamespacedName]int{}, retries: map[types.NamespacedName]int{}}
+	counts := &reconcileCounts{reconciles: map[types.NamespacedName]int{}, retries: map[types.NamespacedName]int{},
+		errs: map[types.NamespacedName][]string{}}
 	r, err := setup(mgr, opts, counts.wrap)
 	if err != nil {
 		t.Fatal(err)
@@ -194,6 +226,20 @@ func startManagerWith(t testing.TB, cfg *rest.Config, opts Options, namespaces .
 func eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
 	poll.Until(t, timeout, cond)
+}
+
+// waitReadyNotDegraded waits until the group is Ready and not Degraded.
+func waitReadyNotDegraded(t testing.TB, ns, name string) {
+	t.Helper()
+	eventually(t, 20*time.Second, func() error {
+		g := getGroup(t, ns, name)
+		ready := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionReady)
+		degraded := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded)
+		if ready == nil || ready.Status != metav1.ConditionTrue || degraded == nil || degraded.Status != metav1.ConditionFalse {
+			return fmt.Errorf("conditions %+v", g.Status.Conditions)
+		}
+		return nil
+	})
 }
 
 func getGroup(t testing.TB, ns, name string) *v1alpha1.KeepalivedGroup {

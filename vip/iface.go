@@ -1,6 +1,7 @@
 package vip
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -46,7 +47,12 @@ func holderOf(nl *netlink.Handle, ip netip.Addr) (string, error) {
 		fam = netlink.FAMILY_V6
 	}
 	addrs, err := nl.AddrList(nil, fam)
-	if err != nil {
+	for tries := 0; errors.Is(err, netlink.ErrDumpInterrupted) && tries < dumpRetries; tries++ {
+		addrs, err = nl.AddrList(nil, fam)
+	}
+	// A dump that stayed interrupted (addresses changing while read) still shows where
+	// the addresses it lists are.
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		return "", fmt.Errorf("interface for %s: %w", ip, err)
 	}
 	for _, a := range addrs {
@@ -57,6 +63,9 @@ func holderOf(nl *netlink.Handle, ip netip.Addr) (string, error) {
 			}
 			return link.Attrs().Name, nil
 		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("interface for %s: %w", ip, err)
 	}
 	return "", fmt.Errorf("interface for %s: local route but no interface holds it", ip)
 }

@@ -206,9 +206,12 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 			continue
 		}
 		there, err := on.has(links[i], v)
-		if err != nil {
+		if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 			return nil, fmt.Errorf("vip %s: %w", v, err)
 		}
+		// Not listed by a dump the kernel says may be incomplete (the addresses kept
+		// changing while it was read): new as far as anyone knows, and the add decides,
+		// since an address someone else holds fails it with EEXIST (raced, below).
 		if there {
 			kind[i] = isForeign
 			foreign = append(foreign, v)
@@ -534,34 +537,58 @@ func present(nl *netlink.Handle, v VIP) (bool, error) {
 // many VIPs.
 type addrCache struct {
 	nl *netlink.Handle
-	by map[addrListKey]map[netip.Addr]bool
+	by map[addrListKey]addrList
 }
+
+// addrList is one interface's addresses of a family. interrupted, when set, says (as an
+// error wrapping netlink.ErrDumpInterrupted) that the kernel flagged the dump as possibly
+// incomplete (NLM_F_DUMP_INTR: an address of the namespace changed while it was read, as
+// during a takeover of a thousand IPv6 VIPs), so an address it does not list may be there.
+type addrList struct {
+	set         map[netip.Addr]bool
+	interrupted error
+}
+
+// dumpRetries is how many times a dump the kernel flags as interrupted is read again.
+const dumpRetries = 3
 
 type addrListKey struct {
 	index, family int
 }
 
-// has reports whether v's address (any prefix length) is on link.
+// has reports whether v's address (any prefix length) is on link. When the addresses
+// kept changing while they were read, an address listed is there, and one not listed is
+// an error: neither "missing" (to put back) nor "absent" (to record as ours) would be
+// known.
 func (c *addrCache) has(link netlink.Link, v VIP) (bool, error) {
 	k := addrListKey{link.Attrs().Index, family(v)}
-	set, ok := c.by[k]
+	l, ok := c.by[k]
 	if !ok {
 		addrs, err := c.nl.AddrList(link, k.family)
+		for tries := 0; errors.Is(err, netlink.ErrDumpInterrupted) && tries < dumpRetries; tries++ {
+			addrs, err = c.nl.AddrList(link, k.family)
+		}
+		if errors.Is(err, netlink.ErrDumpInterrupted) {
+			l.interrupted, err = fmt.Errorf("addresses of %s: %w", link.Attrs().Name, err), nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("addresses of %s: %w", link.Attrs().Name, err)
 		}
-		set = make(map[netip.Addr]bool, len(addrs))
+		l.set = make(map[netip.Addr]bool, len(addrs))
 		for _, a := range addrs {
 			if ip, ok := netip.AddrFromSlice(a.IP); ok {
-				set[ip.Unmap()] = true
+				l.set[ip.Unmap()] = true
 			}
 		}
 		if c.by == nil {
-			c.by = make(map[addrListKey]map[netip.Addr]bool)
+			c.by = make(map[addrListKey]addrList)
 		}
-		c.by[k] = set
+		c.by[k] = l
 	}
-	return set[v.Prefix.Addr()], nil
+	if l.set[v.Prefix.Addr()] {
+		return true, nil
+	}
+	return false, l.interrupted
 }
 
 func family(v VIP) int {

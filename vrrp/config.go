@@ -85,6 +85,16 @@ type Config struct {
 	// advertises at once but adds the VIPs only after handoffDelay, once the preempted
 	// master has removed them.
 	HandoverOnly bool
+	// BreakFirstPreempt makes every preemption break before it makes, as the first one
+	// after leaving HandoverOnly does: a Backup whose Master_Down_Timer runs out while a
+	// lower-priority master is advertising sends its advertisement at once but adds the
+	// VIPs handoffDelay later, once that master has heard it and removed them. RFC 5798's
+	// preemption (and keepalived's) makes before it breaks: both hold the VIPs until the
+	// preempted master reacts, milliseconds on a quiet host, tens on a loaded one. The
+	// Kubernetes mode turns it on: a node returning from a rolling upgrade or a reboot
+	// takes its VIPs back without a moment on two nodes, at the price of handoffDelay
+	// without a holder at that planned move.
+	BreakFirstPreempt bool
 	// VIPs are the virtual addresses, all of one family (IPv4 only for v2), at most MaxVIPs,
 	// without duplicates. The prefix length says how to add them to the interface.
 	VIPs []netip.Prefix

@@ -1,6 +1,7 @@
 package vrrp
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -171,6 +172,37 @@ func TestNoBreakFirstWhenTheMasterIsSilent(t *testing.T) {
 	i := backupAt(t, c)
 	n := v2Config(254)
 	i.Reconfigure(at(time.Second), n, nil)
+	got := i.HandleTimer(i.Deadline(), nil)
+	if i.State() != StateMaster || !strings.Contains(describe(got), "Add[") {
+		t.Errorf("silent master: %s", describe(got))
+	}
+}
+
+func TestBreakFirstPreemptEveryTime(t *testing.T) {
+	// With BreakFirstPreempt every preemption of a lower-priority master adds the VIPs
+	// handoffDelay after the advertisement; a master that merely went silent is still
+	// replaced at once.
+	c := v2Config(254)
+	c.BreakFirstPreempt = true
+	i := backupAt(t, c)
+	lower := advertFor(c, 253)
+	for round, start := range []time.Duration{2 * time.Second, 12 * time.Second} {
+		expect(t, "lower master", i.HandleAdvert(at(start), lower, higher, nil), "")
+		got := i.HandleTimer(i.Deadline(), nil)
+		if i.State() != StateMaster || strings.Contains(describe(got), "Add[") || !strings.HasPrefix(describe(got), "Send(254)") {
+			t.Fatalf("preemption %d: %s, want the advertisement first and no VIPs yet", round, describe(got))
+		}
+		d := i.Deadline()
+		got = i.HandleTimer(d, nil)
+		if !strings.Contains(describe(got), "Add[10.99.0.100/24 10.99.0.101/24]") {
+			t.Fatalf("preemption %d: handoff %s", round, describe(got))
+		}
+		back := d.Add(time.Second)
+		expect(t, "higher master", i.HandleAdvert(back, advertFor(c, 255), higher, nil),
+			fmt.Sprintf("State(MASTER->BACKUP: advertisement with higher priority) Remove[10.99.0.100/24 10.99.0.101/24] Arm(Master_Down_Timer@%v)",
+				back.Add(i.MasterDownInterval()).Sub(t0)))
+	}
+	// Silence: the VIPs at once.
 	got := i.HandleTimer(i.Deadline(), nil)
 	if i.State() != StateMaster || !strings.Contains(describe(got), "Add[") {
 		t.Errorf("silent master: %s", describe(got))

@@ -178,7 +178,7 @@ func (i *Instance) HandleTimer(now time.Time, out []Action) []Action {
 		}
 		return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
 	case i.state == StateBackup && i.timer == TimerMasterDown:
-		if i.afterHandover && !i.lowerHeardAt.IsZero() && now.Sub(i.lowerHeardAt) <= i.MasterDownInterval() {
+		if (i.afterHandover || i.cfg.BreakFirstPreempt) && !i.lowerHeardAt.IsZero() && now.Sub(i.lowerHeardAt) <= i.MasterDownInterval() {
 			return i.takeOverBreakFirst(now, out)
 		}
 		return i.becomeMaster(now, StateBackup, ReasonMasterDown, out)
@@ -347,8 +347,9 @@ func handoffDelay(interval time.Duration) time.Duration {
 	return min(250*time.Millisecond, interval/2)
 }
 
-// takeOverBreakFirst is becomeMaster for the first preemption after a takeover (the
-// Master_Down_Timer ran out while a lower-priority master was advertising): the
+// takeOverBreakFirst is becomeMaster for the first preemption after a takeover, or for
+// every preemption with Config.BreakFirstPreempt (the Master_Down_Timer ran out while a
+// lower-priority master was advertising): the
 // advertisement leaves at once, so that master steps down and removes the VIPs, and this
 // router adds them handoffDelay later, when the Adver_Timer fires. The VIPs go unserved for
 // that long instead of being held by two routers while the other one reacts: at no moment

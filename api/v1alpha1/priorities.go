@@ -20,8 +20,11 @@ const (
 	// PriorityLowest (1) to PriorityHighest (254) are VRRP priorities:
 	// within an instance the operator writes distinct values, the node ranked
 	// first gets 254, the next ones 204, 79, 29, ... (internal/placement: wide
-	// gaps make Skew_Times differ by more than a takeover's jitter). vrrpd
-	// reads only the order and its own value.
+	// gaps make Skew_Times differ by more than a takeover's jitter); an
+	// instance with a healthCheck gets 128..254 (254, 204, 166, 141, ...), so
+	// that vrrpd can lower every node by 1 minus the lowest of them when the
+	// check fails (placement.HealthChecked, placement.CheckWeight). vrrpd
+	// reads the order, the lowest value and its own value.
 	PriorityLowest  uint8 = 1
 	PriorityHighest uint8 = 254
 	// PriorityOwner (255) is VRRP's address owner, a router that holds the

@@ -109,6 +109,9 @@ type Instance struct {
 	// hands over (vrrp.Config.HandoverOnly): the Kubernetes mode's takeover from
 	// keepalived-operator's pods. No keyword sets it.
 	HandoverOnly bool
+	// BreakFirstPreempt makes every preemption break before it makes
+	// (vrrp.Config.BreakFirstPreempt): the Kubernetes mode's. No keyword sets it.
+	BreakFirstPreempt bool
 	// TrackScripts are the vrrp_scripts the instance tracks (scripts.go), Notify its
 	// notify hooks.
 	TrackScripts []TrackScript
@@ -210,6 +213,7 @@ func (a Instance) Equal(b Instance) bool {
 		a.OwnerIgnoreAdverts == b.OwnerIgnoreAdverts &&
 		a.V3ChecksumAsV2 == b.V3ChecksumAsV2 &&
 		a.HandoverOnly == b.HandoverOnly &&
+		a.BreakFirstPreempt == b.BreakFirstPreempt &&
 		slices.Equal(a.TrackScripts, b.TrackScripts) &&
 		a.Notify.Equal(b.Notify) &&
 		slices.Equal(a.Routes, b.Routes) && slices.Equal(a.Rules, b.Rules) && a.TrackSrcIP == b.TrackSrcIP &&
@@ -270,5 +274,6 @@ func (a Instance) StateMachineConfig(primary netip.Addr) vrrp.Config {
 		OwnerIgnoreAdverts: a.OwnerIgnoreAdverts,
 		V3ChecksumAsV2:     a.V3ChecksumAsV2,
 		HandoverOnly:       a.HandoverOnly,
+		BreakFirstPreempt:  a.BreakFirstPreempt,
 	}
 }

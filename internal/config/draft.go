@@ -97,6 +97,7 @@ type Draft struct {
 	v3ChecksumAsV2     *bool
 	ownerIgnoreAdverts *bool
 	handoverOnly       bool
+	breakFirstPreempt  bool
 	src                netip.Addr
 	srcPos             Position
 	peers              []draftVIP // Prefix holds the single address
@@ -343,6 +344,10 @@ func (d *Draft) SetV3ChecksumAsV2(on bool) { d.v3ChecksumAsV2 = &on }
 // SetHandoverOnly makes the instance take over only on a master's handover (no
 // keyword: Instance.HandoverOnly).
 func (d *Draft) SetHandoverOnly(on bool) { d.handoverOnly = on }
+
+// SetBreakFirstPreempt makes every preemption break before it makes (no keyword:
+// Instance.BreakFirstPreempt).
+func (d *Draft) SetBreakFirstPreempt(on bool) { d.breakFirstPreempt = on }
 
 // SetPreempt sets preemption (preempt / nopreempt).
 func (d *Draft) SetPreempt(on bool) { d.preempt = &on }

@@ -407,6 +407,7 @@ func (r *resolver) advertHandling() error {
 		in.V3ChecksumAsV2 = *d.v3ChecksumAsV2
 	}
 	in.HandoverOnly = d.handoverOnly
+	in.BreakFirstPreempt = d.breakFirstPreempt
 	return nil
 }
 

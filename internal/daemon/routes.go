@@ -194,6 +194,16 @@ func (d *Daemon) trackSource(in *instance, err error) error {
 		present = addrOnLink
 	}
 	ok, perr := present(in.cfg.Interface, in.cfg.UnicastSrc)
+	if errors.Is(perr, netlink.ErrDumpInterrupted) {
+		// The interface's addresses kept changing while they were read (a takeover of a
+		// thousand VIPs) and the source was not among those listed: not known either way,
+		// so nothing changes, and the next poll, a second from now, looks again.
+		d.linkTrouble = true
+		if errors.Is(in.faultErr, errSourceMissing) {
+			return in.faultErr
+		}
+		return nil
+	}
 	if perr != nil {
 		return perr
 	}
@@ -203,7 +213,10 @@ func (d *Daemon) trackSource(in *instance, err error) error {
 	return nil
 }
 
-// addrOnLink reports whether a is one of ifname's addresses.
+// addrOnLink reports whether a is one of ifname's addresses. A dump the kernel flags as
+// interrupted (the addresses changed while it was read) is read again up to three
+// times; if it stays so, a listed address is there, and one not listed is an error
+// wrapping netlink.ErrDumpInterrupted.
 func addrOnLink(ifname string, a netip.Addr) (bool, error) {
 	link, err := netlink.LinkByName(ifname)
 	if err != nil {
@@ -214,7 +227,10 @@ func addrOnLink(ifname string, a netip.Addr) (bool, error) {
 		fam = netlink.FAMILY_V6
 	}
 	addrs, err := netlink.AddrList(link, fam)
-	if err != nil {
+	for tries := 0; errors.Is(err, netlink.ErrDumpInterrupted) && tries < 3; tries++ {
+		addrs, err = netlink.AddrList(link, fam)
+	}
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		return false, err
 	}
 	for _, x := range addrs {
@@ -222,5 +238,5 @@ func addrOnLink(ifname string, a netip.Addr) (bool, error) {
 			return true, nil
 		}
 	}
-	return false, nil
+	return false, err
 }

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vishvananda/netlink"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/route"
@@ -169,6 +172,28 @@ func TestTrackSrcIP(t *testing.T) {
 	d.checkInterfaces(t0.Add(2 * time.Second))
 	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateBackup {
 		t.Fatalf("with the source back: %v, want BACKUP", s.State)
+	}
+	// A read of addresses that kept changing (NLM_F_DUMP_INTR) and did not list the
+	// source says nothing: the state stays, whichever it is, and the next poll looks
+	// again.
+	var unsure error
+	d.rt.srcPresent = func(string, netip.Addr) (bool, error) {
+		if unsure != nil {
+			return false, unsure
+		}
+		return present, nil
+	}
+	unsure = fmt.Errorf("addresses: %w", netlink.ErrDumpInterrupted)
+	d.checkInterfaces(t0.Add(3 * time.Second))
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateBackup || !d.linkTrouble {
+		t.Fatalf("source present, then an interrupted read: %v (look again: %v), want BACKUP kept and a poll", s.State, d.linkTrouble)
+	}
+	unsure, present = nil, false
+	d.checkInterfaces(t0.Add(4 * time.Second))
+	unsure = fmt.Errorf("addresses: %w", netlink.ErrDumpInterrupted)
+	d.checkInterfaces(t0.Add(5 * time.Second))
+	if s := snapOf(t, d, "VI_1"); s.State != vrrp.StateFault {
+		t.Fatalf("source gone, then an interrupted read: %v, want FAULT kept", s.State)
 	}
 }
 

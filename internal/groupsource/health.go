@@ -8,6 +8,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/internal/track"
 )
 
@@ -22,11 +23,15 @@ import (
 // which the operator put there and kube-proxy serves in every mode), not 127.0.0.1
 // (which only the listen-on-everything default serves).
 //
-// A failing check lowers the priority by HealthCheckWeight rather than putting the
-// instance in FAULT: the effective priority of a node without a local endpoint becomes
-// 1, below every node that has one whatever placement's spread, and when no node has
-// one they all sit at 1 and the master keeps the VIP (a backup only takes over from a
-// master of lower priority), where FAULT on every node would drop it.
+// A failing check lowers the priority rather than putting the instance in FAULT, by
+// the same amount on every node (placement.CheckWeight): the operator writes such an
+// instance's priorities in 128..254 (placement.HealthChecked), so the shift puts every
+// node without a local endpoint below every node with one, keeps the failing nodes
+// distinct and in the placement's order (two of them never take over after the same
+// Skew_Time and answer at once), and the lowest lands on 1. When no node has an endpoint
+// the placement's first node holds the VIP, where FAULT on every node would drop it. Priorities outside that band (an older
+// operator's status, a group over 127 nodes) get HealthCheckWeight, which takes every
+// failing node to 1, where they tie.
 const (
 	HealthCheckWeight   = -253
 	HealthCheckInterval = time.Second
@@ -40,7 +45,7 @@ const (
 
 // healthCheck makes c track kube-proxy's answer for instance in on this node, when the
 // status carries a check for it, and records the check in t.checks.
-func (t *translator) healthCheck(in *v1alpha1.Instance, c *config.Instance, self memberAddrs) {
+func (t *translator) healthCheck(in *v1alpha1.Instance, prios []uint8, c *config.Instance, self memberAddrs) {
 	hc := in.Settings.HealthCheck
 	if hc == nil {
 		return
@@ -59,12 +64,16 @@ func (t *translator) healthCheck(in *v1alpha1.Instance, c *config.Instance, self
 		t.warn(in.Key, "healthCheck: node %s has no address in the status; checking 127.0.0.1", t.node)
 		addr = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	}
+	weight, ok := placement.CheckWeight(prios)
+	if !ok {
+		weight = HealthCheckWeight
+	}
 	ap := netip.AddrPortFrom(addr, uint16(hc.NodePort))
 	name := HealthCheckPrefix + in.Key
 	sc := config.Script{
 		Name:     name,
 		Interval: HealthCheckInterval, Timeout: HealthCheckTimeout,
-		Rise: HealthCheckRise, Fall: HealthCheckFall, Weight: HealthCheckWeight,
+		Rise: HealthCheckRise, Fall: HealthCheckFall, Weight: weight,
 		Check:  track.Check{Kind: track.CheckHTTP, URL: "http://" + ap.String() + "/", StatusCode: 200},
 		Source: t.pos,
 	}
@@ -72,7 +81,7 @@ func (t *translator) healthCheck(in *v1alpha1.Instance, c *config.Instance, self
 		t.checks = map[string]config.Script{}
 	}
 	t.checks[name] = sc
-	c.TrackScripts = append(c.TrackScripts, config.TrackScript{Script: name, Weight: HealthCheckWeight})
+	c.TrackScripts = append(c.TrackScripts, config.TrackScript{Script: name, Weight: weight})
 }
 
 // usedChecks are the checks the kept instances track, by name.

@@ -308,7 +308,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 			return nil, err
 		}
 		c.StartDelay = startDelay(prios, self)
-		t.healthCheck(in, &c, members[self])
+		t.healthCheck(in, prios, &c, members[self])
 		out = append(out, c)
 	}
 	return out, nil
@@ -370,6 +370,9 @@ func (t *translator) draft(in *v1alpha1.Instance, iface string, prio uint8) (*co
 	d.SetV3ChecksumAsV2(set.V3ChecksumAsV2)
 	// The operator's takeover from keepalived-operator (status.migration).
 	d.SetHandoverOnly(set.HandoverOnly)
+	// A node coming back (a rolling upgrade, a reboot, the end of an exclusion) takes its
+	// VIPs back from the node that stood in without a moment on two nodes.
+	d.SetBreakFirstPreempt(true)
 	if set.UseVMAC {
 		// keepalived's use_vmac without arguments: the name and MAC follow the
 		// VRID. The group decides it, never a Service (verbatim use_vmac is the

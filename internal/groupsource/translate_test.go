@@ -97,25 +97,25 @@ func TestTranslateSplitsFamilies(t *testing.T) {
 		{
 			Name: "default/dual/ipv4", Interface: "eth0", Family: config.IPv4, VRID: 1, Priority: 254,
 			Version: vrrp.Version3, AdvertInterval: time.Second, Preempt: true, AcceptMode: true,
-			InitialState: config.StateBackup, MulticastGroup: vrrp.MulticastIPv4, GARP: config.DefaultGARP(),
+			InitialState: config.StateBackup, BreakFirstPreempt: true, MulticastGroup: vrrp.MulticastIPv4, GARP: config.DefaultGARP(),
 			VIPs: []config.VIP{{Prefix: pfx("10.99.0.99"), Dev: "eth0"}, {Prefix: pfx("10.99.0.100"), Dev: "eth0"}},
 		},
 		{
 			Name: "default/dual/ipv6", Interface: "eth0", Family: config.IPv6, VRID: 1, Priority: 254,
 			Version: vrrp.Version3, AdvertInterval: time.Second, Preempt: true, AcceptMode: true,
-			InitialState: config.StateBackup, MulticastGroup: vrrp.MulticastIPv6, GARP: config.DefaultGARP(),
+			InitialState: config.StateBackup, BreakFirstPreempt: true, MulticastGroup: vrrp.MulticastIPv6, GARP: config.DefaultGARP(),
 			VIPs: []config.VIP{{Prefix: pfx("fd00:99::100"), Dev: "eth0"}},
 		},
 		{
 			Name: "default/spread/10.99.0.102", Interface: "eth0", Family: config.IPv4, VRID: 3, Priority: 252,
 			Version: vrrp.Version3, AdvertInterval: time.Second, Preempt: true, AcceptMode: true,
-			InitialState: config.StateBackup, MulticastGroup: vrrp.MulticastIPv4, GARP: config.DefaultGARP(),
+			InitialState: config.StateBackup, BreakFirstPreempt: true, MulticastGroup: vrrp.MulticastIPv4, GARP: config.DefaultGARP(),
 			VIPs: []config.VIP{{Prefix: pfx("10.99.0.102"), Dev: "eth0"}},
 		},
 		{
 			Name: "default/web", Interface: "eth0", Family: config.IPv4, VRID: 2, Priority: 253,
 			Version: vrrp.Version3, AdvertInterval: time.Second, Preempt: true, AcceptMode: true,
-			InitialState: config.StateBackup, MulticastGroup: vrrp.MulticastIPv4, GARP: config.DefaultGARP(),
+			InitialState: config.StateBackup, BreakFirstPreempt: true, MulticastGroup: vrrp.MulticastIPv4, GARP: config.DefaultGARP(),
 			VIPs: []config.VIP{{Prefix: pfx("10.99.0.101"), Dev: "eth0"}},
 		},
 	}

@@ -77,6 +77,20 @@
 // OrderService and PrioritiesFromOrder give it the same ranking and
 // priorities as Priorities and PlaceService.
 //
+// # Health-checked instances
+//
+// An externalTrafficPolicy: Local Service's instance tracks kube-proxy's
+// health check on each node, and a node without a local endpoint must fall
+// below every node with one. vrrpd lowers every member by the same amount
+// (CheckWeight: 1 minus the lowest member priority), which keeps the failing
+// nodes distinct and in the placement's order only if every member is above
+// half of the highest. HealthChecked maps such an instance's priorities into
+// 128..254 in the same order (254, 204, 166, 141, then a countdown to 128,
+// up to 127 nodes), so with three nodes a failing check gives 89, 39, 1.
+// Without it the failing nodes tied at 1: at a master's goodbye two of them
+// took over after the same Skew_Time and both answered until the lower
+// address yielded (seen in the migration lab).
+//
 // # Compact form
 //
 // The group's status must hold 255 instances x 100 nodes in well under

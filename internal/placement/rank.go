@@ -215,3 +215,75 @@ func OrderService(keys []string, nodes []string) map[string][]int {
 	}
 	return out
 }
+
+// CheckedFloor is the priority every member of a health-checked instance
+// stays above (HealthChecked): half of MasterPriority, so that vrrpd can
+// lower every member by the same amount when its check fails and still
+// leave each failing node below every passing one.
+const CheckedFloor = MasterPriority / 2
+
+// CheckedTopPriorities are the first ranks' priorities of a health-checked
+// instance: TopPriorities' first gap (50, as for any instance: the start
+// race), then as wide as the band 128..254 leaves room for.
+var CheckedTopPriorities = [...]uint8{MasterPriority, 204, 166, 141}
+
+// HealthChecked maps an instance's priorities (PriorityNotMember, 0, for a
+// node outside it) into CheckedFloor+1..MasterPriority, keeping their order.
+//
+// Why: a node whose health check fails (externalTrafficPolicy: Local without
+// a local endpoint) must rank below every node whose check passes, and the
+// failing nodes must still differ, or at a master's goodbye they take over
+// after the same Skew_Time and both answer until one yields (RFC 5798 breaks
+// the tie by address, a moment later). vrrpd lowers every member by the
+// same amount, 1 minus the lowest member's priority (groupsource): the
+// lowest failing member lands on 1 and every failing one stays below every
+// passing one exactly when all members are above half of the highest. The
+// band holds 127 distinct priorities; a larger instance keeps its
+// priorities as they are (vrrpd then falls back to one failed priority, 1).
+func HealthChecked(prios []uint8) []uint8 {
+	idx := make([]int, 0, len(prios))
+	for i, p := range prios {
+		if p != 0 {
+			idx = append(idx, i)
+		}
+	}
+	n := len(idx)
+	if n > MasterPriority-CheckedFloor {
+		return slices.Clone(prios)
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(prios[b], prios[a]) })
+	out := make([]uint8, len(prios))
+	for r, j := range idx {
+		top := 0
+		if r < len(CheckedTopPriorities) {
+			top = int(CheckedTopPriorities[r])
+		}
+		out[j] = uint8(max(top, CheckedFloor+n-r))
+	}
+	return out
+}
+
+// CheckWeight is how much vrrpd lowers a member's priority while the
+// instance's health check fails on its node: 1 minus the lowest member
+// priority in prios, when that keeps every failing member below every
+// passing one (HealthChecked's band; also a migration's shadow priorities
+// of a small group). ok is false when no shift can (priorities from before
+// HealthChecked, or a group past its band): the caller then uses a weight
+// that takes every failing member to 1, where they tie.
+func CheckWeight(prios []uint8) (weight int, ok bool) {
+	lo, hi := 0, 0
+	for _, p := range prios {
+		if p == 0 {
+			continue
+		}
+		if lo == 0 || int(p) < lo {
+			lo = int(p)
+		}
+		hi = max(hi, int(p))
+	}
+	// hi+weight < lo with weight = 1-lo.
+	if lo == 0 || hi+1-lo >= lo {
+		return 0, false
+	}
+	return 1 - lo, true
+}

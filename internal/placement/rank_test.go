@@ -428,3 +428,82 @@ func TestPrioritiesFromOrderMatchesPriorities(t *testing.T) {
 		}
 	}
 }
+
+// A health-checked instance's failing members must rank below every passing
+// member and stay distinct from each other, for every group size the band
+// holds, with nodes left out (priority 0) anywhere.
+func TestHealthCheckedFailingNodesStayApart(t *testing.T) {
+	for n := 1; n <= 140; n++ {
+		nodes := make([]string, n)
+		for i := range nodes {
+			nodes[i] = fmt.Sprintf("node-%d", i)
+		}
+		base := Priorities(fmt.Sprintf("ns/svc-%d", n), nodes)
+		if n > 3 {
+			base[n/2] = 0 // an excluded node
+		}
+		got := HealthChecked(base)
+		members := 0
+		for i := range got {
+			if (base[i] == 0) != (got[i] == 0) {
+				t.Fatalf("n=%d: node %d: member changed: %d -> %d", n, i, base[i], got[i])
+			}
+			if got[i] != 0 {
+				members++
+			}
+			for j := range got {
+				if base[i] != 0 && base[j] != 0 && (base[i] > base[j]) != (got[i] > got[j]) {
+					t.Fatalf("n=%d: order of nodes %d, %d changed: %d,%d -> %d,%d", n, i, j, base[i], base[j], got[i], got[j])
+				}
+			}
+		}
+		w, ok := CheckWeight(got)
+		if members > MasterPriority-CheckedFloor {
+			if !slices.Equal(got, base) || ok {
+				t.Fatalf("n=%d (%d members, past the band): got %v, weight %d ok %v; want the priorities unchanged and no weight", n, members, got, w, ok)
+			}
+			continue
+		}
+		if !ok {
+			t.Fatalf("n=%d: no weight for %v", n, got)
+		}
+		failed := map[int]bool{}
+		for i, p := range got {
+			if p == 0 {
+				continue
+			}
+			if p <= CheckedFloor {
+				t.Fatalf("n=%d: node %d at %d, not above %d", n, i, p, CheckedFloor)
+			}
+			f := int(p) + w
+			if f < 1 || failed[f] {
+				t.Fatalf("n=%d: node %d fails to %d (weight %d): below 1 or shared", n, i, f, w)
+			}
+			failed[f] = true
+			for _, q := range got {
+				if q != 0 && f >= int(q) {
+					t.Fatalf("n=%d: node %d failing at %d is not below passing priority %d", n, i, f, q)
+				}
+			}
+		}
+	}
+}
+
+func TestCheckWeightNeedsTheBand(t *testing.T) {
+	for _, c := range []struct {
+		prios []uint8
+		w     int
+		ok    bool
+	}{
+		{[]uint8{254, 204, 79}, 0, false}, // an older operator's placement: no shift keeps 254 below 79
+		{[]uint8{99, 91, 83}, -82, true},  // a 3-node takeover's shadow: 17, 9, 1
+		{[]uint8{0, 254, 0}, -253, true},
+		{[]uint8{0, 0}, 0, false},
+		{[]uint8{254, 229, 167}, -166, true},
+	} {
+		w, ok := CheckWeight(c.prios)
+		if w != c.w || ok != c.ok {
+			t.Errorf("CheckWeight(%v) = %d, %v; want %d, %v", c.prios, w, ok, c.w, c.ok)
+		}
+	}
+}

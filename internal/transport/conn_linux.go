@@ -336,10 +336,51 @@ func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
 		nlfam = netlink.FAMILY_V6
 	}
 	addrs, err := c.nl.AddrList(link, nlfam)
+	for tries := 0; errors.Is(err, netlink.ErrDumpInterrupted) && tries < dumpRetries; tries++ {
+		addrs, err = c.nl.AddrList(link, nlfam)
+	}
+	if errors.Is(err, netlink.ErrDumpInterrupted) {
+		// Still changing: what the dump lists was there, but what it does not list may be
+		// there too. A list that may be incomplete never changes the source, nor takes
+		// it away: that would put every instance on the interface in FAULT for a
+		// moment's churn. A source that really went is found at the next Refresh (the
+		// next address event, a send that fails, the daemon's link poll).
+		if prev := c.Source(); prev.IsValid() {
+			return prev, nil
+		}
+		if src, _, ok := c.sourceIn(addrs); ok {
+			return src, nil
+		}
+		return netip.Addr{}, fmt.Errorf("transport: list addresses of %s: %w (%w)", c.ifname, ErrNoAddress, err)
+	}
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("transport: list addresses of %s: %w", c.ifname, err)
 	}
-	tentative := false
+	src, tentative, ok := c.sourceIn(addrs)
+	if ok {
+		return src, nil
+	}
+	if tentative {
+		return netip.Addr{}, fmt.Errorf("transport: %s: link-local address still tentative (DAD): %w", c.ifname, ErrNoAddress)
+	}
+	if c.fam == IPv4 {
+		return netip.Addr{}, fmt.Errorf("transport: %s has no primary IPv4 address: %w", c.ifname, ErrNoAddress)
+	}
+	return netip.Addr{}, fmt.Errorf("transport: %s has no IPv6 link-local address: %w", c.ifname, ErrNoAddress)
+}
+
+// dumpRetries is how many times pickSource reads the addresses again when the kernel
+// flags a dump as interrupted (NLM_F_DUMP_INTR: an address of the namespace changed while
+// it was read; the library filters by interface after the dump, so any interface's
+// count). A master that took over an instance of a thousand IPv6 VIPs sees its own adds
+// go on after the last one returned: the kernel announces each from a work queue (dumps
+// were still interrupted 9 ms after on the test machine, longer under load), and every
+// announcement wakes a Refresh. A read of a thousand addresses takes a few milliseconds.
+const dumpRetries = 3
+
+// sourceIn picks the source among addrs (see pickSource); tentative says a link-local
+// address was passed over because duplicate address detection is not done with it.
+func (c *Conn) sourceIn(addrs []netlink.Addr) (src netip.Addr, tentative, ok bool) {
 	for _, a := range addrs {
 		ip, ok := netip.AddrFromSlice(a.IP)
 		if !ok {
@@ -351,7 +392,7 @@ func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
 			if !ip.Is4() || a.Flags&unix.IFA_F_SECONDARY != 0 {
 				continue
 			}
-			return ip, nil
+			return ip, tentative, true
 		case IPv6:
 			if !ip.Is6() || !ip.IsLinkLocalUnicast() {
 				continue
@@ -360,16 +401,10 @@ func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
 				tentative = true
 				continue
 			}
-			return ip, nil
+			return ip, tentative, true
 		}
 	}
-	if tentative {
-		return netip.Addr{}, fmt.Errorf("transport: %s: link-local address still tentative (DAD): %w", c.ifname, ErrNoAddress)
-	}
-	if c.fam == IPv4 {
-		return netip.Addr{}, fmt.Errorf("transport: %s has no primary IPv4 address: %w", c.ifname, ErrNoAddress)
-	}
-	return netip.Addr{}, fmt.Errorf("transport: %s has no IPv6 link-local address: %w", c.ifname, ErrNoAddress)
+	return netip.Addr{}, tentative, false
 }
 
 // Source is the address adverts are sent from; the VRRP checksum's pseudo-header must use

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
@@ -29,34 +27,16 @@ func TestKubernetesModeCapacityMemory(t *testing.T) {
 	ctx := context.Background()
 	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}})
 	h1, h2 := lab.Host("h1"), lab.Host("h2")
-	// IPv6 VIPs (the lab's IPv4 /24 holds fewer than 255), five spread Services of 51
-	// (envtest's Service range is small), one instance per VIP.
-	const n = 255
-	var vips []netip.Addr
-	for i := 1; i <= n; i++ {
-		vips = append(vips, netip.MustParseAddr(fmt.Sprintf("fd00:99::1:%x", i)))
-	}
-	for k := range 5 {
-		newService(t, ns, fmt.Sprintf("s%d", k),
-			map[string]string{v1alpha1.AnnotationGroup: ns + "/" + groupName, v1alpha1.AnnotationSpreadVIPs: "true"},
-			vips[k*51:(k+1)*51]...)
-	}
-	vrrpdtest.WaitFor(t, 2*time.Minute, "255 instances in the group's status", func() bool {
-		var got v1alpha1.KeepalivedGroup
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName}, &got)
-		return err == nil && len(got.Status.Instances) == n
-	})
+	vips := capacityServices(t, ns)
 
-	args := daemonSetArgs(t, ns)
 	var ds appsv1.DaemonSet
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName + "-vrrpd"}, &ds); err != nil {
 		t.Fatal(err)
 	}
 	request := ds.Spec.Template.Spec.Containers[0].Resources.Requests.Memory()
-	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
 	pids := map[string]int{}
-	for _, h := range []*netlab.Host{h1, h2} {
-		pids[h.Name] = startNodeVrrpd(t, h, args, environ).Pid()
+	for name, d := range startGroupDaemons(t, ns, h1, h2) {
+		pids[name] = d.Pid()
 	}
 	vrrpdtest.WaitFor(t, time.Minute, "every VIP held by one node", func() bool {
 		for _, v := range vips {

@@ -41,7 +41,6 @@ func runExcludeHandover(t *testing.T, unicast bool) {
 		AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}, UnicastEnabled: unicast}, "h1", "h2")
 	logGroupOnFailure(t, ns)
 	cl, h1, h2 := lab.Host("client"), lab.Host("h1"), lab.Host("h2")
-	hosts := map[string]*netlab.Host{"h1": h1, "h2": h2}
 	groupRef := ns + "/" + groupName
 	var vips []netip.Addr
 	for i := range 4 {
@@ -51,12 +50,7 @@ func runExcludeHandover(t *testing.T, unicast bool) {
 	}
 	placed := waitPlacement(t, ns, unicast, vips...).masters()
 
-	args := daemonSetArgs(t, ns)
-	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
-	daemons := map[string]*vrrpd{}
-	for _, node := range []string{"h1", "h2"} {
-		daemons[node] = startNodeVrrpd(t, hosts[node], args, environ)
-	}
+	daemons := startGroupDaemons(t, ns, h1, h2)
 	want := map[netip.Addr]string{}
 	for _, v := range vips {
 		want[v] = placed[v]
@@ -193,27 +187,9 @@ func TestExcludeAtCapacityWritesOnce(t *testing.T) {
 	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}})
 	logGroupOnFailure(t, ns)
 	h1, h2 := lab.Host("h1"), lab.Host("h2")
-	const n = 255
-	var vips []netip.Addr
-	for i := 1; i <= n; i++ {
-		vips = append(vips, netip.MustParseAddr(fmt.Sprintf("fd00:99::1:%x", i)))
-	}
-	for k := range 5 {
-		newService(t, ns, fmt.Sprintf("s%d", k),
-			map[string]string{v1alpha1.AnnotationGroup: ns + "/" + groupName, v1alpha1.AnnotationSpreadVIPs: "true"},
-			vips[k*51:(k+1)*51]...)
-	}
-	vrrpdtest.WaitFor(t, 2*time.Minute, "255 instances in the group's status", func() bool {
-		var got v1alpha1.KeepalivedGroup
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName}, &got)
-		return err == nil && len(got.Status.Instances) == n
-	})
-	args := daemonSetArgs(t, ns)
-	environ := []string{"KUBECONFIG=" + vrrpdKubeconfig(t, ns)}
-	daemons := map[string]*vrrpd{}
-	for _, h := range []*netlab.Host{h1, h2} {
-		daemons[h.Name] = startNodeVrrpd(t, h, args, environ)
-	}
+	vips := capacityServices(t, ns)
+	n := len(vips)
+	daemons := startGroupDaemons(t, ns, h1, h2)
 	holders := func() map[netip.Addr]string {
 		out := map[netip.Addr]string{}
 		for _, v := range vips {

@@ -85,14 +85,23 @@ func TestKubernetesModeExternalTrafficPolicyLocal(t *testing.T) {
 	hostList := []*netlab.Host{hosts["h1"], hosts["h2"]}
 	waitHoldersSettle(t, 15*time.Second, time.Second, "the VIP on the node with the endpoint, against placement",
 		map[netip.Addr]string{vip: second}, hostList...)
+	// The placement's first node, failing its check, runs below the second, passing it.
 	st, err := daemons[first].status()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Instances) != 1 || st.Instances[0].Priority != 1 || len(st.Instances[0].TrackScripts) != 1 ||
-		st.Instances[0].TrackScripts[0].Script != groupsource.HealthCheckPrefix+ns+"/web" {
-		t.Fatalf("%s (no endpoint) status %+v, want priority 1 from the kube-proxy check", first, st.Instances)
+	st2, err := daemons[second].status()
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(st.Instances) != 1 || len(st2.Instances) != 1 || len(st.Instances[0].TrackScripts) != 1 ||
+		st.Instances[0].TrackScripts[0].Script != groupsource.HealthCheckPrefix+ns+"/web" ||
+		st.Instances[0].Priority >= st2.Instances[0].Priority || st.Instances[0].BasePriority <= st2.Instances[0].BasePriority {
+		t.Fatalf("%s (no endpoint) status %+v, %s (endpoint) status %+v: want the first below the second by the kube-proxy check",
+			first, st.Instances, second, st2.Instances)
+	}
+	t.Logf("%s (placement's first, no endpoint): priority %d of %d; %s: %d", first,
+		st.Instances[0].Priority, st.Instances[0].BasePriority, second, st2.Instances[0].Priority)
 
 	// The endpoint moves: the VIP follows within interval × fall + one failover
 	// (3 adverts + skew), with half a second for a loaded machine.
@@ -116,17 +125,20 @@ func TestKubernetesModeExternalTrafficPolicyLocal(t *testing.T) {
 	move(first)
 	move(second)
 
-	// No endpoint anywhere: both nodes drop to 1 and the VIP stays where it is.
+	// No endpoint anywhere: every node fails its check, keeping the placement's order
+	// below the passing priorities, so the VIP goes to the placement's first node (not
+	// nowhere, as FAULT would do) and stays.
 	setLocalEndpoints(t, ns, "web")
-	vrrpdtest.WaitFor(t, 5*time.Second, "both nodes at priority 1", func() bool {
+	vrrpdtest.WaitFor(t, 5*time.Second, "both nodes failing the check", func() bool {
 		for _, d := range daemons {
 			st, err := d.status()
-			if err != nil || len(st.Instances) != 1 || st.Instances[0].Priority != 1 {
+			if err != nil || len(st.Instances) != 1 || len(st.Instances[0].TrackScripts) != 1 ||
+				st.Instances[0].TrackScripts[0].Status != "FAILED" || st.Instances[0].Priority >= st.Instances[0].BasePriority {
 				return false
 			}
 		}
 		return true
 	})
-	waitHoldersSettle(t, time.Second, 3*time.Second, "the VIP stays where it was with no endpoint anywhere",
-		map[netip.Addr]string{vip: second}, hostList...)
+	waitHoldersSettle(t, 5*time.Second, 3*time.Second, "the VIP on the placement's first node with no endpoint anywhere",
+		map[netip.Addr]string{vip: first}, hostList...)
 }

@@ -10,13 +10,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
-	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 	"github.com/vrrp-operator/vrrp-operator/vrrp"
 )
@@ -49,31 +46,10 @@ func TestRollingUpgradeKeepsVIPs(t *testing.T) {
 	ctx := context.Background()
 	k8s := env.Client
 
-	lab := netlabtest.New(t, "client", "r1", "r2", "r3")
+	lab, ns := groupLabNodes(t, v1alpha1.KeepalivedGroupSpec{}, rolloutLabel, "r1", "r2", "r3")
+	logGroupOnFailure(t, ns)
 	cl := lab.Host("client")
 	nodes := []*netlab.Host{lab.Host("r1"), lab.Host("r2"), lab.Host("r3")}
-	startProxy(t, cl, proxyAddr, apiAddress(t))
-	ns := newNamespace(t)
-	for _, h := range nodes {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.Name, Labels: map[string]string{rolloutLabel: "true"}}}
-		if err := k8s.Create(ctx, n); err != nil {
-			t.Fatalf("create node %s: %v", h.Name, err)
-		}
-		t.Cleanup(func() { _ = k8s.Delete(context.Background(), n) })
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: h.Addr4.String()}}
-		if err := k8s.Status().Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	startOperator(t, ns)
-	logGroupOnFailure(t, ns)
-	g := &v1alpha1.KeepalivedGroup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: groupName},
-		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0", NodeSelector: map[string]string{rolloutLabel: "true"}},
-	}
-	if err := k8s.Create(ctx, g); err != nil {
-		t.Fatal(err)
-	}
 	const services = 20
 	var vips []netip.Addr
 	for i := range services {

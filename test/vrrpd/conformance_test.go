@@ -191,7 +191,7 @@ var (
 // of a daemon at priority 100 with 50 ms adverts: the client plays a master of priority
 // 200 that sends one advertisement (the daemon goes or stays Backup) and then falls
 // silent (the daemon takes over). A packet socket on the daemon's host stamps, in the
-// kernel (wireStamps), the client's advertisement as it arrives and the takeover's as it
+// kernel (wireCapture), the client's advertisement as it arrives and the takeover's as it
 // leaves: the host's side of the wire, as tcpdump on it would see them.
 //
 // For vrrpd it reports, from the timer firing (the wake-up that ran the expired
@@ -230,7 +230,7 @@ func benchTakeover(b *testing.B, keepalived bool) {
 		} else {
 			d = startVrrpd(b, h1, writeConf(b, "h1.conf", orderConf(100, "0.05")), "")
 		}
-		stamps := stampWire(b, h1)
+		stamps := captureWire(b, h1)
 		master := openMaster(b, client)
 		adv := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: 51, Priority: 200,
 			Addresses: []netip.Addr{vip4.Addr()}}

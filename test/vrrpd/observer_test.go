@@ -3,11 +3,8 @@ package vrrpd_test
 import (
 	"net/netip"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
@@ -21,9 +18,8 @@ import (
 type observer struct {
 	mu      sync.Mutex
 	adverts []seenAdvert
-	added   []seenAddr
+	addrs   *addrMonitor
 	conns   []*transport.Conn
-	nlfd    int
 	done    chan struct{}
 }
 
@@ -32,11 +28,6 @@ type seenAdvert struct {
 	src      netip.Addr
 	vrid     uint8
 	priority uint8
-}
-
-type seenAddr struct {
-	at   time.Time
-	addr netip.Addr
 }
 
 func observe(t testing.TB, h *netlab.Host) *observer {
@@ -54,65 +45,9 @@ func observe(t testing.TB, h *netlab.Host) *observer {
 		o.conns = append(o.conns, c)
 		go o.read(c)
 	}
-	// Address events come from a plain rtnetlink socket opened in the host's namespace and
-	// read in a blocking loop: nothing between the kernel and the timestamp.
-	var fd int
-	if err := h.Do(func() error {
-		var err error
-		fd, err = unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		if err != nil {
-			return err
-		}
-		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 1<<20)
-		return unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_IFADDR | unix.RTMGRP_IPV6_IFADDR})
-	}); err != nil {
-		t.Fatalf("address events of %s: %v", h.Name, err)
-	}
-	o.nlfd = fd
-	go o.readAddrs(fd)
+	o.addrs = monitorAddrs(t, h)
 	t.Cleanup(o.close)
 	return o
-}
-
-// readAddrs records every RTM_NEWADDR with the time it was read.
-func (o *observer) readAddrs(fd int) {
-	buf := make([]byte, 1<<16)
-	for {
-		n, _, err := unix.Recvfrom(fd, buf, 0)
-		if err != nil {
-			if err == unix.EINTR || err == unix.ENOBUFS {
-				continue
-			}
-			return
-		}
-		if n == 0 {
-			return
-		}
-		now := time.Now()
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			continue
-		}
-		for _, m := range msgs {
-			if m.Header.Type != unix.RTM_NEWADDR {
-				continue
-			}
-			attrs, err := syscall.ParseNetlinkRouteAttr(&m)
-			if err != nil {
-				continue
-			}
-			for _, a := range attrs {
-				if a.Attr.Type != unix.IFA_ADDRESS && a.Attr.Type != unix.IFA_LOCAL {
-					continue
-				}
-				if ip, ok := netip.AddrFromSlice(a.Value); ok {
-					o.mu.Lock()
-					o.added = append(o.added, seenAddr{at: now, addr: ip.Unmap()})
-					o.mu.Unlock()
-				}
-			}
-		}
-	}
 }
 
 func (o *observer) read(c *transport.Conn) {
@@ -145,41 +80,16 @@ func (o *observer) close() {
 	for _, c := range o.conns {
 		c.Close()
 	}
-	// Shutting the socket down ends the blocking recvfrom of readAddrs.
-	_ = unix.Shutdown(o.nlfd, unix.SHUT_RDWR)
-	_ = unix.Close(o.nlfd)
 }
 
 // dump lists the address events, for failure messages.
-func (o *observer) dump() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	var sb []byte
-	for _, a := range o.added {
-		sb = a.at.AppendFormat(sb, "15:04:05.000 ")
-		sb = append(sb, a.addr.String()...)
-		sb = append(sb, '\n')
-	}
-	return string(sb)
-}
+func (o *observer) dump() string { return o.addrs.dump() }
 
-// addedAt returns when addr was first added after since.
+// addedAt returns when addr was first added at or after since. The netlink event may
+// trail the address itself by a moment: a caller that has just seen the VIP on the host
+// waits up to a second for the observer to record it.
 func (o *observer) addedAt(addr netip.Addr, since time.Time) (time.Time, bool) {
-	// The netlink event may trail the address itself by a moment: a caller that has just
-	// seen the VIP on the host waits up to a second for the observer to record it.
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(5 * time.Millisecond) {
-		o.mu.Lock()
-		for _, a := range o.added {
-			if a.addr == addr && !a.at.Before(since) {
-				o.mu.Unlock()
-				return a.at, true
-			}
-		}
-		o.mu.Unlock()
-		if time.Now().After(deadline) {
-			return time.Time{}, false
-		}
-	}
+	return o.addrs.added(addr, since)
 }
 
 // lastAdvert returns the last advertisement of vrid from src that arrived before t and

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -94,7 +93,7 @@ func runTakeovers(b *testing.B, keepalived bool, takeovers int) *takeoverRun {
 	} else {
 		d = startVrrpd(b, h1, conf, "")
 	}
-	stamps := stampWire(b, h1)
+	stamps := captureWire(b, h1)
 	addrs := monitorAddrs(b, h1)
 	master := openMaster(b, client)
 	adv := vrrp.Advertisement{Version: vrrp.Version3, Type: vrrp.TypeAdvertisement, VRID: 51, Priority: 200,
@@ -344,111 +343,4 @@ func stealTime(b *testing.B) time.Duration {
 	}
 	b.Fatal("/proc/stat has no cpu line")
 	return 0
-}
-
-// addrMonitor records when each IPv4 address was added in a lab host, from an rtnetlink
-// address monitor read by a goroutine locked to its thread, blocked in the read: the
-// time it read the notification, a little after the kernel added the address.
-type addrMonitor struct {
-	fd     int
-	mu     sync.Mutex
-	events []addrEvent
-	done   chan struct{}
-}
-
-type addrEvent struct {
-	at   time.Time
-	addr netip.Addr
-}
-
-func monitorAddrs(b *testing.B, h *netlab.Host) *addrMonitor {
-	m := &addrMonitor{done: make(chan struct{})}
-	if err := h.Do(func() error {
-		fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
-		if err != nil {
-			return err
-		}
-		m.fd = fd
-		if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: unix.RTMGRP_IPV4_IFADDR}); err != nil {
-			return err
-		}
-		return unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
-	}); err != nil {
-		b.Fatalf("address monitor on %s: %v", h.Name, err)
-	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		m.read()
-	}()
-	b.Cleanup(func() {
-		close(m.done)
-		<-stopped
-		unix.Close(m.fd)
-	})
-	return m
-}
-
-func (m *addrMonitor) read() {
-	buf := make([]byte, 1<<16)
-	for {
-		select {
-		case <-m.done:
-			return
-		default:
-		}
-		n, _, err := unix.Recvfrom(m.fd, buf, 0)
-		at := time.Now()
-		if errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			continue
-		}
-		for _, msg := range msgs {
-			if msg.Header.Type != unix.RTM_NEWADDR || len(msg.Data) < unix.SizeofIfAddrmsg {
-				continue
-			}
-			attrs, err := syscall.ParseNetlinkRouteAttr(&msg)
-			if err != nil {
-				continue
-			}
-			for _, a := range attrs {
-				if a.Attr.Type == unix.IFA_LOCAL && len(a.Value) == 4 {
-					m.mu.Lock()
-					m.events = append(m.events, addrEvent{at: at, addr: netip.AddrFrom4([4]byte(a.Value))})
-					m.mu.Unlock()
-				}
-			}
-		}
-	}
-}
-
-// added returns when addr was first added after t, waiting up to a second for it.
-func (m *addrMonitor) added(addr netip.Addr, after time.Time) (time.Time, bool) {
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(2 * time.Millisecond) {
-		m.mu.Lock()
-		for _, e := range m.events {
-			if e.addr == addr && e.at.After(after) {
-				m.mu.Unlock()
-				return e.at, true
-			}
-		}
-		m.mu.Unlock()
-		if time.Now().After(deadline) {
-			return time.Time{}, false
-		}
-	}
-}
-
-func (m *addrMonitor) forget(before time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events = slices.DeleteFunc(m.events, func(e addrEvent) bool { return e.at.Before(before) })
 }
