@@ -175,7 +175,47 @@ type KeepalivedGroupSpec struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Segment string `json:"segment,omitempty"`
+
+	// RouterSharing says whether Services with the same VRRP behaviour
+	// share virtual routers (docs/design/router-sharing.md). Shared puts
+	// every Service that is not externalTrafficPolicy: Local in a router
+	// keyed by its settings and the nodes it ranks first, so a group needs
+	// router IDs per node, not per Service, and a segment serves thousands
+	// of Services. PerService keeps the original's one router (VRID) per
+	// Service, for switches, firewalls or monitoring keyed on a Service's
+	// VRID; a segment then serves at most 255 Services. Unset is PerService
+	// for now: Shared becomes the default once the conversion of existing
+	// per-Service routers is paced (the design's section 5). A group being
+	// taken over from keepalived-operator stays per Service until the
+	// takeover settles, whatever this says.
+	// +optional
+	RouterSharing RouterSharing `json:"routerSharing,omitempty"`
+
+	// RouterBudget is how many shared routers one class of Services may
+	// use in this group (with routerSharing: Shared): it decides how many
+	// of a Service's first-ranked nodes its router keeps exact (2 while
+	// n(n-1) <= budget, 1 while n <= budget, hash buckets beyond). Default
+	// 64, a quarter of a segment's router IDs. Raise it for a large group
+	// alone on its segment, lower it for many groups on one.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=255
+	RouterBudget *int32 `json:"routerBudget,omitempty"`
 }
+
+// RouterSharing is Shared or PerService.
+// +kubebuilder:validation:Enum=Shared;PerService
+type RouterSharing string
+
+// The RouterSharing values.
+const (
+	// RouterSharingShared lets Services with the same VRRP behaviour share
+	// virtual routers.
+	RouterSharingShared RouterSharing = "Shared"
+	// RouterSharingPerService gives every Service (every VIP with
+	// spreadvips) a virtual router of its own, as the original did.
+	RouterSharingPerService RouterSharing = "PerService"
+)
 
 // NamespacesFrom says where a group's Services may come from, as Gateway
 // API's allowedRoutes.namespaces.from does.
@@ -288,7 +328,12 @@ type KeepalivedGroupStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// RouterIDs maps each instance key to its VRID, as in the original.
+	// With routerSharing: Shared, each member (Service, or spreadvips VIP)
+	// is valued with its shared router's VRID, so many keys share a value.
+	// Atomic: a granular map would list every key once more in
+	// managedFields, as large as the map itself at thousands of Services.
 	// +optional
+	// +mapType=atomic
 	RouterIDs map[string]int `json:"routerIDs,omitempty"`
 
 	// NodeCount is len(nodes), for the printer column.

@@ -62,8 +62,10 @@ type KeepalivedMastershipStatus struct {
 type VIPHolder struct {
 	// Instance is vrrpd's name of the virtual router: the group's instance
 	// key ("namespace/name", or "namespace/name/ip" with spreadvips), with
-	// "/ipv4" or "/ipv6" for each family of a dual-stack instance.
-	// +kubebuilder:validation:MaxLength=400
+	// "/ipv4" or "/ipv6" for each family of a dual-stack instance. A
+	// shared router's key ("@class/node,node") with two long node names is
+	// up to about 520 bytes.
+	// +kubebuilder:validation:MaxLength=600
 	Instance string `json:"instance"`
 	// Service is "namespace/name" of the Service whose VIPs these are.
 	// +kubebuilder:validation:MaxLength=320
