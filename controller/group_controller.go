@@ -31,6 +31,7 @@ import (
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/ipam"
+	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
 )
 
 // podMonitorGVK is the Prometheus operator's PodMonitor, created only when
@@ -207,8 +208,6 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.reportLeftOut(g, p.services, p.leftOutServices)
-	r.reportRenumbered(g, p.plan)
 
 	img := effectiveImage(g.Spec.Image, r.VrrpdImage, r.AllowedImages)
 	applyErr := r.applyOwned(ctx, g, img.image)
@@ -217,6 +216,18 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 	// A takeover from keepalived-operator replaces the instances' settings
 	// and priorities with the old pods' while it lasts (migration.go).
 	mig, requeue, migErr := r.migrate(ctx, g, time.Now())
+	if mig != nil && p.shared {
+		// A takeover that starts now: the old pods run one instance per
+		// Service, which vrrpd must shadow, so no sharing until it settles
+		// (sharingApplies).
+		gm := *g
+		gm.Status.Migration = mig
+		if p, granted, v, err = r.planGroup(ctx, &gm); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	r.reportLeftOut(g, p.services, p.leftOutServices)
+	r.reportRenumbered(g, p.plan)
 	if mig != nil {
 		p.instances = shadowInstances(p.instances, len(p.nodes), mig.OldVersion)
 	}
@@ -505,7 +516,21 @@ func (r *GroupReconciler) reportRenumbered(g *v1alpha1.KeepalivedGroup, p plan) 
 	}
 	parts := make([]string, len(p.renumbered))
 	for i, k := range p.renumbered {
-		parts[i] = fmt.Sprintf("%s %d->%d", k, g.Status.RouterIDs[k], p.routerIDs[k])
+		old, now := g.Status.RouterIDs[k], p.routerIDs[k]
+		if p.shared && strings.HasPrefix(k, sharing.RouterKeyPrefix) {
+			// A shared router's ID is its instance's, not a routerIDs entry.
+			for _, in := range g.Status.Instances {
+				if in.Key == k {
+					old = in.VRID
+				}
+			}
+			for _, in := range p.instances {
+				if in.Key == k {
+					now = in.VRID
+				}
+			}
+		}
+		parts[i] = fmt.Sprintf("%s %d->%d", k, old, now)
 	}
 	r.Recorder.Eventf(groupRef(g), nil, corev1.EventTypeWarning, ReasonRouterIDRenumbered, actionAssignRouterID,
 		"router IDs changed because an earlier group on segment %q holds them or they are blacklisted: %s", r.segment(g), strings.Join(parts, ", "))
@@ -675,7 +700,10 @@ func setConditions(st *v1alpha1.KeepalivedGroupStatus, g *v1alpha1.KeepalivedGro
 
 	var degraded []string
 	reason := v1alpha1.ReasonReconciled
-	if len(p.leftOut) > 0 {
+	if len(p.leftOut) > 0 && p.shared {
+		degraded = append(degraded, describeLeftOutShared(p.leftOut, len(p.leftOutServices)))
+		reason = v1alpha1.ReasonRouterIDsExhausted
+	} else if len(p.leftOut) > 0 {
 		degraded = append(degraded, describeLeftOut(p.leftOut))
 		reason = v1alpha1.ReasonRouterIDsExhausted
 	}

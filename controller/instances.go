@@ -32,6 +32,9 @@ type plan struct {
 	renumbered []string
 	// memo: the priorities computed, for the next plan of the group.
 	memo *priorityMemo
+	// shared: the Services share routers (planShared); instances are then
+	// routers keyed "@...", and Local Services' own instances.
+	shared bool
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.
@@ -94,6 +97,11 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 	p.memo = &priorityMemo{names: names, byKey: map[string][]uint8{}}
 
 	drafts := instanceDrafts(services, granted, groupSettings(g).Version)
+	if sharingApplies(g) {
+		p.shared = true
+		planShared(g, &p, drafts, names, reserved, memo)
+		return p
+	}
 	keys := make([]string, len(drafts))
 	for i, d := range drafts {
 		keys[i] = d.key

@@ -169,7 +169,9 @@ func (f *groupFacts) granted(svc types.NamespacedName, addr netip.Addr) bool {
 			return true
 		}
 	}
-	return false
+	// Shared routers (controller/sharing.go): routerIDs names the member's
+	// router, which lists the address.
+	return grantedByRouter(&f.g.Status, key, addr) || grantedByRouter(&f.g.Status, key+"/"+addr.String(), addr)
 }
 
 // nodeOwnAddrs lists every InternalIP and ExternalIP of every Node, not only

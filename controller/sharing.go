@@ -1,0 +1,205 @@
+package controller
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
+	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
+	"github.com/vrrp-operator/vrrp-operator/internal/vrid"
+)
+
+// sharingApplies says whether g's Services share virtual routers
+// (docs/design/router-sharing.md, section 3): routerSharing: Shared, and no
+// takeover from keepalived-operator under way (status.migration set), since
+// vrrpd must then shadow the old pods' one instance per Service with their
+// router IDs. Unset is PerService until the conversion of existing
+// per-Service routers is paced (section 5).
+func sharingApplies(g *v1alpha1.KeepalivedGroup) bool {
+	return g.Spec.RouterSharing == v1alpha1.RouterSharingShared && g.Status.Migration == nil
+}
+
+// routerBudget is the group's spec.routerBudget, or sharing.DefaultBudget.
+func routerBudget(g *v1alpha1.KeepalivedGroup) int {
+	if b := g.Spec.RouterBudget; b != nil && *b > 0 {
+		return int(*b)
+	}
+	return sharing.DefaultBudget
+}
+
+// planShared fills p's instances and router IDs for a group whose Services
+// share routers. A Service with a health check (externalTrafficPolicy:
+// Local) keeps an instance of its own, planned exactly as without sharing
+// (placement.HealthChecked priorities), since its effective priorities
+// follow its own endpoints; every other Service is a member of a shared
+// router of sharing.Plan. Router IDs are assigned by vrid.Assign on the
+// router keys (and the Local Services' instance keys), so a router keeps
+// its ID for its life; status.routerIDs records each member (Service, or
+// spreadvips VIP) with its router's ID, which is also the vetter's record
+// of what it granted (groupFacts.granted).
+func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, names []string, reserved func(int) bool, memo *priorityMemo) {
+	var solo []instanceDraft
+	var members []sharing.Service
+	verbOf := map[string]map[string]string{} // class -> its verbatim settings
+	serviceOf := map[string]types.NamespacedName{}
+	idx := map[types.NamespacedName]int{}
+	for _, d := range drafts {
+		if d.health != nil {
+			solo = append(solo, d)
+			continue
+		}
+		key := d.service.String()
+		i, ok := idx[d.service]
+		if !ok {
+			class := sharing.ClassOf(key, d.verb, false)
+			verbOf[class] = d.verb
+			i = len(members)
+			idx[d.service] = i
+			members = append(members, sharing.Service{Key: key, Class: class})
+		}
+		if d.key != key {
+			members[i].Spread = true
+		}
+		members[i].VIPs = append(members[i].VIPs, d.vips...)
+		serviceOf[d.key] = d.service
+	}
+	// TODO(issue 31): Anchor from the vetter's first holder of an
+	// allow-shared-ip address; without it Plan anchors the set on the key
+	// that sorts first, which a newcomer sorting earlier would move.
+	res := sharing.Plan(names, members, routerBudget(g))
+
+	// The IDs published so far: a router's is its status instance's VRID,
+	// a Local Service's its routerIDs entry. Member entries of routerIDs
+	// name no key given to Assign and are ignored by it.
+	current := make(map[string]int, len(g.Status.RouterIDs)+len(res.Routers))
+	for k, id := range g.Status.RouterIDs {
+		current[k] = id
+	}
+	for _, in := range g.Status.Instances {
+		if strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
+			current[in.Key] = in.VRID
+		}
+	}
+	keys := make([]string, 0, len(res.Routers)+len(solo))
+	for _, r := range res.Routers {
+		keys = append(keys, r.Key)
+	}
+	for _, d := range solo {
+		keys = append(keys, d.key)
+	}
+	ids := vrid.Assign(keys, current, reserved)
+	p.renumbered = ids.Renumbered
+	p.routerIDs = make(map[string]int, len(res.RouterOf)+len(solo))
+
+	settings := groupSettings(g)
+	left := map[types.NamespacedName]bool{}
+	leave := func(s types.NamespacedName) {
+		if !left[s] {
+			left[s] = true
+			p.leftOutServices = append(p.leftOutServices, s)
+		}
+	}
+	for _, r := range res.Routers {
+		id, ok := ids.IDs[r.Key]
+		if !ok {
+			p.leftOut = append(p.leftOut, r.Key)
+			for _, m := range r.Members {
+				leave(serviceOf[m])
+			}
+			continue
+		}
+		for _, m := range r.Members {
+			p.routerIDs[m] = id
+		}
+		in := v1alpha1.Instance{
+			Key:        r.Key,
+			VRID:       id,
+			VIPs:       make([]string, len(r.VIPs)),
+			Settings:   settings,
+			Priorities: v1alpha1.EncodePriorities(excludedPriorities(r.Priorities, p.nodes)),
+		}
+		for i, a := range r.VIPs {
+			in.VIPs[i] = a.String()
+		}
+		in.Settings.Verbatim = verbOf[r.Class]
+		p.instances = append(p.instances, in)
+	}
+	for _, d := range solo {
+		id, ok := ids.IDs[d.key]
+		if !ok {
+			p.leftOut = append(p.leftOut, d.key)
+			leave(d.service)
+			continue
+		}
+		p.routerIDs[d.key] = id
+		var pr []uint8
+		if len(names) > 0 {
+			pr = memo.priorities(d.key, names, p.memo)
+		}
+		pr = placement.HealthChecked(pr)
+		in := v1alpha1.Instance{
+			Key:        d.key,
+			VRID:       id,
+			VIPs:       make([]string, len(d.vips)),
+			Settings:   settings,
+			Priorities: v1alpha1.EncodePriorities(excludedPriorities(pr, p.nodes)),
+		}
+		for i, a := range d.vips {
+			in.VIPs[i] = a.String()
+		}
+		in.Settings.Verbatim = d.verb
+		in.Settings.HealthCheck = d.health
+		p.instances = append(p.instances, in)
+	}
+	if len(p.routerIDs) == 0 {
+		p.routerIDs = nil
+	}
+	slices.Sort(p.leftOut)
+	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
+	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+}
+
+// grantedByRouter reports whether a shared router of the group's status
+// lists addr for the member key (a Service "ns/name", or a spreadvips VIP
+// "ns/name/ip"): status.routerIDs names the member's router ID, and the
+// router with that ID lists its members' addresses, sorted.
+func grantedByRouter(st *v1alpha1.KeepalivedGroupStatus, key string, addr netip.Addr) bool {
+	id, ok := st.RouterIDs[key]
+	if !ok {
+		return false
+	}
+	for i := range st.Instances {
+		in := &st.Instances[i]
+		if in.VRID != id || !strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
+			continue
+		}
+		_, found := slices.BinarySearchFunc(in.VIPs, addr, func(s string, a netip.Addr) int {
+			b, err := netip.ParseAddr(s)
+			if err != nil {
+				return -1
+			}
+			return b.Unmap().Compare(a)
+		})
+		return found
+	}
+	return false
+}
+
+// describeLeftOutShared is the Degraded message when shared routers (keys
+// starting with "@") or Local Services' instances got no router ID.
+func describeLeftOutShared(keys []string, services int) string {
+	routers := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, sharing.RouterKeyPrefix) {
+			routers++
+		}
+	}
+	return fmt.Sprintf("%d shared router(s) and %d other instance(s) got no router ID, leaving %d Service(s) without VIPs: all 255 are in use or reserved on the segment; raise or lower spec.routerBudget, give groups their own spec.segment, or use fewer externalTrafficPolicy: Local Services",
+		routers, len(keys)-routers, services)
+}
