@@ -1,0 +1,295 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
+	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
+)
+
+// createServices creates n ClusterIP Services s0000.. in ns, each with one
+// externalIP (fd00:99::2:<i>), annotated for group, eight at a time.
+func createServices(t *testing.T, ns, group string, n int) map[string]netip.Addr {
+	t.Helper()
+	vips := make(map[string]netip.Addr, n)
+	for i := range n {
+		vips[fmt.Sprintf("%s/s%04d", ns, i)] = netip.MustParseAddr(fmt.Sprintf("fd00:99::2:%x", i))
+	}
+	work := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				svc := &corev1.Service{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("s%04d", i), Annotations: map[string]string{v1alpha1.AnnotationGroup: group}},
+					Spec: corev1.ServiceSpec{
+						Type:        corev1.ServiceTypeClusterIP,
+						Ports:       []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+						ExternalIPs: []string{fmt.Sprintf("fd00:99::2:%x", i)},
+					},
+				}
+				if err := k8s.Create(context.Background(), svc); err != nil {
+					errs <- fmt.Errorf("create %s: %w", svc.Name, err)
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return vips
+}
+
+// sharedView checks a shared group's status against the design
+// (docs/design/router-sharing.md) and returns each Service's master: the
+// node with the highest priority in the router that lists its VIP.
+//
+//   - exactly wantRouters instances, every one a shared router ("@...")
+//     with a router ID in 1..255;
+//   - every Service's VIP in exactly one router, and no other address;
+//   - routerIDs maps every Service to the ID of the router listing its VIP;
+//   - every Service's master is its rendezvous top node over the status'
+//     nodes (placement.Top), which the design's 2 exact ranks keep.
+func sharedView(g *v1alpha1.KeepalivedGroup, vips map[string]netip.Addr, wantNodes, wantRouters int) (map[string]string, error) {
+	if len(g.Status.Nodes) != wantNodes {
+		return nil, fmt.Errorf("%d nodes, want %d", len(g.Status.Nodes), wantNodes)
+	}
+	names := make([]string, len(g.Status.Nodes))
+	for i, n := range g.Status.Nodes {
+		names[i] = n.Name
+	}
+	if len(g.Status.Instances) != wantRouters {
+		return nil, fmt.Errorf("%d instances, want %d routers", len(g.Status.Instances), wantRouters)
+	}
+	type holder struct {
+		vrid   int
+		master string
+	}
+	by := map[netip.Addr][]holder{}
+	ids := map[int]bool{}
+	for _, in := range g.Status.Instances {
+		if !strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) || in.VRID < 1 || in.VRID > 255 || ids[in.VRID] {
+			return nil, fmt.Errorf("instance %s VRID %d: not a shared router with an ID of its own", in.Key, in.VRID)
+		}
+		ids[in.VRID] = true
+		pr, err := v1alpha1.DecodePriorities(in.Priorities, len(names))
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", in.Key, err)
+		}
+		best := 0
+		for i := range pr {
+			if pr[i] > pr[best] {
+				best = i
+			}
+		}
+		for _, s := range in.VIPs {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("instance %s: %w", in.Key, err)
+			}
+			by[a] = append(by[a], holder{in.VRID, names[best]})
+		}
+	}
+	if len(by) != len(vips) {
+		return nil, fmt.Errorf("%d addresses in the routers, want %d", len(by), len(vips))
+	}
+	if len(g.Status.RouterIDs) != len(vips) {
+		return nil, fmt.Errorf("%d routerIDs entries, want one per Service (%d)", len(g.Status.RouterIDs), len(vips))
+	}
+	masters := make(map[string]string, len(vips))
+	for key, a := range vips {
+		h := by[a]
+		if len(h) != 1 {
+			return nil, fmt.Errorf("%s's VIP %s is in %d routers", key, a, len(h))
+		}
+		if id := g.Status.RouterIDs[key]; id != h[0].vrid {
+			return nil, fmt.Errorf("routerIDs[%s] = %d, its router has %d", key, id, h[0].vrid)
+		}
+		if top := names[placement.Top(key, names, 1)[0]]; h[0].master != top {
+			return nil, fmt.Errorf("%s's master is %s, its rendezvous top is %s", key, h[0].master, top)
+		}
+		masters[key] = h[0].master
+	}
+	return masters, nil
+}
+
+// TestSharedRoutersAtScale: 2,000 Services with one externalIP each in one
+// shared group of 3 nodes converge to the design's 6 routers (2 exact
+// ranks: one per ordered pair of nodes), each Service's VIP in exactly one
+// of them, mastered by its rendezvous top node, each node mastering 20-47 %
+// of them. A 4th node joining makes 12 routers and moves exactly the
+// Services whose rendezvous master is the new node, nothing else.
+func TestSharedRoutersAtScale(t *testing.T) {
+	ns := newNamespace(t, "share")
+	lbl := map[string]string{"share-test": ns}
+	newNodes(t, ns, 3, lbl)
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = lbl
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	})
+	const n = 2000
+	vips := createServices(t, ns, ns+"/g", n)
+	start := time.Now()
+	startManager(t, ns)
+
+	var before map[string]string
+	eventually(t, 5*time.Minute, func() error {
+		g := getGroup(t, ns, "g")
+		m, err := sharedView(g, vips, 3, 6)
+		if err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded); c == nil || c.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Degraded %+v", c)
+		}
+		before = m
+		return nil
+	})
+	t.Logf("%d Services converged to 6 shared routers in %v", n, time.Since(start).Round(time.Millisecond))
+	per := map[string]int{}
+	for _, node := range before {
+		per[node]++
+	}
+	if len(per) != 3 {
+		t.Fatalf("masters on %d nodes, want 3: %v", len(per), per)
+	}
+	for node, c := range per {
+		share := float64(c) / n
+		t.Logf("%s masters %d Services (%.1f %%)", node, c, 100*share)
+		if share < 0.20 || share > 0.47 {
+			t.Errorf("%s masters %.1f %% of the Services, want 20-47 %%", node, 100*share)
+		}
+	}
+
+	joined := newNodes(t, ns+"-j", 1, lbl)[0]
+	var after map[string]string
+	eventually(t, 5*time.Minute, func() error {
+		m, err := sharedView(getGroup(t, ns, "g"), vips, 4, 12)
+		after = m
+		return err
+	})
+	moved, ideal := 0, 0
+	for key, was := range before {
+		if after[key] != was {
+			moved++
+			if after[key] != joined {
+				t.Errorf("%s moved from %s to %s, not to the joining node %s", key, was, after[key], joined)
+			}
+		}
+	}
+	// The ideal: the Services whose rendezvous master over the four nodes
+	// is the new one (sharedView checked each master is its rendezvous top).
+	for _, m := range after {
+		if m == joined {
+			ideal++
+		}
+	}
+	t.Logf("node join: %d of %d Services changed master, rendezvous ideal %d", moved, n, ideal)
+	if moved != ideal || moved == 0 || moved > n/2 {
+		t.Fatalf("node join moved %d Services, ideal %d", moved, ideal)
+	}
+}
+
+// TestPlanSharedKeepsLocalAndTakeoverPerService: in a shared group a
+// Service with a health check (externalTrafficPolicy: Local) keeps an
+// instance of its own with placement.HealthChecked priorities, exactly as a
+// per-Service group plans it, while the others share one router; and a
+// group being taken over from keepalived-operator (status.migration) plans
+// one instance per Service, byte-identical to routerSharing: PerService.
+func TestPlanSharedKeepsLocalAndTakeoverPerService(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+	}
+	svc := func(name, ip string, local bool) corev1.Service {
+		s := corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{v1alpha1.AnnotationGroup: "ns/g"}},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalIPs: []string{ip}},
+		}
+		if local {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.HealthCheckNodePort = 30001
+		}
+		return s
+	}
+	services := []corev1.Service{svc("local", "10.99.0.50", true)}
+	for i := range 40 {
+		services = append(services, svc(fmt.Sprintf("s%02d", i), fmt.Sprintf("10.99.0.%d", 100+i), false))
+	}
+	group := func(sharing v1alpha1.RouterSharing) *v1alpha1.KeepalivedGroup {
+		return &v1alpha1.KeepalivedGroup{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+			Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: sharing},
+		}
+	}
+	per := computePlan(group(v1alpha1.RouterSharingPerService), services, nodes, nil)
+	if per.shared || len(per.instances) != 41 {
+		t.Fatalf("PerService: shared %v, %d instances, want 41", per.shared, len(per.instances))
+	}
+	var perLocal *v1alpha1.Instance
+	for i := range per.instances {
+		if per.instances[i].Key == "ns/local" {
+			perLocal = &per.instances[i]
+		}
+	}
+	if perLocal == nil || perLocal.Settings.HealthCheck == nil {
+		t.Fatalf("PerService: no health-checked instance ns/local: %+v", perLocal)
+	}
+
+	sh := computePlan(group(v1alpha1.RouterSharingShared), services, nodes, nil)
+	if !sh.shared {
+		t.Fatal("Shared: plan not shared")
+	}
+	var local *v1alpha1.Instance
+	routers := 0
+	for i := range sh.instances {
+		in := &sh.instances[i]
+		switch {
+		case in.Key == "ns/local":
+			local = in
+		case strings.HasPrefix(in.Key, sharing.RouterKeyPrefix):
+			routers++
+			if in.Settings.HealthCheck != nil {
+				t.Errorf("router %s carries a health check", in.Key)
+			}
+		default:
+			t.Errorf("Shared: unexpected instance %s", in.Key)
+		}
+	}
+	if local == nil || local.Priorities != perLocal.Priorities || local.Settings.HealthCheck == nil || local.VIPs[0] != "10.99.0.50" {
+		t.Fatalf("Shared: Local Service's instance %+v, want it as planned per Service %+v", local, perLocal)
+	}
+	if routers < 1 || routers > 6 || len(sh.routerIDs) != 41 || sh.routerIDs["ns/local"] != local.VRID {
+		t.Fatalf("Shared: %d routers (want 1..6), %d routerIDs (want 41), local %d", routers, len(sh.routerIDs), sh.routerIDs["ns/local"])
+	}
+
+	taking := group(v1alpha1.RouterSharingShared)
+	taking.Status.Migration = &v1alpha1.Migration{Phase: v1alpha1.MigrationShadowing}
+	mig := computePlan(taking, services, nodes, nil)
+	if mig.shared || !reflect.DeepEqual(mig.instances, per.instances) || !reflect.DeepEqual(mig.routerIDs, per.routerIDs) {
+		t.Fatalf("takeover: shared %v; instances differ from PerService's: %v", mig.shared, mig.instances)
+	}
+}
