@@ -88,8 +88,12 @@ func NewEventRecorder(rc *rest.Config, node string, log *slog.Logger) (*EventRec
 
 // ServiceOf is the Service an instance serves, from its name: the group's instance key
 // ("namespace/name", or "namespace/name/ip" with spreadvips), with SuffixIPv4 or
-// SuffixIPv6 for one family of a dual-stack instance.
+// SuffixIPv6 for one family of a dual-stack instance. A router shared by many Services
+// ("@class/...", docs/design/router-sharing.md) serves no one Service: false.
 func ServiceOf(instance string) (types.NamespacedName, bool) {
+	if strings.HasPrefix(instance, "@") {
+		return types.NamespacedName{}, false
+	}
 	parts := strings.Split(instance, "/")
 	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
 		return types.NamespacedName{}, false

@@ -34,6 +34,8 @@ func TestServiceOf(t *testing.T) {
 		"VI_1":                "",
 		"/web":                "",
 		"ns/":                 "",
+		"@default/n-a,n-b":    "",
+		"@default/#17/ipv4":   "",
 	} {
 		got, ok := ServiceOf(in)
 		if (want == "") == ok || (ok && got.String() != want) {
