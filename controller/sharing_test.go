@@ -293,3 +293,75 @@ func TestPlanSharedKeepsLocalAndTakeoverPerService(t *testing.T) {
 		t.Fatalf("takeover: shared %v; instances differ from PerService's: %v", mig.shared, mig.instances)
 	}
 }
+
+// TestSharedRoutersPastTheCeiling: a shared group whose segment has two
+// free router IDs (the rest blacklisted) and whose 60 Services need 6
+// routers gives the IDs to the 2 routers first in key order; the Services
+// of the other 4 get no VIP, each one RouterIDsExhausted Event, and the
+// group is Degraded counting the routers and Services left out and naming
+// the remedies. Nothing is dropped silently.
+func TestSharedRoutersPastTheCeiling(t *testing.T) {
+	ns := newNamespace(t, "shceil")
+	lbl := map[string]string{"shceil-test": ns}
+	newNodes(t, ns, 3, lbl)
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = lbl
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+		for id := 1; id <= 253; id++ {
+			g.Spec.BlacklistRouterIDs = append(g.Spec.BlacklistRouterIDs, id)
+		}
+	})
+	const n = 60
+	vips := createServices(t, ns, ns+"/g", n)
+	startManager(t, ns)
+
+	var served map[string]bool
+	eventually(t, 60*time.Second, func() error {
+		g := getGroup(t, ns, "g")
+		if len(g.Status.Instances) != 2 {
+			return fmt.Errorf("%d instances, want the 2 routers that fit", len(g.Status.Instances))
+		}
+		served = map[string]bool{}
+		listed := map[string]bool{}
+		for i, in := range g.Status.Instances {
+			if in.VRID != 254+i || !strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
+				return fmt.Errorf("instance %s has VRID %d, want the free IDs in key order", in.Key, in.VRID)
+			}
+			for _, v := range in.VIPs {
+				listed[v] = true
+			}
+		}
+		for key, a := range vips {
+			if listed[a.String()] {
+				served[key] = true
+				if g.Status.RouterIDs[key] < 254 {
+					return fmt.Errorf("served %s has routerIDs %d", key, g.Status.RouterIDs[key])
+				}
+			} else if _, ok := g.Status.RouterIDs[key]; ok {
+				return fmt.Errorf("left-out %s is in routerIDs", key)
+			}
+		}
+		if len(served) == 0 || len(served) == n {
+			return fmt.Errorf("%d of %d Services served, want some left out", len(served), n)
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, v1alpha1.ConditionDegraded)
+		want := fmt.Sprintf("4 shared router(s) and 0 other instance(s) got no router ID, leaving %d Service(s) without VIPs", n-len(served))
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonRouterIDsExhausted ||
+			!strings.HasPrefix(c.Message, want) || !strings.Contains(c.Message, "spec.routerBudget") {
+			return fmt.Errorf("Degraded %+v, want %q", c, want)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, func() error {
+		ev := serviceEvents(t, ns, ReasonRouterIDsExhausted)
+		if len(ev) != n-len(served) {
+			return fmt.Errorf("%d Services with RouterIDsExhausted Events, want %d", len(ev), n-len(served))
+		}
+		for name, e := range ev {
+			if served[ns+"/"+name] || len(e) != 1 {
+				return fmt.Errorf("%s: %d Events, served %v", name, len(e), served[ns+"/"+name])
+			}
+		}
+		return nil
+	})
+}
