@@ -291,7 +291,11 @@ func (r *GroupReconciler) planGroup(ctx context.Context, g *v1alpha1.KeepalivedG
 	r.mu.Lock()
 	memo := r.priorities[key]
 	r.mu.Unlock()
-	p := planVetted(g, services.Items, granted, nodes.Items, reserved, memo)
+	var anchors map[types.NamespacedName]string
+	if sharingApplies(g) {
+		anchors = sharedAnchors(services.Items, granted, v.holders)
+	}
+	p := planVetted(g, services.Items, granted, anchors, nodes.Items, reserved, memo)
 	r.mu.Lock()
 	r.priorities[key] = p.memo
 	r.mu.Unlock()

@@ -51,7 +51,7 @@ type instanceDraft struct {
 // router IDs the group may not hand out (its blacklist and IDs of other
 // groups on the same segment).
 func computePlan(g *v1alpha1.KeepalivedGroup, services []corev1.Service, nodes []corev1.Node, reserved func(int) bool) plan {
-	return planVetted(g, services, nil, nodes, reserved, nil)
+	return planVetted(g, services, nil, nil, nodes, reserved, nil)
 }
 
 // priorityMemo keeps one group's instance priorities (placement.Priorities)
@@ -86,8 +86,10 @@ func (m *priorityMemo) priorities(key string, names []string, next *priorityMemo
 // one, a Service missing from it has no VIPs.
 //
 // memo holds the priorities of the group's previous plan (nil: none); the
-// plan's own are returned in p.memo.
-func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, nodes []corev1.Node, reserved func(int) bool, memo *priorityMemo) plan {
+// plan's own are returned in p.memo. anchors names, for a Service sharing
+// an address with others (allow-shared-ip), the member key of the one
+// granted it first (sharing.Service.Anchor); only shared routers use it.
+func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, anchors map[types.NamespacedName]string, nodes []corev1.Node, reserved func(int) bool, memo *priorityMemo) plan {
 	var p plan
 	p.nodes = memberNodes(g, nodes)
 	names := make([]string, len(p.nodes))
@@ -99,7 +101,7 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 	drafts := instanceDrafts(services, granted, groupSettings(g).Version)
 	if sharingApplies(g) {
 		p.shared = true
-		planShared(g, &p, drafts, names, reserved, memo)
+		planShared(g, &p, drafts, anchors, names, reserved, memo)
 		return p
 	}
 	keys := make([]string, len(drafts))

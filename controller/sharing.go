@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
@@ -43,7 +44,7 @@ func routerBudget(g *v1alpha1.KeepalivedGroup) int {
 // its ID for its life; status.routerIDs records each member (Service, or
 // spreadvips VIP) with its router's ID, which is also the vetter's record
 // of what it granted (groupFacts.granted).
-func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, names []string, reserved func(int) bool, memo *priorityMemo) {
+func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, anchors map[types.NamespacedName]string, names []string, reserved func(int) bool, memo *priorityMemo) {
 	var solo []instanceDraft
 	var members []sharing.Service
 	verbOf := map[string]map[string]string{} // class -> its verbatim settings
@@ -61,7 +62,7 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, na
 			verbOf[class] = d.verb
 			i = len(members)
 			idx[d.service] = i
-			members = append(members, sharing.Service{Key: key, Class: class})
+			members = append(members, sharing.Service{Key: key, Class: class, Anchor: anchors[d.service]})
 		}
 		if d.key != key {
 			members[i].Spread = true
@@ -69,9 +70,6 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, na
 		members[i].VIPs = append(members[i].VIPs, d.vips...)
 		serviceOf[d.key] = d.service
 	}
-	// TODO(issue 31): Anchor from the vetter's first holder of an
-	// allow-shared-ip address; without it Plan anchors the set on the key
-	// that sorts first, which a newcomer sorting earlier would move.
 	res := sharing.Plan(names, members, routerBudget(g))
 
 	// The IDs published so far: a router's is its status instance's VRID,
@@ -202,4 +200,40 @@ func describeLeftOutShared(keys []string, services int) string {
 	}
 	return fmt.Sprintf("%d shared router(s) and %d other instance(s) got no router ID, leaving %d Service(s) without VIPs: all 255 are in use or reserved on the segment; raise or lower spec.routerBudget, give groups their own spec.segment, or use fewer externalTrafficPolicy: Local Services",
 		routers, len(keys)-routers, services)
+}
+
+// sharedAnchors names, for each Service holding an address together with
+// others (allow-shared-ip), the member key of the address's first holder
+// (vetter.holdersOf: the first granted), so the shared routers keep the set
+// where its first holder is and a Service joining the set moves nobody
+// (sharing.Service.Anchor). A spreadvips holder's member is its VIP
+// ("ns/name/ip").
+func sharedAnchors(services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, holders map[netip.Addr][]types.NamespacedName) map[types.NamespacedName]string {
+	var out map[types.NamespacedName]string
+	var spread map[types.NamespacedName]bool
+	for ref, addrs := range granted {
+		for _, a := range addrs {
+			h := holders[a]
+			if len(h) < 2 {
+				continue
+			}
+			if spread == nil {
+				spread = make(map[types.NamespacedName]bool, len(services))
+				for i := range services {
+					spread[types.NamespacedName{Namespace: services[i].Namespace, Name: services[i].Name}] = spreadVIPs(&services[i])
+				}
+				out = map[types.NamespacedName]string{}
+			}
+			key := h[0].String()
+			if spread[h[0]] {
+				key += "/" + a.String()
+			}
+			// Of several shared addresses, the one sorting first decides
+			// (granted lists them sorted), the same in every reconcile.
+			if _, ok := out[ref]; !ok {
+				out[ref] = key
+			}
+		}
+	}
+	return out
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/placement"
@@ -364,4 +365,71 @@ func TestSharedRoutersPastTheCeiling(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPlanSharedFollowsFirstHolder: two Services sharing an address
+// (allow-shared-ip) are in one router, the one of the address's first
+// holder (the anchor the vetter names), even when the other's key sorts
+// first; without an anchor, the key sorting first decides.
+func TestPlanSharedFollowsFirstHolder(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
+	}
+	names := []string{"a", "b", "c"}
+	// A holder whose rendezvous top differs from ns/first's.
+	holder := ""
+	for i := range 50 {
+		k := fmt.Sprintf("ns/later%d", i)
+		if placement.Top(k, names, 1)[0] != placement.Top("ns/first", names, 1)[0] {
+			holder = k
+			break
+		}
+	}
+	if holder == "" {
+		t.Fatal("no key with another top node")
+	}
+	svc := func(key string) corev1.Service {
+		ns, name, _ := strings.Cut(key, "/")
+		return corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
+				v1alpha1.AnnotationGroup: "ns/g", v1alpha1.AnnotationSharedIP: "x"}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalIPs: []string{"10.99.0.77"}},
+		}
+	}
+	services := []corev1.Service{svc("ns/first"), svc(holder)}
+	g := &v1alpha1.KeepalivedGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared},
+	}
+	masterOf := func(p plan) string {
+		t.Helper()
+		if len(p.instances) != 1 || len(p.routerIDs) != 2 {
+			t.Fatalf("%d instances, routerIDs %v: want one router for both", len(p.instances), p.routerIDs)
+		}
+		pr, err := v1alpha1.DecodePriorities(p.instances[0].Priorities, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range pr {
+			if v == 254 {
+				return names[i]
+			}
+		}
+		t.Fatalf("no node at 254: %v", pr)
+		return ""
+	}
+	anchors := sharedAnchors(services, map[types.NamespacedName][]netip.Addr{
+		{Namespace: "ns", Name: "first"}:                           {netip.MustParseAddr("10.99.0.77")},
+		{Namespace: "ns", Name: strings.TrimPrefix(holder, "ns/")}: {netip.MustParseAddr("10.99.0.77")},
+	}, map[netip.Addr][]types.NamespacedName{
+		netip.MustParseAddr("10.99.0.77"): {{Namespace: "ns", Name: strings.TrimPrefix(holder, "ns/")}, {Namespace: "ns", Name: "first"}},
+	})
+	if got := masterOf(planVetted(g, services, nil, anchors, nodes, nil, nil)); got != names[placement.Top(holder, names, 1)[0]] {
+		t.Errorf("with the first holder %s as anchor the master is %s, want its top", holder, got)
+	}
+	if got := masterOf(planVetted(g, services, nil, nil, nodes, nil, nil)); got != names[placement.Top("ns/first", names, 1)[0]] {
+		t.Errorf("without an anchor the master is %s, want ns/first's top", got)
+	}
 }
