@@ -72,17 +72,14 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	}
 	res := sharing.Plan(names, members, routerBudget(g))
 
-	// The IDs published so far: a router's is its status instance's VRID,
-	// a Local Service's its routerIDs entry. Member entries of routerIDs
-	// name no key given to Assign and are ignored by it.
-	current := make(map[string]int, len(g.Status.RouterIDs)+len(res.Routers))
-	for k, id := range g.Status.RouterIDs {
-		current[k] = id
-	}
+	// The IDs published so far are the status instances' (routers' and
+	// per-Service ones'), not routerIDs: there a member's entry is its
+	// router's ID, and a Service that just became Local (a key given to
+	// Assign) must not claim its old router's ID, which a router key sorting
+	// after it ("0ns/x" < "@...") would then lose.
+	current := make(map[string]int, len(g.Status.Instances))
 	for _, in := range g.Status.Instances {
-		if strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
-			current[in.Key] = in.VRID
-		}
+		current[in.Key] = in.VRID
 	}
 	keys := make([]string, 0, len(res.Routers)+len(solo))
 	for _, r := range res.Routers {

@@ -433,3 +433,57 @@ func TestPlanSharedFollowsFirstHolder(t *testing.T) {
 		t.Errorf("without an anchor the master is %s, want ns/first's top", got)
 	}
 }
+
+// TestPlanSharedKeepsRouterIDs: a shared router keeps its ID from one plan
+// to the next, also when a member that sorts before every router key
+// ("0ns/x" < "@...") leaves it to become Local: the Service's routerIDs
+// entry (its router's ID) is no claim on that ID.
+func TestPlanSharedKeepsRouterIDs(t *testing.T) {
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
+	svc := func(ns, name, ip string, local bool) corev1.Service {
+		s := corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1alpha1.AnnotationGroup: "ns/g"}},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalIPs: []string{ip}},
+		}
+		if local {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.HealthCheckNodePort = 30001
+		}
+		return s
+	}
+	var services []corev1.Service
+	for i := range 20 {
+		services = append(services, svc("ns", fmt.Sprintf("s%02d", i), fmt.Sprintf("10.99.0.%d", 100+i), false))
+	}
+	services = append(services, svc("0ns", "x", "10.99.0.99", false))
+	g := &v1alpha1.KeepalivedGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared},
+	}
+	p1 := computePlan(g, services, nodes, nil)
+	g.Status.Instances, g.Status.RouterIDs = p1.instances, p1.routerIDs
+	ids := map[string]int{}
+	for _, in := range p1.instances {
+		ids[in.Key] = in.VRID
+	}
+	if len(ids) != 2 {
+		t.Fatalf("first plan: %d routers, want 2 (2 nodes, 2 exact ranks)", len(ids))
+	}
+	services[len(services)-1] = svc("0ns", "x", "10.99.0.99", true)
+	p2 := computePlan(g, services, nodes, nil)
+	if len(p2.renumbered) != 0 {
+		t.Errorf("renumbered %v", p2.renumbered)
+	}
+	for _, in := range p2.instances {
+		if want, ok := ids[in.Key]; ok && in.VRID != want {
+			t.Errorf("router %s: VRID %d, had %d", in.Key, in.VRID, want)
+		}
+		if in.Key == "0ns/x" && (in.VRID == ids[p1.instances[0].Key] || in.VRID == ids[p1.instances[1].Key]) {
+			t.Errorf("Local 0ns/x took router ID %d", in.VRID)
+		}
+	}
+	if len(p2.instances) != 3 {
+		t.Errorf("second plan: %d instances, want 2 routers and 0ns/x", len(p2.instances))
+	}
+}
