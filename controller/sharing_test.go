@@ -487,3 +487,69 @@ func TestPlanSharedKeepsRouterIDs(t *testing.T) {
 		t.Errorf("second plan: %d instances, want 2 routers and 0ns/x", len(p2.instances))
 	}
 }
+
+// TestSharedGrantRecordKeepsFirstHolder: the vetter's record of who was
+// granted an address works through routerIDs when Services share routers.
+// b/new holds 10.99.0.81; the older a/old then adds it. Without the record
+// the older Service would win; with it b/new keeps the address, in the
+// router routerIDs names for it, and a/old gets AddressInUse.
+func TestSharedGrantRecordKeepsFirstHolder(t *testing.T) {
+	admin := newNamespace(t, "shgrant-adm")
+	a := newNamespace(t, "shgrant-a")
+	b := newNamespace(t, "shgrant-b")
+	lbl := map[string]string{"shgrant-test": admin}
+	newNodes(t, admin, 3, lbl)
+	newGroup(t, admin, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = lbl
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	})
+	newService(t, a, "old", admin+"/g", withExternalIPs("fd00:99::80"))
+	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
+	newService(t, b, "new", admin+"/g", withExternalIPs("fd00:99::81"))
+	startManager(t, admin, a, b)
+
+	// check: each member is in routerIDs, and its address in exactly one
+	// router, the one with the member's ID.
+	check := func(want map[string]string) error {
+		g := getGroup(t, admin, "g")
+		for member, addr := range want {
+			id, ok := g.Status.RouterIDs[member]
+			if !ok {
+				return fmt.Errorf("%s not in routerIDs %v", member, g.Status.RouterIDs)
+			}
+			in := 0
+			for _, r := range g.Status.Instances {
+				for _, v := range r.VIPs {
+					if v != addr {
+						continue
+					}
+					in++
+					if r.VRID != id {
+						return fmt.Errorf("%s is in router %s (VRID %d), routerIDs[%s] = %d", addr, r.Key, r.VRID, member, id)
+					}
+				}
+			}
+			if in != 1 {
+				return fmt.Errorf("%s is in %d routers", addr, in)
+			}
+		}
+		if len(g.Status.RouterIDs) != len(want) {
+			return fmt.Errorf("routerIDs %v, want %d members", g.Status.RouterIDs, len(want))
+		}
+		return nil
+	}
+	want := map[string]string{a + "/old": "fd00:99::80", b + "/new": "fd00:99::81"}
+	eventually(t, 30*time.Second, func() error { return check(want) })
+
+	old := getService(t, a, "old")
+	old.Spec.ExternalIPs = append(old.Spec.ExternalIPs, "fd00:99::81")
+	if err := k8s.Update(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, a, "old", ReasonAddressInUse, "fd00:99::81 is held by Service "+b+"/new", "granted first")
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if err := check(want); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
