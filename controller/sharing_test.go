@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
 )
@@ -550,6 +551,99 @@ func TestSharedGrantRecordKeepsFirstHolder(t *testing.T) {
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if err := check(want); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestSharedStatusContract: vrrpd's translation (groupsource.Translate)
+// takes a shared group's status whole on every node: no router dropped,
+// one virtual router per family of each router (IPv4 and IPv6 under one
+// VRID), every address of the group in exactly one of them (advertised, or
+// excluded past what fits an advert), each node at the priority the status
+// gives it, the verbatim class's settings applied, and a Local Service's
+// instance with its health check.
+func TestSharedStatusContract(t *testing.T) {
+	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2"), node("n3", "10.99.0.3")}
+	var services []corev1.Service
+	want := map[netip.Addr]bool{}
+	for i := range 600 {
+		s := corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("s%03d", i), Annotations: map[string]string{v1alpha1.AnnotationGroup: "ns/g"}},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP},
+		}
+		a := netip.MustParseAddr(fmt.Sprintf("fd00:99::3:%x", i))
+		if i%2 == 0 {
+			a = netip.AddrFrom4([4]byte{10, 99, byte(1 + i/250), byte(i % 250)})
+		}
+		if i%50 == 0 {
+			s.Annotations[v1alpha1.AnnotationVerbatimConfig] = `{"garp_master_repeat":"4"}`
+		}
+		if i == 7 {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.HealthCheckNodePort = 30007
+		}
+		s.Spec.ExternalIPs = []string{a.String()}
+		want[a] = true
+		services = append(services, s)
+	}
+	g := &v1alpha1.KeepalivedGroup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared},
+	}
+	p := computePlan(g, services, nodes, nil)
+	g.Status.Nodes, g.Status.Instances, g.Status.RouterIDs = p.nodes, p.instances, p.routerIDs
+	families := 0
+	for _, in := range p.instances {
+		v4, v6 := false, false
+		for _, s := range in.VIPs {
+			a := netip.MustParseAddr(s)
+			v4, v6 = v4 || a.Is4(), v6 || a.Is6()
+		}
+		families += map[bool]int{true: 1}[v4] + map[bool]int{true: 1}[v6]
+	}
+	for self, n := range nodes {
+		cfg, _, err := groupsource.Translate(g, n.Name, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: vrrpd rejects the shared status: %v", n.Name, err)
+		}
+		if len(cfg.Instances) != families {
+			t.Fatalf("%s: vrrpd runs %d virtual routers, want %d (%d status instances by family)", n.Name, len(cfg.Instances), families, len(p.instances))
+		}
+		seen := map[netip.Addr]int{}
+		health, garp := 0, 0
+		for _, ci := range cfg.Instances {
+			key := groupsource.InstanceKey(ci.Name)
+			var st *v1alpha1.Instance
+			for i := range p.instances {
+				if p.instances[i].Key == key {
+					st = &p.instances[i]
+				}
+			}
+			if st == nil || int(ci.VRID) != st.VRID {
+				t.Fatalf("%s: virtual router %s (VRID %d) matches no status instance", n.Name, ci.Name, ci.VRID)
+			}
+			pr, _ := v1alpha1.DecodePriorities(st.Priorities, len(nodes))
+			if ci.Priority != pr[self] {
+				t.Errorf("%s: %s priority %d, status %d", n.Name, ci.Name, ci.Priority, pr[self])
+			}
+			for _, v := range append(ci.VIPs, ci.ExcludedVIPs...) {
+				seen[v.Prefix.Addr()]++
+			}
+			if st.Settings.HealthCheck != nil {
+				health++
+			}
+			if ci.GARP.MasterRepeat == 4 {
+				garp++
+			}
+		}
+		for a := range want {
+			if seen[a] != 1 {
+				t.Fatalf("%s: %s in %d virtual routers", n.Name, a, seen[a])
+			}
+		}
+		if len(seen) != len(want) || health != 1 || garp == 0 {
+			t.Errorf("%s: %d addresses (want %d), %d health-checked routers (want 1), %d with the verbatim class's garp_master_repeat", n.Name, len(seen), len(want), health, garp)
 		}
 	}
 }
