@@ -34,21 +34,13 @@ func routerBudget(g *v1alpha1.KeepalivedGroup) int {
 	return sharing.DefaultBudget
 }
 
-// planShared fills p's instances and router IDs for a group whose Services
-// share routers. A Service with a health check (externalTrafficPolicy:
-// Local) keeps an instance of its own, planned exactly as without sharing
-// (placement.HealthChecked priorities), since its effective priorities
-// follow its own endpoints; every other Service is a member of a shared
-// router of sharing.Plan. Router IDs are assigned by vrid.Assign on the
-// router keys (and the Local Services' instance keys), so a router keeps
-// its ID for its life; status.routerIDs records each member (Service, or
-// spreadvips VIP) with its router's ID, which is also the vetter's record
-// of what it granted (groupFacts.granted).
-func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, anchors map[types.NamespacedName]string, names []string, reserved func(int) bool, memo *priorityMemo) {
-	var solo []instanceDraft
-	var members []sharing.Service
-	verbOf := map[string]map[string]string{} // class -> its verbatim settings
-	serviceOf := map[string]types.NamespacedName{}
+// sharingMembers splits a group's drafts into the Services that keep an
+// instance of their own (solo: a health check, whose effective priorities
+// follow the Service's own endpoints) and the members of shared routers,
+// with each class's verbatim settings and the Service of each draft key.
+func sharingMembers(drafts []instanceDraft, anchors map[types.NamespacedName]string) (solo []instanceDraft, members []sharing.Service, verbOf map[string]map[string]string, serviceOf map[string]types.NamespacedName) {
+	verbOf = map[string]map[string]string{} // class -> its verbatim settings
+	serviceOf = map[string]types.NamespacedName{}
 	idx := map[types.NamespacedName]int{}
 	for _, d := range drafts {
 		if d.health != nil {
@@ -70,6 +62,21 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		members[i].VIPs = append(members[i].VIPs, d.vips...)
 		serviceOf[d.key] = d.service
 	}
+	return solo, members, verbOf, serviceOf
+}
+
+// planShared fills p's instances and router IDs for a group whose Services
+// share routers. A Service with a health check (externalTrafficPolicy:
+// Local) keeps an instance of its own, planned exactly as without sharing
+// (placement.HealthChecked priorities), since its effective priorities
+// follow its own endpoints; every other Service is a member of a shared
+// router of sharing.Plan. Router IDs are assigned by vrid.Assign on the
+// router keys (and the Local Services' instance keys), so a router keeps
+// its ID for its life; status.routerIDs records each member (Service, or
+// spreadvips VIP) with its router's ID, which is also the vetter's record
+// of what it granted (groupFacts.granted).
+func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, anchors map[types.NamespacedName]string, names []string, reserved func(int) bool, memo *priorityMemo) {
+	solo, members, verbOf, serviceOf := sharingMembers(drafts, anchors)
 	res := sharing.Plan(names, members, routerBudget(g))
 
 	// The IDs published so far are the status instances' (routers' and
