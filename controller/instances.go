@@ -149,29 +149,34 @@ func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted 
 			}
 			continue
 		}
-		pr := prios[d.key]
-		if d.health != nil {
-			// Nodes without a local endpoint must fall below the others and stay
-			// apart from each other (placement.HealthChecked).
-			pr = placement.HealthChecked(pr)
-		}
-		in := v1alpha1.Instance{
-			Key:        d.key,
-			VRID:       id,
-			VIPs:       make([]string, len(d.vips)),
-			Settings:   settings,
-			Priorities: v1alpha1.EncodePriorities(excludedPriorities(pr, p.nodes)),
-		}
-		for i, a := range d.vips {
-			in.VIPs[i] = a.String()
-		}
-		in.Settings.Verbatim = d.verb
-		in.Settings.HealthCheck = d.health
-		p.instances = append(p.instances, in)
+		p.instances = append(p.instances, d.instance(id, settings, prios[d.key], p.nodes))
 	}
 	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
 	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
 	return p
+}
+
+// instance is d's status instance with router ID id, the group's settings
+// and the placement's priorities pr over nodes (nodes excluded get 0).
+func (d instanceDraft) instance(id int, settings v1alpha1.InstanceSettings, pr []uint8, nodes []v1alpha1.GroupNode) v1alpha1.Instance {
+	if d.health != nil {
+		// Nodes without a local endpoint must fall below the others and stay
+		// apart from each other (placement.HealthChecked).
+		pr = placement.HealthChecked(pr)
+	}
+	in := v1alpha1.Instance{
+		Key:        d.key,
+		VRID:       id,
+		VIPs:       make([]string, len(d.vips)),
+		Settings:   settings,
+		Priorities: v1alpha1.EncodePriorities(excludedPriorities(pr, nodes)),
+	}
+	for i, a := range d.vips {
+		in.VIPs[i] = a.String()
+	}
+	in.Settings.Verbatim = d.verb
+	in.Settings.HealthCheck = d.health
+	return in
 }
 
 // instanceDrafts lists the instances of the given Services, sorted by key.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
-	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
 	"github.com/vrrp-operator/vrrp-operator/internal/vrid"
 )
@@ -144,20 +143,7 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		if len(names) > 0 {
 			pr = memo.priorities(d.key, names, p.memo)
 		}
-		pr = placement.HealthChecked(pr)
-		in := v1alpha1.Instance{
-			Key:        d.key,
-			VRID:       id,
-			VIPs:       make([]string, len(d.vips)),
-			Settings:   settings,
-			Priorities: v1alpha1.EncodePriorities(excludedPriorities(pr, p.nodes)),
-		}
-		for i, a := range d.vips {
-			in.VIPs[i] = a.String()
-		}
-		in.Settings.Verbatim = d.verb
-		in.Settings.HealthCheck = d.health
-		p.instances = append(p.instances, in)
+		p.instances = append(p.instances, d.instance(id, settings, pr, p.nodes))
 	}
 	if len(p.routerIDs) == 0 {
 		p.routerIDs = nil

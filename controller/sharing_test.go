@@ -225,18 +225,7 @@ func TestPlanSharedKeepsLocalAndTakeoverPerService(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "b"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "c"}},
 	}
-	svc := func(name, ip string, local bool) corev1.Service {
-		s := corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: map[string]string{v1alpha1.AnnotationGroup: "ns/g"}},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalIPs: []string{ip}},
-		}
-		if local {
-			s.Spec.Type = corev1.ServiceTypeLoadBalancer
-			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-			s.Spec.HealthCheckNodePort = 30001
-		}
-		return s
-	}
+	svc := func(name, ip string, local bool) corev1.Service { return sharedTestService("ns", name, ip, local) }
 	services := []corev1.Service{svc("local", "10.99.0.50", true)}
 	for i := range 40 {
 		services = append(services, svc(fmt.Sprintf("s%02d", i), fmt.Sprintf("10.99.0.%d", 100+i), false))
@@ -441,18 +430,7 @@ func TestPlanSharedFollowsFirstHolder(t *testing.T) {
 // entry (its router's ID) is no claim on that ID.
 func TestPlanSharedKeepsRouterIDs(t *testing.T) {
 	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, {ObjectMeta: metav1.ObjectMeta{Name: "b"}}}
-	svc := func(ns, name, ip string, local bool) corev1.Service {
-		s := corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1alpha1.AnnotationGroup: "ns/g"}},
-			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalIPs: []string{ip}},
-		}
-		if local {
-			s.Spec.Type = corev1.ServiceTypeLoadBalancer
-			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-			s.Spec.HealthCheckNodePort = 30001
-		}
-		return s
-	}
+	svc := sharedTestService
 	var services []corev1.Service
 	for i := range 20 {
 		services = append(services, svc("ns", fmt.Sprintf("s%02d", i), fmt.Sprintf("10.99.0.%d", 100+i), false))
@@ -646,4 +624,19 @@ func TestSharedStatusContract(t *testing.T) {
 			t.Errorf("%s: %d addresses (want %d), %d health-checked routers (want 1), %d with the verbatim class's garp_master_repeat", n.Name, len(seen), len(want), health, garp)
 		}
 	}
+}
+
+// sharedTestService is a Service of group ns/g with one externalIP; local makes it a
+// LoadBalancer with externalTrafficPolicy: Local and a health check port.
+func sharedTestService(ns, name, ip string, local bool) corev1.Service {
+	s := corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1alpha1.AnnotationGroup: "ns/g"}},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, ExternalIPs: []string{ip}},
+	}
+	if local {
+		s.Spec.Type = corev1.ServiceTypeLoadBalancer
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		s.Spec.HealthCheckNodePort = 30001
+	}
+	return s
 }
