@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 )
@@ -209,23 +207,8 @@ func TestPodMonitorOnlyWhenServed(t *testing.T) {
 		t.Fatalf("PodMonitor CRD unexpectedly present (%v): this test installs and removes it itself", err)
 	}
 
-	crdOpts := envtest.CRDInstallOptions{Paths: []string{filepath.Join("testdata", "podmonitor-crd.yaml")}}
-	crds, err := envtest.InstallCRDs(testConfig, crdOpts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Leave the API server as other tests (and -count=N reruns) expect it.
-		if err := envtest.UninstallCRDs(testConfig, envtest.CRDInstallOptions{CRDs: crds}); err != nil {
-			t.Error(err)
-		}
-		eventually(t, 30*time.Second, func() error {
-			if err := k8s.Get(context.Background(), crdKey, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("PodMonitor CRD still there: %v", err)
-			}
-			return nil
-		})
-	})
+	// Installed for this test and removed after, as other tests (and -count=N reruns) expect.
+	installPodMonitorCRD(t)
 	// Any change to the group reconciles it; a label is the least intrusive.
 	g := getGroup(t, ns, "g")
 	g.Labels = map[string]string{"touched": "yes"}

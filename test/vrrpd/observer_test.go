@@ -34,14 +34,7 @@ func observe(t testing.TB, h *netlab.Host) *observer {
 	t.Helper()
 	o := &observer{done: make(chan struct{})}
 	for _, fam := range []transport.Family{transport.IPv4, transport.IPv6} {
-		var c *transport.Conn
-		if err := h.Do(func() error {
-			var err error
-			c, err = transport.Open(h.Link, fam, transport.Options{})
-			return err
-		}); err != nil {
-			t.Fatalf("observer on %s: %v", h.Name, err)
-		}
+		c := openIn(t, h, fam, "observer")
 		o.conns = append(o.conns, c)
 		go o.read(c)
 	}
@@ -149,4 +142,19 @@ func (o *observer) timeline(src netip.Addr, vrid uint8, from, to time.Time) stri
 		}
 	}
 	return string(b)
+}
+
+// openIn opens a VRRP socket of family fam on h's link, inside h's namespace, for a
+// test that listens to the adverts on the wire (what names the listener in a failure).
+func openIn(t testing.TB, h *netlab.Host, fam transport.Family, what string) *transport.Conn {
+	t.Helper()
+	var c *transport.Conn
+	if err := h.Do(func() error {
+		var err error
+		c, err = transport.Open(h.Link, fam, transport.Options{})
+		return err
+	}); err != nil {
+		t.Fatalf("%s on %s: %v", what, h.Name, err)
+	}
+	return c
 }

@@ -117,14 +117,7 @@ type advertLog struct {
 func listenAdverts(t testing.TB, h *netlab.Host, fam transport.Family, vrid uint8) *advertLog {
 	t.Helper()
 	l := &advertLog{last: map[netip.Addr]vrrp.Advertisement{}, count: map[netip.Addr]int{}}
-	var c *transport.Conn
-	if err := h.Do(func() error {
-		var err error
-		c, err = transport.Open(h.Link, fam, transport.Options{})
-		return err
-	}); err != nil {
-		t.Fatalf("listening on %s: %v", h.Name, err)
-	}
+	c := openIn(t, h, fam, "listening")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
