@@ -79,7 +79,9 @@ func TestV2SkewAgainstKeepalived(t *testing.T) {
 				backups := []*netlab.Host{kb, vb}
 
 				m := startKeepalived(t, master, writeConf(t, "master.conf", v2SkewConf("master", 200, "MASTER")))
-				waitSoleHolder(t, 10*time.Second, 0, vip, master, master, kb, vb)
+				// keepalived enters BACKUP first and takes over at its Master_Down_Interval,
+				// 9.22 s at advert_int 3: 10 s left a loaded machine 0.78 s for the start.
+				waitSoleHolder(t, 20*time.Second, 0, vip, master, master, kb, vb)
 				k := startKeepalived(t, kb, writeConf(t, "kbackup.conf", v2SkewConf("kbackup", arr.keepalivedPrio, "BACKUP")))
 				v := startVrrpd(t, vb, writeConf(t, "vbackup.conf", v2SkewConf("vbackup", arr.vrrpdPrio, "BACKUP")), "")
 				// Both backups have heard the master once its next advertisement is in.
