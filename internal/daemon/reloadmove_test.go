@@ -217,3 +217,72 @@ func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
 	held("X dropped", x, false)
 	held("X dropped", y, true)
 }
+
+// TestReloadBridgesOnlyBetweenMasters: the reload's bridge (bridgeMoves) keeps an address
+// only for a master that takes it over. Moved to a backup here, the address goes with
+// its old holder's release, as before, and nothing is left held by the bridge; an
+// address one master keeps (moved to another master that lists it too) is not re-held.
+func TestReloadBridgesOnlyBetweenMasters(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	x, y := "10.99.0.100/24", "10.99.0.102/24"
+	a := testInstance("A", 1, 100, x, y)
+	b := testInstance("B", 2, 100, "10.99.0.101/24")
+	startDaemon(t, d, a, b)
+	conn := d.byName["B"].conn
+	now := t0
+	for ; now.Before(t0.Add(5 * time.Second)); now = now.Add(time.Second) {
+		advance(d, now)
+		p := peerAdvert(t, 2, 150, "10.99.0.101/24") // another node masters B
+		d.handlePacket(conn, &p, now)
+	}
+	if sa, sb := snapOf(t, d, "A"), snapOf(t, d, "B"); sa.State != vrrp.StateMaster || sb.State != vrrp.StateBackup {
+		t.Fatalf("A %v, B %v; want MASTER, BACKUP", sa.State, sb.State)
+	}
+	calls := len(h.vipCalls)
+	if err := d.reload(&config.Config{Instances: []config.Instance{
+		testInstance("A", 1, 100, y), testInstance("B", 2, 100, "10.99.0.101/24", x),
+	}}, now); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"remove " + x + " dev eth0"}
+	if !slices.Equal(h.vipCalls[calls:], want) {
+		t.Errorf("moved to a backup: VIP calls %q, want %q", h.vipCalls[calls:], want)
+	}
+	if got := h.heldList(); !slices.Equal(got, []string{y + " dev eth0"}) {
+		t.Errorf("held after the move to a backup: %q, want only %s", got, y)
+	}
+	for v, hs := range h.holders {
+		if hs[bridgeHolder] {
+			t.Errorf("%v still held by the bridge", v)
+		}
+	}
+}
+
+// TestReloadDoesNotBridgeAKeptAddress: an address that another master keeps listing
+// stays on the interface through that master's hold; the reload takes no hold of its
+// own on it (which would cost a netlink round trip per address).
+func TestReloadDoesNotBridgeAKeptAddress(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	x := "10.99.0.100/24"
+	startDaemon(t, d, testInstance("A", 1, 100, x, "10.99.0.102/24"), testInstance("C", 3, 100, x))
+	now := takeover(100)
+	advance(d, now)
+	if sa, sc := snapOf(t, d, "A"), snapOf(t, d, "C"); sa.State != vrrp.StateMaster || sc.State != vrrp.StateMaster {
+		t.Fatalf("A %v, C %v; want both MASTER", sa.State, sc.State)
+	}
+	calls := len(h.vipCalls)
+	if err := d.reload(&config.Config{Instances: []config.Instance{
+		testInstance("A", 1, 100, "10.99.0.102/24"), testInstance("C", 3, 100, x),
+	}}, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"remove " + x + " dev eth0"} // A lets go; C still holds it
+	if !slices.Equal(h.vipCalls[calls:], want) {
+		t.Errorf("VIP calls %q, want %q", h.vipCalls[calls:], want)
+	}
+	if !h.held[vip.VIP{Prefix: netip.MustParsePrefix(x), Dev: "eth0"}] {
+		t.Errorf("%s not held after A let go, want it held by C", x)
+	}
+}
