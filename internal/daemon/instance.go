@@ -623,6 +623,9 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true
 	}
+	// Additions before releases across instances: the bridge holds every address that
+	// moves from one master here to another for the length of the passes below.
+	bridged := d.bridgeMoves(cfg)
 	// Removed instances first, and instances moving to another socket or VRID, so that
 	// their routes are free for the new ones.
 	var restart []config.Instance
@@ -662,6 +665,11 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 		d.addInstance(ic, now)
 		added++
 	}
+	if len(bridged) > 0 {
+		if err := d.release(bridgeHolder, bridged); err != nil {
+			d.log.Error("cannot end the hold of the VIPs moved by reload", "err", err)
+		}
+	}
 	for _, in := range d.instances {
 		d.retrack(in, now) // scripts that restarted are back in init
 	}
@@ -669,6 +677,98 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	d.log.Info("configuration reloaded", "kept", kept, "reconfigured", reconfigured, "started", added)
 	d.publish(now)
 	return nil
+}
+
+// bridgeHolder holds, for the length of one reload, the addresses that move from one
+// master on this node to another (bridgeMoves); no instance name has brackets.
+const bridgeHolder = "(reload)"
+
+// bridgeMoves takes a hold, under bridgeHolder, on every address that an instance master
+// here holds now and is about to let go of (the new config drops it from that instance,
+// removes the instance or restarts it) while another instance, master here and kept in
+// place by this reload, lists it in cfg. The reload goes instance by instance, removals
+// first, so without it a move from router A to router B (docs/design/router-sharing.md
+// §4 case 1, one status write) would delete the address and add it back a moment later;
+// with it, the address's hold count never reaches zero. A single instance's own changes
+// are not bridged: their order is the state machine's (reconfigure). The reload releases
+// the bridge after every addition; if B's change fails and it restarts as backup, the
+// address then goes, as it would have without the bridge.
+func (d *Daemon) bridgeMoves(cfg *config.Config) []vip.VIP {
+	next := make(map[string]*config.Instance, len(cfg.Instances))
+	for i := range cfg.Instances {
+		next[cfg.Instances[i].Name] = &cfg.Instances[i]
+	}
+	// inPlace: the instance is master and runs on through the reload (kept or
+	// reconfigured in place, as reload decides below), so it holds what its new config
+	// lists.
+	inPlace := func(in *instance, ic *config.Instance) bool {
+		return in != nil && ic != nil && in.sm != nil && in.sm.State() == vrrp.StateMaster &&
+			(in.cfg.Equal(*ic) || sameRoute(in.cfg, *ic))
+	}
+	// What each master here holds now and gives up, and what stays with a holder.
+	type addrDev struct {
+		addr netip.Addr
+		dev  string
+	}
+	keyOf := func(v vip.VIP) addrDev { return addrDev{v.Prefix.Addr(), v.Dev} }
+	listed := func(ic *config.Instance) map[addrDev]bool {
+		s := newVIPSet(*ic)
+		m := make(map[addrDev]bool, len(s.vips)+len(s.excluded))
+		for _, v := range slices.Concat(s.vips, s.excluded) {
+			m[keyOf(v)] = true
+		}
+		return m
+	}
+	leaving, kept := map[addrDev]vip.VIP{}, map[addrDev]bool{}
+	for _, in := range d.instances {
+		if in.sm == nil || in.sm.State() != vrrp.StateMaster {
+			continue
+		}
+		held := in.vips.vips
+		if in.holdsExcluded {
+			held = slices.Concat(held, in.vips.excluded)
+		}
+		ic := next[in.cfg.Name]
+		var still map[addrDev]bool
+		if inPlace(in, ic) {
+			still = listed(ic)
+		}
+		for _, v := range held {
+			if still[keyOf(v)] {
+				kept[keyOf(v)] = true
+			} else {
+				leaving[keyOf(v)] = v
+			}
+		}
+	}
+	for k := range kept {
+		delete(leaving, k) // another holder keeps it on the interface anyway
+	}
+	if len(leaving) == 0 {
+		return nil
+	}
+	var bridged []vip.VIP
+	for i := range cfg.Instances {
+		ic := &cfg.Instances[i]
+		in := d.byName[ic.Name]
+		if !inPlace(in, ic) {
+			continue
+		}
+		for k := range listed(ic) {
+			if v, ok := leaving[k]; ok {
+				bridged = append(bridged, v)
+				delete(leaving, k)
+			}
+		}
+	}
+	if len(bridged) == 0 {
+		return nil
+	}
+	// Foreign addresses come back as such and are neither held nor released.
+	if _, err := d.vips.Hold(bridgeHolder, bridged...); err != nil {
+		d.log.Error("cannot hold the VIPs moved by reload", "err", err)
+	}
+	return bridged
 }
 
 // sameRoute reports whether b can take over a's socket and VRID slot in place.
