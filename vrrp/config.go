@@ -82,17 +82,17 @@ type Config struct {
 	// from them proves nothing. Leaving it by Reconfigure arms the Master_Down_Timer; a
 	// Master that leaves it with a change of version stays Master (see Reconfigure); and
 	// a Backup that leaves it makes its first preemption break before make: it
-	// advertises at once but adds the VIPs only after handoffDelay, once the preempted
+	// advertises at once but adds the VIPs only after HandoffDelay, once the preempted
 	// master has removed them.
 	HandoverOnly bool
 	// BreakFirstPreempt makes every preemption break before it makes, as the first one
 	// after leaving HandoverOnly does: a Backup whose Master_Down_Timer runs out while a
 	// lower-priority master is advertising sends its advertisement at once but adds the
-	// VIPs handoffDelay later, once that master has heard it and removed them. RFC 5798's
+	// VIPs HandoffDelay later, once that master has heard it and removed them. RFC 5798's
 	// preemption (and keepalived's) makes before it breaks: both hold the VIPs until the
 	// preempted master reacts, milliseconds on a quiet host, tens on a loaded one. The
 	// Kubernetes mode turns it on: a node returning from a rolling upgrade or a reboot
-	// takes its VIPs back without a moment on two nodes, at the price of handoffDelay
+	// takes its VIPs back without a moment on two nodes, at the price of HandoffDelay
 	// without a holder at that planned move.
 	BreakFirstPreempt bool
 	// VIPs are the virtual addresses, all of one family (IPv4 only for v2), at most MaxVIPs,

@@ -130,7 +130,7 @@ func TestLeavingHandoverOnly(t *testing.T) {
 func TestFirstPreemptionAfterHandoverBreaksFirst(t *testing.T) {
 	// A backup leaves handover-only with the top priority while a lower one is master
 	// (where the takeover put the VIPs): it preempts, but adds the VIPs only once that
-	// master has had handoffDelay to hear it and remove them.
+	// master has had HandoffDelay to hear it and remove them.
 	c := handoverConfig(90)
 	i := backupAt(t, c)
 	n := v2Config(254)
@@ -180,7 +180,7 @@ func TestNoBreakFirstWhenTheMasterIsSilent(t *testing.T) {
 
 func TestBreakFirstPreemptEveryTime(t *testing.T) {
 	// With BreakFirstPreempt every preemption of a lower-priority master adds the VIPs
-	// handoffDelay after the advertisement; a master that merely went silent is still
+	// HandoffDelay after the advertisement; a master that merely went silent is still
 	// replaced at once.
 	c := v2Config(254)
 	c.BreakFirstPreempt = true

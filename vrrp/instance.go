@@ -336,14 +336,15 @@ func (i *Instance) stop(out []Action) []Action {
 // Adver_Timer next fires (a break-first takeover, takeOverBreakFirst).
 func (i *Instance) VIPsPending() bool { return i.pendingVIPs }
 
-// handoffDelay is how long a break-first takeover waits between its first advertisement
-// and adding the VIPs: time for the master it preempts to receive the advertisement and
-// remove them. That is well under a millisecond on a quiet LAN, but the migration lab
+// HandoffDelay is how long a break-first takeover waits between its first advertisement
+// and adding the VIPs, for an instance advertising every interval: time for the master
+// it preempts to receive the advertisement and remove them. Exported for vrrpd's reload
+// hold-back (internal/daemon, holdback.go), which waits for another node's release. That is well under a millisecond on a quiet LAN, but the migration lab
 // (test/e2e) measured a loaded keepalived stepping down 142 ms after the advertisement,
 // and a 50 ms wait put the VIP on two nodes for 190 ms; so half an interval, up to 250 ms:
 // a planned move leaves the VIPs unserved that long at most (at 1 s adverts), against a
 // failover's three intervals.
-func handoffDelay(interval time.Duration) time.Duration {
+func HandoffDelay(interval time.Duration) time.Duration {
 	return min(250*time.Millisecond, interval/2)
 }
 
@@ -351,7 +352,7 @@ func handoffDelay(interval time.Duration) time.Duration {
 // every preemption with Config.BreakFirstPreempt (the Master_Down_Timer ran out while a
 // lower-priority master was advertising): the
 // advertisement leaves at once, so that master steps down and removes the VIPs, and this
-// router adds them handoffDelay later, when the Adver_Timer fires. The VIPs go unserved for
+// router adds them HandoffDelay later, when the Adver_Timer fires. The VIPs go unserved for
 // that long instead of being held by two routers while the other one reacts: at no moment
 // are they on two nodes.
 func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
@@ -359,7 +360,7 @@ func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
 	i.pendingVIPs = true
 	out = i.send(i.priority, out)
 	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})
-	return i.arm(TimerAdvert, now.Add(handoffDelay(i.cfg.AdvertInterval)), out)
+	return i.arm(TimerAdvert, now.Add(HandoffDelay(i.cfg.AdvertInterval)), out)
 }
 
 // armAdvert arms the next advertisement an interval from now, unless a break-first

@@ -57,6 +57,9 @@ func (d *Daemon) startAnnounce(in *instance, now time.Time) {
 	}
 	a.groups = a.groups[:0]
 	for _, v := range in.vips.vips {
+		if in.heldBack(v.Prefix) {
+			continue // announced when added (holdBackDue)
+		}
 		a.add(v.Dev, v.Prefix.Addr())
 	}
 	for _, v := range in.vips.excluded {

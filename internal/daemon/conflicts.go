@@ -40,6 +40,9 @@ func (d *Daemon) handHeld() {
 		// moment later, after this publication).
 		for _, vs := range [][]vip.VIP{in.vips.vips, in.vips.excluded} {
 			for _, v := range vs {
+				if in.heldBack(v.Prefix) {
+					continue // not on this node yet: another host answering for it is no conflict
+				}
 				dev := v.Dev
 				if in.vmac != nil && dev == in.vmac.Name {
 					// Probed from the parent's own MAC: the answers to a probe from the

@@ -55,6 +55,10 @@ func TestHeldVIPsHandedToConflicts(t *testing.T) {
 	if in = d.byName["VI_1"]; in.sm.State() != vrrp.StateMaster {
 		t.Fatalf("after the reload: %v", in.sm.State())
 	}
+	// New to this node, 10.99.0.101 is added after the reload's hold-back (holdback.go),
+	// and handed over then.
+	now = now.Add(reloadHoldBack(ic2.AdvertInterval))
+	advance(d, now)
 	if got := h.conflicts.last(); !slices.ContainsFunc(got, func(t conflict.Target) bool { return t.Addr == netip.MustParseAddr("10.99.0.101") }) {
 		t.Errorf("after a reload adding 10.99.0.101: held %+v", got)
 	}

@@ -191,6 +191,7 @@ const (
 	timerVRRP     timerKind = iota + 1 // the instance's state machine timer
 	timerAnnounce                      // the instance's GARP / NA schedule
 	timerPublish                       // the deferred snapshot
+	timerHoldBack                      // the instance's held-back reload additions (holdback.go)
 )
 
 type reloadRequest struct {
@@ -726,6 +727,9 @@ func (d *Daemon) fireTimers(now time.Time) {
 				d.advertsBetween(now, woke)
 			case timerPublish:
 				d.publish(now)
+			case timerHoldBack:
+				d.holdBackDue(o.in, now)
+				d.advertsBetween(now, woke)
 			}
 		}
 	}

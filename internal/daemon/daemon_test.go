@@ -481,8 +481,9 @@ func TestReloadRemovesAndRestarts(t *testing.T) {
 }
 
 // TestReloadAddsVIPsToMaster: a reload that gives a master new VIPs adds only those (one
-// call), advertises them at once, and restarts the announcements of every address the
-// instance holds (see startAnnounce).
+// call), after the reload's hold-back since no instance here held them (holdback.go),
+// advertises them at once, and restarts the announcements of every address the
+// instance holds (see startAnnounce) when it adds them.
 func TestReloadAddsVIPsToMaster(t *testing.T) {
 	h, d, ic, at := startWithExcluded(t)
 	advance(d, at.Add(10*time.Second)) // both bursts are over
@@ -493,11 +494,13 @@ func TestReloadAddsVIPsToMaster(t *testing.T) {
 	if err := d.reload(&config.Config{Instances: []config.Instance{ic}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.vipCalls[len(h.vipCalls)-1]; got != "add 10.99.0.101/24 dev eth0" {
-		t.Errorf("last VIP call %q, want only the new VIP added", got)
-	}
 	if len(h.sent) != sent+1 || len(h.sent[sent].adv.Addresses) != 2 {
 		t.Errorf("%d adverts on reload, want one listing both VIPs", len(h.sent)-sent)
+	}
+	now = now.Add(reloadHoldBack(ic.AdvertInterval))
+	advance(d, now)
+	if got := h.vipCalls[len(h.vipCalls)-1]; got != "add 10.99.0.101/24 dev eth0" {
+		t.Errorf("last VIP call %q, want only the new VIP added", got)
 	}
 	want := []netip.Addr{addr100, netip.MustParseAddr("10.99.0.101"), netip.MustParseAddr("10.99.0.200")}
 	if len(h.announced) != announced+1 || !slices.Equal(h.announced[announced].addrs, want) || h.announced[announced].rounds != 2 {

@@ -30,6 +30,12 @@ type instance struct {
 	announceKey int
 	announce    announceState
 
+	// holdBack are the addresses a reload gave this master that no instance here held
+	// before it, each with when it is to be added (holdback.go); holdBackKey is their
+	// timer.
+	holdBack    map[netip.Prefix]time.Time
+	holdBackKey int
+
 	vmac          *vip.VMAC // the macvlan made for it (vmac.go), nil for none
 	holdsExcluded bool      // the virtual_ipaddress_excluded are on the interface
 	holdsRoutes   bool      // its virtual_routes and virtual_rules are in (routes.go)
@@ -69,6 +75,7 @@ func (d *Daemon) addInstance(ic config.Instance, now time.Time) *instance {
 	in := &instance{cfg: ic, vips: newVIPSet(ic), state: vrrp.StateFault, hooks: d.hooksFor(ic)}
 	in.timerKey = d.newTimer(in, timerVRRP)
 	in.announceKey = d.newTimer(in, timerAnnounce)
+	in.holdBackKey = d.newTimer(in, timerHoldBack)
 	d.instances = append(d.instances, in)
 	d.byName[ic.Name] = in
 	d.vmacUp(in)
@@ -222,6 +229,7 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 		d.followMaster(in, master)
 		if !master {
 			d.stopAnnounce(in)
+			d.clearHoldBack(in)
 		}
 	}
 	if len(d.trk.other.dirty) > 0 {
@@ -503,6 +511,8 @@ func (d *Daemon) holdSome(in *instance, holder string, vs []vip.VIP) bool {
 }
 
 func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
+	// Held back and never added: nothing to release (holdback.go).
+	ps = d.dropHoldBack(in, ps)
 	d.vipl = d.vipl[:0]
 	for _, p := range ps {
 		d.vipl = append(d.vipl, in.vipFor(p))
@@ -541,6 +551,8 @@ func (d *Daemon) removeInstance(in *instance, now time.Time) {
 	}
 	d.freeTimer(in.timerKey)
 	d.freeTimer(in.announceKey)
+	d.clearHoldBack(in)
+	d.freeTimer(in.holdBackKey)
 	d.instances = slices.DeleteFunc(d.instances, func(x *instance) bool { return x == in })
 	delete(d.byName, in.cfg.Name)
 	d.trk.notifier.Forget(in.cfg.Name)
@@ -625,6 +637,9 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	}
 	// Additions before releases across instances: the bridge holds every address that
 	// moves from one master here to another for the length of the passes below.
+	// What this node holds before anything changes: a master's new address that none of
+	// it is held back (holdback.go).
+	held := d.heldAddrs()
 	bridged := d.bridgeMoves(cfg)
 	// Removed instances first, and instances moving to another socket or VRID, so that
 	// their routes are free for the new ones.
@@ -646,7 +661,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 			in.cfg.Source = ic.Source
 			kept++
 		case sameRoute(in.cfg, ic) && in.sm != nil:
-			if err := d.reconfigure(in, ic, now); err != nil {
+			if err := d.reconfigure(in, ic, held, now); err != nil {
 				// Not applicable in place: start it afresh, where the error shows
 				// as FAULT with its reason.
 				d.log.Warn(fmt.Sprintf("(%s) restarted by reload", ic.Name), "err", err)
@@ -706,11 +721,6 @@ func (d *Daemon) bridgeMoves(cfg *config.Config) []vip.VIP {
 			(in.cfg.Equal(*ic) || sameRoute(in.cfg, *ic))
 	}
 	// What each master here holds now and gives up, and what stays with a holder.
-	type addrDev struct {
-		addr netip.Addr
-		dev  string
-	}
-	keyOf := func(v vip.VIP) addrDev { return addrDev{v.Prefix.Addr(), v.Dev} }
 	listed := func(ic *config.Instance) map[addrDev]bool {
 		s := newVIPSet(*ic)
 		m := make(map[addrDev]bool, len(s.vips)+len(s.excluded))
@@ -721,12 +731,9 @@ func (d *Daemon) bridgeMoves(cfg *config.Config) []vip.VIP {
 	}
 	leaving, kept := map[addrDev]vip.VIP{}, map[addrDev]bool{}
 	for _, in := range d.instances {
-		if in.sm == nil || in.sm.State() != vrrp.StateMaster {
+		held := in.heldVIPs() // not what it holds back: never added, nothing to bridge
+		if len(held) == 0 {
 			continue
-		}
-		held := in.vips.vips
-		if in.holdsExcluded {
-			held = slices.Concat(held, in.vips.excluded)
 		}
 		ic := next[in.cfg.Name]
 		var still map[addrDev]bool
@@ -778,8 +785,10 @@ func sameRoute(a, b config.Instance) bool {
 		(a.Unicast() || a.MulticastGroup == b.MulticastGroup)
 }
 
-// reconfigure applies changed settings to a running instance, keeping its state.
-func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) error {
+// reconfigure applies changed settings to a running instance, keeping its state. held
+// are the addresses this node held before the reload: a master that stays master adds
+// the others only after the hold-back (holdback.go).
+func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]bool, now time.Time) error {
 	old := in.cfg
 	// The excluded VIPs and VIP devices/labels are the daemon's business, not the state
 	// machine's: drop the old ones here if they changed, the new ones follow below.
@@ -797,7 +806,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 	var moved []vip.VIP
 	if in.sm.State() == vrrp.StateMaster {
 		for _, n := range nvips.vips {
-			if i, ok := in.vips.index[n.Prefix]; ok && in.vips.vips[i] != n {
+			if i, ok := in.vips.index[n.Prefix]; ok && in.vips.vips[i] != n && !in.heldBack(n.Prefix) {
 				o := in.vips.vips[i]
 				if err := d.vips.Release(in.cfg.Name, o); err != nil {
 					d.log.Error(fmt.Sprintf("(%s) cannot move VIP", in.cfg.Name), "vip", o.String(), "err", err)
@@ -806,6 +815,7 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 			}
 		}
 	}
+	wasMaster := in.sm.State() == vrrp.StateMaster && !in.sm.VIPsPending()
 	acts, err := in.sm.Reconfigure(now, vc, d.acts[:0])
 	if err != nil {
 		return err
@@ -819,6 +829,10 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, now time.Time) er
 		}
 	}
 	in.cfg, in.vips, in.hooks = ic, nvips, d.hooksFor(ic)
+	if wasMaster && in.sm.State() == vrrp.StateMaster &&
+		!slices.ContainsFunc(d.acts, func(a vrrp.Action) bool { return a.Kind == vrrp.ActionStateChange }) {
+		d.holdBackAdditions(in, d.acts, held, now)
+	}
 	d.execute(in, now)
 	if len(moved) > 0 {
 		d.hold(in, in.cfg.Name, moved)

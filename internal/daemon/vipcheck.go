@@ -92,6 +92,9 @@ func (d *Daemon) mastersVIPs() wantedVIPs {
 			by = make(map[vip.VIP][]vipHolder)
 		}
 		for _, v := range in.vips.vips {
+			if in.heldBack(v.Prefix) {
+				continue // not added yet, on purpose (holdback.go)
+			}
 			all = append(all, v)
 			by[v] = append(by[v], vipHolder{in, in.cfg.Name})
 		}
