@@ -722,18 +722,24 @@ func (d *Daemon) fireTimers(now time.Time) {
 						"deadline", f.deadline.Format(time.RFC3339Nano))
 				}
 				f.in = nil
-			case timerAnnounce:
-				d.announceDue(o.in, now)
+			case timerAnnounce, timerHoldBack:
+				d.instanceTimer(o, now)
 				d.advertsBetween(now, woke)
 			case timerPublish:
 				d.publish(now)
-			case timerHoldBack:
-				d.holdBackDue(o.in, now)
-				d.advertsBetween(now, woke)
 			}
 		}
 	}
 	d.maybePublish(now)
+}
+
+// instanceTimer runs an instance's timer other than its state machine's.
+func (d *Daemon) instanceTimer(o timerOwner, now time.Time) {
+	if o.kind == timerHoldBack {
+		d.holdBackDue(o.in, now)
+		return
+	}
+	d.announceDue(o.in, now)
 }
 
 // transitionsFirst carries out the state changes of several instances that fell due in

@@ -16,6 +16,7 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
+	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/poll"
 	"github.com/vrrp-operator/vrrp-operator/vip"
@@ -28,6 +29,14 @@ type addrMonitor struct {
 	mu      sync.Mutex
 	deleted []netip.Addr
 	added   []netip.Addr
+	addedAt map[netip.Addr]time.Time // when its first addition was read
+}
+
+// firstAdded is when a's first addition was read, zero if never.
+func (m *addrMonitor) firstAdded(a netip.Addr) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addedAt[a]
 }
 
 func (m *addrMonitor) deletions(a netip.Addr) int {
@@ -56,15 +65,10 @@ func parseAddrEvent(line string) (deleted bool, a netip.Addr, ok bool) {
 	return false, netip.Addr{}, false
 }
 
-// TestReloadMovesVIPBetweenMastersWithoutDeleting: one reload moves an address from
-// virtual router A to virtual router B, both master on this node (a shared router's
-// member changing router, docs/design/router-sharing.md §4 case 1). The daemon runs on a
-// real vip.Manager in a lab namespace, and the namespace's netlink address events show
-// the address never leaves the interface: the reload's additions come before its
-// releases. First with A kept (A listed first, so it is reconfigured first), then with A
-// removed (removals go first). Last, a reload that drops the address for good shows the
-// monitor does see a deletion.
-func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
+// labDaemon is a daemon whose VIPs are a real vip.Manager's in the namespace of a lab
+// host (the rest on the fakes), and that host.
+func labDaemon(t *testing.T) (*netlab.Host, *Daemon) {
+	t.Helper()
 	lab := netlabtest.New(t, "a")
 	h := lab.Host("a")
 	var m *vip.Manager
@@ -86,33 +90,26 @@ func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		close(d.done)
+		select {
+		case <-d.done: // Run ended
+		default:
+			close(d.done) // ends the readers
+		}
 		for _, s := range fh.socks {
 			s.Close()
 		}
 	})
+	return h, d
+}
 
-	x, y := netip.MustParsePrefix("10.99.0.100/24"), netip.MustParsePrefix("10.99.0.102/24")
-	a := testInstance("A", 1, 100, x.String(), y.String())
-	b := testInstance("B", 2, 100, "10.99.0.101/24")
-	startDaemon(t, d, a, b)
-	now := takeover(100)
-	advance(d, now)
-	for _, name := range []string{"A", "B"} {
-		if s := snapOf(t, d, name); s.State != vrrp.StateMaster {
-			t.Fatalf("%s is %v, want MASTER", name, s.State)
-		}
-	}
-	for _, p := range []netip.Prefix{x, y} {
-		if on, err := h.HasAddr(p); err != nil || !on {
-			t.Fatalf("%v on eth0: %v, %v; want it held by A", p, on, err)
-		}
-	}
-
+// watchAddrs starts an address monitor in h's namespace and returns it with settle,
+// which returns once every address change made before it has been seen.
+func watchAddrs(t *testing.T, h *netlab.Host) (*addrMonitor, func()) {
+	t.Helper()
 	// The monitor: iproute2's `ip -o monitor address` in the namespace, one line per
 	// netlink address event (RTM_NEWADDR, or RTM_DELADDR as "Deleted ..."). (netlink's
 	// AddrSubscribe ends at once here with EAGAIN from its non-blocking socket.)
-	mon := &addrMonitor{}
+	mon := &addrMonitor{addedAt: map[netip.Addr]time.Time{}}
 	cmd := h.Command(t.Context(), "ip", "-o", "monitor", "address")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -125,6 +122,7 @@ func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			at := time.Now()
 			deleted, a, ok := parseAddrEvent(sc.Text())
 			if !ok {
 				continue
@@ -134,6 +132,9 @@ func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
 				mon.deleted = append(mon.deleted, a)
 			} else {
 				mon.added = append(mon.added, a)
+				if _, seen := mon.addedAt[a]; !seen {
+					mon.addedAt[a] = at
+				}
 			}
 			mon.mu.Unlock()
 		}
@@ -168,6 +169,36 @@ func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
 		})
 	}
 	settle() // the monitor listens
+	return mon, settle
+}
+
+// TestReloadMovesVIPBetweenMastersWithoutDeleting: one reload moves an address from
+// virtual router A to virtual router B, both master on this node (a shared router's
+// member changing router, docs/design/router-sharing.md §4 case 1). The daemon runs on a
+// real vip.Manager in a lab namespace, and the namespace's netlink address events show
+// the address never leaves the interface: the reload's additions come before its
+// releases. First with A kept (A listed first, so it is reconfigured first), then with A
+// removed (removals go first). Last, a reload that drops the address for good shows the
+// monitor does see a deletion.
+func TestReloadMovesVIPBetweenMastersWithoutDeleting(t *testing.T) {
+	h, d := labDaemon(t)
+	x, y := netip.MustParsePrefix("10.99.0.100/24"), netip.MustParsePrefix("10.99.0.102/24")
+	a := testInstance("A", 1, 100, x.String(), y.String())
+	b := testInstance("B", 2, 100, "10.99.0.101/24")
+	startDaemon(t, d, a, b)
+	now := takeover(100)
+	advance(d, now)
+	for _, name := range []string{"A", "B"} {
+		if s := snapOf(t, d, name); s.State != vrrp.StateMaster {
+			t.Fatalf("%s is %v, want MASTER", name, s.State)
+		}
+	}
+	for _, p := range []netip.Prefix{x, y} {
+		if on, err := h.HasAddr(p); err != nil || !on {
+			t.Fatalf("%v on eth0: %v, %v; want it held by A", p, on, err)
+		}
+	}
+	mon, settle := watchAddrs(t, h)
 
 	reload := func(step string, ics ...config.Instance) {
 		t.Helper()
