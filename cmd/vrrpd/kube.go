@@ -73,7 +73,7 @@ func (k *kubeMode) recordEvents(opts *daemon.Options, log *slog.Logger) error {
 func (k *kubeMode) start(ctx context.Context, d *daemon.Daemon, stateDir, passwordFile string, log *slog.Logger) {
 	go k.events.Run(ctx)
 	go k.mastership.Run(ctx)
-	go followGroup(ctx, d, k.api, k.mastership, groupsource.Options{Group: k.group, Node: k.node, StateDir: stateDir, PasswordFile: passwordFile}, log)
+	go followGroup(ctx, d, k.api, k.mastership, k.events, groupsource.Options{Group: k.group, Node: k.node, StateDir: stateDir, PasswordFile: passwordFile}, log)
 }
 
 // parseGroup reads --group namespace/name.
@@ -97,8 +97,9 @@ func apiConfig() (*rest.Config, error) {
 // daemon whenever this node's share of it changes. While the API server is away it serves
 // the group last seen, cached in the state directory. opts names the group, the node, the
 // state directory and the password file; followGroup sets the rest. ms, when not nil,
-// learns each new group's instances. It returns when ctx ends.
-func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, ms *groupsource.Mastership, opts groupsource.Options, log *slog.Logger) {
+// learns each new group's instances, and ev, when not nil, its shared routers' members.
+// It returns when ctx ends.
+func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, ms *groupsource.Mastership, ev *groupsource.EventRecorder, opts groupsource.Options, log *slog.Logger) {
 	group := opts.Group
 	opts.Logger = log
 	opts.OnChange = func(u groupsource.Update) {
@@ -109,6 +110,9 @@ func followGroup(ctx context.Context, d *daemon.Daemon, rc *rest.Config, ms *gro
 		// one whose mastership entry this node must drop itself.
 		if ms != nil {
 			ms.SetGroup(u.Group)
+		}
+		if ev != nil {
+			ev.SetGroup(u.Group) // a shared router's failover has its members' Events
 		}
 		log.Info("group changed", "group", group.String(), "instances", len(u.Config.Instances),
 			"from_cache", u.FromCache, "resource_version", u.ResourceVersion)

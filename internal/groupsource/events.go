@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,10 +54,21 @@ type EventRecorder struct {
 	events rest.Interface // events.k8s.io/v1
 	core   rest.Interface // the Services' UIDs
 	queue  chan change
+	limit  *rate.Limiter // EventsPerSecond, for every Event Run posts
+
+	// The shared routers' members and their pending Events (sharedevents.go); wake
+	// tells Run there are some.
+	mu      sync.Mutex
+	routers map[string][]string
+	shared  memberQueue
+	wake    chan struct{}
+
+	posted func(change, time.Time) // tests: called as each Event is posted
 }
 
 type change struct {
 	instance string
+	member   string // a shared router's member (its Service's key), empty otherwise
 	from, to vrrp.State
 	vrid     uint8
 	vips     []netip.Prefix
@@ -75,6 +88,10 @@ func NewEventRecorder(rc *rest.Config, node string, log *slog.Logger) (*EventRec
 	if log == nil {
 		log = slog.Default()
 	}
+	// The recorder paces its Events itself (limit); each is a GET on one client and a
+	// POST on the other, which client-go would otherwise hold to 5 a second.
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = EventsPerSecond, EventsPerSecond
 	events, err := restClient(rc, eventsv1.SchemeGroupVersion, "/apis")
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: events: %w", err)
@@ -83,7 +100,8 @@ func NewEventRecorder(rc *rest.Config, node string, log *slog.Logger) (*EventRec
 	if err != nil {
 		return nil, fmt.Errorf("groupsource: events: %w", err)
 	}
-	return &EventRecorder{node: node, log: log, events: events, core: core, queue: make(chan change, eventQueue)}, nil
+	return &EventRecorder{node: node, log: log, events: events, core: core, queue: make(chan change, eventQueue),
+		limit: rate.NewLimiter(EventsPerSecond, 1), wake: make(chan struct{}, 1)}, nil
 }
 
 // ServiceOf is the Service an instance serves, from its name: the group's instance key
@@ -102,13 +120,19 @@ func ServiceOf(instance string) (types.NamespacedName, bool) {
 }
 
 // Observe queues an instance's state change; only entering or leaving MASTER becomes
-// an Event. It never blocks.
+// an Event: on its Service, or on each member of a shared router (sharedevents.go). It
+// never blocks.
 func (r *EventRecorder) Observe(instance string, from, to vrrp.State, vrid uint8, vips []netip.Prefix) {
 	if (from == vrrp.StateMaster) == (to == vrrp.StateMaster) {
 		return
 	}
+	c := change{instance: instance, from: from, to: to, vrid: vrid, vips: vips, at: time.Now()}
+	if strings.HasPrefix(instance, "@") {
+		r.observeShared(c)
+		return
+	}
 	select {
-	case r.queue <- change{instance: instance, from: from, to: to, vrid: vrid, vips: vips, at: time.Now()}:
+	case r.queue <- c:
 	default:
 		r.log.Warn("too many state changes waiting; Event dropped", "instance", instance, "to", to.String())
 	}
@@ -125,23 +149,83 @@ func (r *EventRecorder) ObserveConflict(instance string, vrid uint8, vip netip.A
 	}
 }
 
-// Run posts the queued Events until ctx ends. A failure is logged and the Event
-// dropped: Events are news, not state, and a retry would report an old change late.
+// postWorkers is how many Events may be in flight at once. An Event is two requests
+// (the Service, for its UID, then the Event), 20-25 ms together on the loaded test
+// machine's API server, so one at a time would post fewer than 50 a second and a
+// shared router's failover would tell its members more slowly than the pace allows.
+const postWorkers = 4
+
+// Run posts the queued Events until ctx ends, at most EventsPerSecond: the changes of
+// per-Service instances as they came, and the shared routers' member Events between
+// them. A failure is logged and the Event dropped: Events are news, not state, and a
+// retry would report an old change late.
 func (r *EventRecorder) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, postWorkers)
+	post := func(c change) { r.post(ctx, c, slots, &wg) }
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case c := <-r.queue:
-			if err := r.record(ctx, c); err != nil && ctx.Err() == nil {
-				r.log.Warn("cannot record Event on Service", "instance", c.instance, "err", err)
+			post(c)
+		case <-r.wake:
+			for ctx.Err() == nil {
+				select {
+				case c := <-r.queue: // a Service's own router does not wait for a shared one's members
+					post(c)
+					continue
+				default:
+				}
+				c, ok := r.nextShared()
+				if !ok {
+					break
+				}
+				post(c)
 			}
 		}
 	}
 }
 
+// post records c's Event on a worker of its own once a worker is free and the pace
+// allows.
+func (r *EventRecorder) post(ctx context.Context, c change, slots chan struct{}, wg *sync.WaitGroup) {
+	key := c.instance
+	if c.member != "" {
+		key = c.member
+	}
+	if _, ok := ServiceOf(key); !ok {
+		return // not a group's instance: no Event, no token
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return
+	}
+	if err := r.limit.Wait(ctx); err != nil {
+		<-slots
+		return // ctx ended
+	}
+	if r.posted != nil {
+		r.posted(c, time.Now())
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() { <-slots }()
+		if err := r.record(ctx, c); err != nil && ctx.Err() == nil {
+			r.log.Warn("cannot record Event on Service", "instance", c.instance, "member", c.member, "err", err)
+		}
+	}()
+}
+
 func (r *EventRecorder) record(ctx context.Context, c change) error {
-	svc, ok := ServiceOf(c.instance)
+	key := c.instance
+	if c.member != "" {
+		key = c.member
+	}
+	svc, ok := ServiceOf(key)
 	if !ok {
 		return nil // not a group's instance
 	}
@@ -150,6 +234,9 @@ func (r *EventRecorder) record(ctx context.Context, c change) error {
 	var s corev1.Service
 	if err := r.core.Get().Namespace(svc.Namespace).Resource("services").Name(svc.Name).Do(ctx).Into(&s); err != nil {
 		return fmt.Errorf("get Service %s: %w", svc, err)
+	}
+	if c.member != "" {
+		c.vips = memberVIPs(c.member, &s, c.vips) // its own, not the router's thousands
 	}
 	ev := newEvent(c, &s, r.node)
 	return r.events.Post().Namespace(svc.Namespace).Resource("events").Body(ev).Do(ctx).Error()
@@ -161,11 +248,18 @@ func newEvent(c change, s *corev1.Service, node string) *eventsv1.Event {
 	for i, p := range c.vips {
 		vips[i] = p.Addr().String()
 	}
+	addrs, router := strings.Join(vips, ", "), c.instance
+	if c.member != "" {
+		router = "shared router " + c.instance
+		if len(vips) == 0 {
+			addrs = "its VIPs" // none of its Service's addresses as the Service reads now
+		}
+	}
 	reason, action, note := ReasonNodeAssigned, actionBecomeMaster,
-		fmt.Sprintf("announcing %s from node %q with protocol VRRP (VRID %d, %s)", strings.Join(vips, ", "), node, c.vrid, c.instance)
+		fmt.Sprintf("announcing %s from node %q with protocol VRRP (VRID %d, %s)", addrs, node, c.vrid, router)
 	if c.to != vrrp.StateMaster {
 		reason, action = ReasonNodeUnassigned, actionLeaveMaster
-		note = fmt.Sprintf("node %q no longer announces %s: VRRP %s (VRID %d, %s)", node, strings.Join(vips, ", "), c.to, c.vrid, c.instance)
+		note = fmt.Sprintf("node %q no longer announces %s: VRRP %s (VRID %d, %s)", node, addrs, c.to, c.vrid, router)
 	}
 	typ := corev1.EventTypeNormal
 	if cf := c.conflict; cf != nil {
