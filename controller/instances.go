@@ -35,6 +35,17 @@ type plan struct {
 	// shared: the Services share routers (planShared); instances are then
 	// routers keyed "@...", and Local Services' own instances.
 	shared bool
+	// members are the addresses of each member of a shared plan (a
+	// Service, a spreadvips VIP, or a Local Service's own instance), and
+	// memberRouter its router's key (the instance key for a Local one),
+	// also when the router got no ID: stageMoves keeps such members where
+	// the status has them.
+	members      map[string][]netip.Addr
+	memberRouter map[string]string
+	// deferred: a router of the shared plan got no ID only because an ID
+	// freed in this write is not reused in it (planShared); the next write
+	// gives it one.
+	deferred bool
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.

@@ -94,9 +94,26 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	for _, d := range solo {
 		keys = append(keys, d.key)
 	}
-	ids := vrid.Assign(keys, current, reserved)
+	// An ID that an instance of the status gives up in this write (its key
+	// is not planned any more) is not handed out in the same write: the
+	// instance may be kept a write longer, holding members in flight
+	// (stageMoves), and a node that applies the write must never see one ID
+	// on two keys. Routers that miss an ID only for that are deferred one
+	// write, not left out (no Event, not Degraded).
+	freed := freedIDs(g.Status.Instances, keys)
+	ids := vrid.Assign(keys, current, func(id int) bool { return freed[id] || (reserved != nil && reserved(id)) })
+	if len(ids.LeftOut) > 0 {
+		real := vrid.Assign(keys, current, reserved)
+		p.deferred = !slices.Equal(real.LeftOut, ids.LeftOut)
+		ids.LeftOut = slices.DeleteFunc(ids.LeftOut, func(k string) bool { return !slices.Contains(real.LeftOut, k) })
+	}
 	p.renumbered = ids.Renumbered
 	p.routerIDs = make(map[string]int, len(res.RouterOf)+len(solo))
+	p.members = make(map[string][]netip.Addr, len(res.RouterOf)+len(solo))
+	p.memberRouter = make(map[string]string, len(res.RouterOf)+len(solo))
+	for _, d := range drafts {
+		p.members[d.key] = d.vips
+	}
 
 	settings := groupSettings(g)
 	left := map[types.NamespacedName]bool{}
@@ -107,11 +124,16 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		}
 	}
 	for _, r := range res.Routers {
+		for _, m := range r.Members {
+			p.memberRouter[m] = r.Key
+		}
 		id, ok := ids.IDs[r.Key]
 		if !ok {
-			p.leftOut = append(p.leftOut, r.Key)
-			for _, m := range r.Members {
-				leave(serviceOf[m])
+			if slices.Contains(ids.LeftOut, r.Key) {
+				p.leftOut = append(p.leftOut, r.Key)
+				for _, m := range r.Members {
+					leave(serviceOf[m])
+				}
 			}
 			continue
 		}
@@ -132,10 +154,13 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		p.instances = append(p.instances, in)
 	}
 	for _, d := range solo {
+		p.memberRouter[d.key] = d.key
 		id, ok := ids.IDs[d.key]
 		if !ok {
-			p.leftOut = append(p.leftOut, d.key)
-			leave(d.service)
+			if slices.Contains(ids.LeftOut, d.key) {
+				p.leftOut = append(p.leftOut, d.key)
+				leave(d.service)
+			}
 			continue
 		}
 		p.routerIDs[d.key] = id
@@ -151,6 +176,64 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	slices.Sort(p.leftOut)
 	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
 	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+}
+
+// publishedIDs are the router IDs a plan holds: its routerIDs and, since an
+// instance kept only for members in flight (sharingmoves.go) may have no
+// routerIDs entry, its instances' IDs (under their keys).
+func publishedIDs(p plan) map[string]int {
+	if !p.shared {
+		return p.routerIDs
+	}
+	out := make(map[string]int, len(p.routerIDs)+len(p.instances))
+	for k, id := range p.routerIDs {
+		out[k] = id
+	}
+	for _, in := range p.instances {
+		out[in.Key] = in.VRID
+	}
+	return out
+}
+
+// statusIDs are the router IDs a group's status holds: routerIDs, and the IDs
+// of instances without an entry there (publishedIDs).
+func statusIDs(st *v1alpha1.KeepalivedGroupStatus) map[string]int {
+	var extra bool
+	for _, in := range st.Instances {
+		if _, ok := st.RouterIDs[in.Key]; !ok {
+			extra = true
+			break
+		}
+	}
+	if !extra {
+		return st.RouterIDs
+	}
+	out := make(map[string]int, len(st.RouterIDs)+len(st.Instances))
+	for k, id := range st.RouterIDs {
+		out[k] = id
+	}
+	for _, in := range st.Instances {
+		if _, ok := out[in.Key]; !ok {
+			out[in.Key] = in.VRID
+		}
+	}
+	return out
+}
+
+// freedIDs are the router IDs of the status' instances whose keys are not
+// among keys, the instances of the new plan.
+func freedIDs(status []v1alpha1.Instance, keys []string) map[int]bool {
+	planned := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		planned[k] = true
+	}
+	out := map[int]bool{}
+	for _, in := range status {
+		if !planned[in.Key] {
+			out[in.VRID] = true
+		}
+	}
+	return out
 }
 
 // grantedByRouter reports whether a shared router of the group's status
