@@ -94,19 +94,7 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	for _, d := range solo {
 		keys = append(keys, d.key)
 	}
-	// An ID that an instance of the status gives up in this write (its key
-	// is not planned any more) is not handed out in the same write: the
-	// instance may be kept a write longer, holding members in flight
-	// (stageMoves), and a node that applies the write must never see one ID
-	// on two keys. Routers that miss an ID only for that are deferred one
-	// write, not left out (no Event, not Degraded).
-	freed := freedIDs(g.Status.Instances, keys)
-	ids := vrid.Assign(keys, current, func(id int) bool { return freed[id] || (reserved != nil && reserved(id)) })
-	if len(ids.LeftOut) > 0 {
-		real := vrid.Assign(keys, current, reserved)
-		p.deferred = !slices.Equal(real.LeftOut, ids.LeftOut)
-		ids.LeftOut = slices.DeleteFunc(ids.LeftOut, func(k string) bool { return !slices.Contains(real.LeftOut, k) })
-	}
+	ids := assignSharedIDs(g, p, keys, current, reserved)
 	p.renumbered = ids.Renumbered
 	p.routerIDs = make(map[string]int, len(res.RouterOf)+len(solo))
 	p.members = make(map[string][]netip.Addr, len(res.RouterOf)+len(solo))
@@ -176,6 +164,24 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	slices.Sort(p.leftOut)
 	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
 	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+}
+
+// assignSharedIDs gives the shared plan's keys router IDs (vrid.Assign). An
+// ID that an instance of the status gives up in this write (its key is not
+// planned any more) is not handed out in the same write: the instance may
+// be kept a write longer, holding members in flight (stageMoves), and a node
+// that applies the write must never see one ID on two keys. Keys that miss
+// an ID only for that are deferred one write (p.deferred), not left out (no
+// Event, not Degraded).
+func assignSharedIDs(g *v1alpha1.KeepalivedGroup, p *plan, keys []string, current map[string]int, reserved func(int) bool) vrid.Result {
+	freed := freedIDs(g.Status.Instances, keys)
+	ids := vrid.Assign(keys, current, func(id int) bool { return freed[id] || (reserved != nil && reserved(id)) })
+	if len(ids.LeftOut) > 0 {
+		real := vrid.Assign(keys, current, reserved)
+		p.deferred = !slices.Equal(real.LeftOut, ids.LeftOut)
+		ids.LeftOut = slices.DeleteFunc(ids.LeftOut, func(k string) bool { return !slices.Contains(real.LeftOut, k) })
+	}
+	return ids
 }
 
 // publishedIDs are the router IDs a plan holds: its routerIDs and, since an
