@@ -42,6 +42,8 @@ type plan struct {
 	// the status has them.
 	members      map[string][]netip.Addr
 	memberRouter map[string]string
+	// exactRanks is the shared plan's depth (sharing.ExactRanks).
+	exactRanks int
 	// deferred: a router of the shared plan got no ID only because an ID
 	// freed in this write is not reused in it (planShared); the next write
 	// gives it one.

@@ -213,8 +213,9 @@ type mover struct {
 //     cases 1 and 3); otherwise it is listed in B and kept in A (write 1) when the node
 //     holding it through A is the node B is staged for, and stays in A alone when it is
 //     not (it moves when B is ready);
-//   - a member coming from a per-Service instance (a conversion, §5) moves only while B
-//     is the one router converting in this write, in router key order.
+//   - a member coming from a per-Service instance (a conversion, §5) or from a router
+//     of another depth (a depth change) moves only while B is the one router
+//     converting in this write, in router key order.
 //
 // B is ready when KeepalivedMastership names its top node in the status (the staged
 // holder, or its real top) as master of each of its families, or after moveWait (times
@@ -317,8 +318,8 @@ func (m *mover) router(key string, members []string) string {
 }
 
 // inFlightConversion is the first router of the status, in key order, that is not
-// ready and lists a member its per-Service instance still lists too: it keeps the
-// conversion's one slot until its write 2.
+// ready and lists a member that a conversion's source (converts) still lists too: it
+// keeps the conversion's one slot until its write 2.
 func (m *mover) inFlightConversion(byRouter map[string][]string) string {
 	for _, t := range m.p.instances {
 		if m.cur[t.Key] == nil || !strings.HasPrefix(t.Key, sharing.RouterKeyPrefix) {
@@ -334,15 +335,36 @@ func (m *mover) inFlightConversion(byRouter map[string][]string) string {
 	return ""
 }
 
-// converts reports whether one of the instances is a per-Service instance that the
-// plan does not keep (a conversion's source).
+// converts reports whether one of the instances is the source of a conversion, which
+// is paced: a per-Service instance that the plan does not keep (§5), or a router of
+// another depth than the plan's (a depth change, §2: every member changes router).
+// Both are read from the status' keys, so the pacing too survives a restart.
 func (m *mover) converts(keys []string) bool {
 	for _, k := range keys {
-		if !strings.HasPrefix(k, sharing.RouterKeyPrefix) && m.tgt[k] == nil {
+		if m.tgt[k] != nil {
+			continue
+		}
+		if !strings.HasPrefix(k, sharing.RouterKeyPrefix) {
+			return true
+		}
+		if d, ok := routerDepth(k); ok && d != m.p.exactRanks {
 			return true
 		}
 	}
 	return false
+}
+
+// routerDepth is the number of exact ranks a router key names (sharing's keys:
+// "@class/a,b", "@class/a", "@class/#17").
+func routerDepth(key string) (int, bool) {
+	_, rest, ok := strings.Cut(strings.TrimPrefix(key, sharing.RouterKeyPrefix), "/")
+	if !ok || rest == "" {
+		return 0, false
+	}
+	if strings.HasPrefix(rest, "#") {
+		return 0, true
+	}
+	return strings.Count(rest, ",") + 1, true
 }
 
 func (m *mover) slotFree(key string, conv bool) bool {

@@ -564,3 +564,63 @@ func TestStageMovesConversionPaced(t *testing.T) {
 		t.Fatalf("routers started %v, want 6 one a write in key order", started)
 	}
 }
+
+// TestStageMovesDepthChangePaced: a 9th node joining 8 changes the depth from 2 exact
+// ranks to 1 (56 routers become 9, every member changes router). The step function
+// paces it like a conversion: in no write do two new routers list addresses that a
+// router of the old depth lists too, each write is valid (checkStep), and the last is
+// the full plan.
+func TestStageMovesDepthChangePaced(t *testing.T) {
+	var nodes []corev1.Node
+	for i := range 9 {
+		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}})
+	}
+	var services []corev1.Service
+	vips := map[string]netip.Addr{}
+	for i := range 300 {
+		a := fmt.Sprintf("fd00:99::2:%x", i)
+		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
+		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
+	}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared}}
+	stepGroup(g, services, nodes[:8], nil, 0)
+	writes := 0
+	for ; ; writes++ {
+		prev := g.Status.DeepCopy()
+		full, res := stepGroup(g, services, nodes, nil, time.Hour)
+		if err := checkStep(prev, &g.Status, vips); err != nil {
+			t.Fatalf("write %d: %v", writes, err)
+		}
+		old := map[netip.Addr]bool{}
+		for _, in := range g.Status.Instances {
+			if d, _ := routerDepth(in.Key); d == 2 {
+				for _, a := range parseVIPs(in.VIPs) {
+					old[a] = true
+				}
+			}
+		}
+		converting := 0
+		for _, in := range g.Status.Instances {
+			if d, _ := routerDepth(in.Key); d == 1 && slices.ContainsFunc(parseVIPs(in.VIPs), func(a netip.Addr) bool { return old[a] }) {
+				converting++
+			}
+		}
+		if converting > 1 {
+			t.Fatalf("write %d: %d routers converting at once", writes, converting)
+		}
+		if !res.pending {
+			if !reflect.DeepEqual(g.Status.Instances, full) || len(full) != 9 {
+				t.Fatalf("the last write is not the plan of 9 routers (%d)", len(full))
+			}
+			break
+		}
+		if writes > 40 {
+			t.Fatalf("not done after %d writes", writes)
+		}
+	}
+	t.Logf("depth change 2 -> 1 exact ranks (8 -> 9 nodes, 300 Services) in %d writes", writes+1)
+	if writes < 9 {
+		t.Fatalf("%d writes: not paced one router a write", writes+1)
+	}
+}
