@@ -44,10 +44,10 @@ type plan struct {
 	memberRouter map[string]string
 	// exactRanks is the shared plan's depth (sharing.ExactRanks).
 	exactRanks int
-	// deferred: a router of the shared plan got no ID only because an ID
-	// freed in this write is not reused in it (planShared); the next write
-	// gives it one.
-	deferred bool
+	// deferred are the keys of the shared plan that got no ID only because
+	// an ID freed in this write is not reused in it (assignSharedIDs); the
+	// next write gives them one.
+	deferred []string
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.

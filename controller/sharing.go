@@ -173,14 +173,18 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 // be kept a write longer, holding members in flight (stageMoves), and a node
 // that applies the write must never see one ID on two keys. Keys that miss
 // an ID only for that are deferred one write (p.deferred), not left out (no
-// Event, not Degraded).
+// Event, not Degraded) unless that stalls (stageMoves).
 func assignSharedIDs(g *v1alpha1.KeepalivedGroup, p *plan, keys []string, current map[string]int, reserved func(int) bool) vrid.Result {
 	freed := freedIDs(g.Status.Instances, keys)
 	ids := vrid.Assign(keys, current, func(id int) bool { return freed[id] || (reserved != nil && reserved(id)) })
 	if len(ids.LeftOut) > 0 {
 		real := vrid.Assign(keys, current, reserved)
-		p.deferred = !slices.Equal(real.LeftOut, ids.LeftOut)
-		ids.LeftOut = slices.DeleteFunc(ids.LeftOut, func(k string) bool { return !slices.Contains(real.LeftOut, k) })
+		for _, k := range ids.LeftOut {
+			if !slices.Contains(real.LeftOut, k) {
+				p.deferred = append(p.deferred, k)
+			}
+		}
+		ids.LeftOut = slices.DeleteFunc(ids.LeftOut, func(k string) bool { return slices.Contains(p.deferred, k) })
 	}
 	return ids
 }

@@ -182,6 +182,11 @@ func moveWait(s v1alpha1.InstanceSettings) time.Duration {
 	return 3*i + skew + 400*time.Millisecond + i
 }
 
+// minMovePoll bounds how often a group with moves in flight is reconciled to read
+// KeepalivedMastership (every advertisement interval, at most a second): a reconcile
+// plans every Service of the group.
+const minMovePoll = 250 * time.Millisecond
+
 // mastershipWaitFactor: with KeepalivedMastership served, a router whose master it
 // never names as the expected node (that node failed, preempt is off, an old vrrpd
 // that does not publish) is taken as ready after this many timed waits; the move is
@@ -200,6 +205,8 @@ type mover struct {
 	// a time), "" while none.
 	slot string
 	res  moveResult
+	// served are the Services with an address in the step written (fixRouterIDs).
+	served map[types.NamespacedName]bool
 }
 
 // stageMoves replaces p's instances and routerIDs with the next step from the status
@@ -236,7 +243,7 @@ func stageMoves(p *plan, in moveInputs) moveResult {
 	for i := range p.instances {
 		t := &p.instances[i]
 		m.tgt[t.Key] = t
-		m.res.poll = min(m.res.poll, max(t.Settings.AdvertInterval.Duration, 100*time.Millisecond))
+		m.res.poll = min(m.res.poll, max(t.Settings.AdvertInterval.Duration, minMovePoll))
 	}
 	byRouter := map[string][]string{}
 	for mem, rk := range p.memberRouter {
@@ -260,10 +267,33 @@ func stageMoves(p *plan, in moveInputs) moveResult {
 			m.keep(mem, m.sources(p.members[mem], ""), false)
 		}
 	}
-	m.res.pending = m.res.pending || p.deferred
+	m.res.pending = m.res.pending || len(p.deferred) > 0
 	m.build(staged)
 	m.fixRouterIDs()
+	if len(p.deferred) > 0 && m.res.due == 0 && sameInstances(p.instances, in.status) {
+		// Stalled: the only free IDs are those of instances that keep members
+		// which wait for an ID (a full segment converting: §5's adoption is
+		// not done). The routers are left out, as past the ceiling, and the
+		// members stay where they are.
+		p.leftOut = append(p.leftOut, p.deferred...)
+		slices.Sort(p.leftOut)
+		for mem, rk := range p.memberRouter {
+			if s := serviceOfMember(mem); slices.Contains(p.deferred, rk) && !m.served[s] && !slices.Contains(p.leftOutServices, s) {
+				p.leftOutServices = append(p.leftOutServices, s)
+			}
+		}
+		slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+		m.res.pending = false
+	}
 	return m.res
+}
+
+// sameInstances reports whether two lists of instances have the same keys, IDs and
+// addresses.
+func sameInstances(a, b []v1alpha1.Instance) bool {
+	return slices.EqualFunc(a, b, func(x, y v1alpha1.Instance) bool {
+		return x.Key == y.Key && x.VRID == y.VRID && slices.Equal(x.VIPs, y.VIPs)
+	})
 }
 
 // router takes the members of the plan's router key, and returns the node it is
@@ -577,6 +607,7 @@ func (m *mover) fixRouterIDs() {
 		ids[in.Key] = in.VRID
 	}
 	served := map[types.NamespacedName]bool{}
+	m.served = served
 	for mem, addrs := range m.p.members {
 		key := m.p.memberRouter[mem]
 		if !m.hasAll(key, addrs) {

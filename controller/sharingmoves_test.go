@@ -624,3 +624,47 @@ func TestStageMovesDepthChangePaced(t *testing.T) {
 		t.Fatalf("%d writes: not paced one router a write", writes+1)
 	}
 }
+
+// TestStageMovesFullSegmentStalls: 260 Services of a per-Service group on a segment of
+// 255 router IDs (255 served, 5 left out) switch to Shared. Every ID is held by a
+// per-Service instance, and adopting one is not done (§5), so nothing can move: the
+// step keeps the 255 served where they are, does not ask to be run again, and reports
+// the shared routers and the 5 Services as left out (Degraded, RouterIDsExhausted)
+// rather than waiting silently.
+func TestStageMovesFullSegmentStalls(t *testing.T) {
+	var nodes []corev1.Node
+	for _, n := range []string{"a", "b", "c"} {
+		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	var services []corev1.Service
+	for i := range 260 {
+		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), fmt.Sprintf("fd00:99::2:%x", i), false))
+	}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	stepGroup(g, services, nodes, nil, 0)
+	before := g.Status.DeepCopy()
+	if len(before.Instances) != 255 {
+		t.Fatalf("%d per-Service instances, want 255", len(before.Instances))
+	}
+	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	p := computePlan(g, services, nodes, nil)
+	ages := map[string]time.Duration{}
+	for _, in := range g.Status.Instances {
+		ages[in.Key] = time.Hour
+	}
+	res := stageMoves(&p, moveInputs{status: g.Status.Instances, nodes: []string{"a", "b", "c"}, ages: ages})
+	if res.pending || res.requeue(false) != 0 {
+		t.Fatalf("a stalled conversion asks to be run again (%+v)", res)
+	}
+	if !sameInstances(p.instances, before.Instances) {
+		t.Fatal("the per-Service instances did not stay as they were")
+	}
+	if len(p.leftOut) == 0 || len(p.leftOutServices) != 5 {
+		t.Fatalf("left out: %d keys, %d Services (want the routers and 5)", len(p.leftOut), len(p.leftOutServices))
+	}
+	for k, id := range before.RouterIDs {
+		if p.routerIDs[k] != id {
+			t.Fatalf("routerIDs[%s] = %d, was %d", k, p.routerIDs[k], id)
+		}
+	}
+}
