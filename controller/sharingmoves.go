@@ -608,14 +608,23 @@ func (m *mover) fixRouterIDs() {
 	}
 	served := map[types.NamespacedName]bool{}
 	m.served = served
+	// The instances written that list each address, in key order.
+	outOf := map[netip.Addr][]string{}
+	for _, in := range m.p.instances {
+		for a := range m.out[in.Key] {
+			outOf[a] = append(outOf[a], in.Key)
+		}
+	}
 	for mem, addrs := range m.p.members {
 		key := m.p.memberRouter[mem]
 		if !m.hasAll(key, addrs) {
 			key = ""
-			for _, in := range m.p.instances {
-				if m.hasAll(in.Key, addrs) {
-					key = in.Key
-					break
+			if len(addrs) > 0 {
+				for _, k := range outOf[addrs[0]] {
+					if m.hasAll(k, addrs) {
+						key = k
+						break
+					}
 				}
 			}
 		}

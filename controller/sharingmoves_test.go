@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
 )
 
@@ -666,5 +667,69 @@ func TestStageMovesFullSegmentStalls(t *testing.T) {
 		if p.routerIDs[k] != id {
 			t.Fatalf("routerIDs[%s] = %d, was %d", k, p.routerIDs[k], id)
 		}
+	}
+}
+
+// TestStagedStatusContract: vrrpd's translation (groupsource.Translate) takes the
+// steps in flight whole on every node: write 1 of a join (addresses in two routers,
+// staged priorities) and a conversion step (addresses in a router and their
+// per-Service instances). Every status instance runs, at the priority the step gives
+// the node, and an address listed twice is in both virtual routers.
+func TestStagedStatusContract(t *testing.T) {
+	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2"), node("n3", "10.99.0.3"), node("n4", "10.99.0.4")}
+	var services []corev1.Service
+	for i := range 200 {
+		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), fmt.Sprintf("10.99.1.%d", i+1), false))
+	}
+	join := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared}}
+	stepGroup(join, services, nodes[:3], nil, 0)
+	stepGroup(join, services, nodes, nil, time.Hour)
+	conv := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	stepGroup(conv, services, nodes[:3], nil, 0)
+	conv.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	stepGroup(conv, services, nodes[:3], nil, time.Hour)
+	for name, g := range map[string]*v1alpha1.KeepalivedGroup{"join write 1": join, "conversion step 1": conv} {
+		listed := map[netip.Addr]int{}
+		for _, in := range g.Status.Instances {
+			for _, a := range parseVIPs(in.VIPs) {
+				listed[a]++
+			}
+		}
+		twice := 0
+		for _, c := range listed {
+			if c == 2 {
+				twice++
+			}
+		}
+		if twice == 0 {
+			t.Fatalf("%s: no address in two instances", name)
+		}
+		for self, n := range g.Status.Nodes {
+			cfg, _, err := groupsource.Translate(g, n.Name, nil, nil)
+			if err != nil {
+				t.Fatalf("%s, %s: vrrpd rejects the step: %v", name, n.Name, err)
+			}
+			if len(cfg.Instances) != len(g.Status.Instances) {
+				t.Fatalf("%s, %s: vrrpd runs %d virtual routers, want %d", name, n.Name, len(cfg.Instances), len(g.Status.Instances))
+			}
+			seen := map[netip.Addr]int{}
+			for _, ci := range cfg.Instances {
+				st := instanceByKey(&g.Status, groupsource.InstanceKey(ci.Name))
+				pr, err := v1alpha1.DecodePriorities(st.Priorities, len(g.Status.Nodes))
+				if err != nil || ci.Priority != pr[self] || int(ci.VRID) != st.VRID {
+					t.Fatalf("%s, %s: %s priority %d VRID %d, status %v VRID %d (%v)", name, n.Name, ci.Name, ci.Priority, ci.VRID, pr, st.VRID, err)
+				}
+				for _, v := range append(ci.VIPs, ci.ExcludedVIPs...) {
+					seen[v.Prefix.Addr()]++
+				}
+			}
+			for a, c := range listed {
+				if seen[a] != c {
+					t.Fatalf("%s, %s: %s in %d virtual routers, the step lists it in %d", name, n.Name, a, seen[a], c)
+				}
+			}
+		}
+		t.Logf("%s: %d instances, %d addresses in two", name, len(g.Status.Instances), twice)
 	}
 }
