@@ -733,3 +733,66 @@ func TestStagedStatusContract(t *testing.T) {
 		t.Logf("%s: %d instances, %d addresses in two", name, len(g.Status.Instances), twice)
 	}
 }
+
+// TestSharedMovePhasesWithoutMastership: on an API server without the
+// KeepalivedMastership CRD (a Helm upgrade leaves new CRDs out) a join's write 2 comes
+// on the timed condition: moveWait after write 1 (0.8 s at 100 ms adverts), without
+// anything else happening to the group.
+func TestSharedMovePhasesWithoutMastership(t *testing.T) {
+	withoutMastershipCRD(t)
+	ns := newNamespace(t, "shmovet")
+	lbl := map[string]string{"shmovet-test": ns}
+	newNodes(t, ns, 3, lbl)
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = lbl
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+		g.Spec.AdvertInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+	})
+	vips := createServices(t, ns, ns+"/g", 100)
+	startManager(t, ns)
+	eventually(t, time.Minute, func() error {
+		_, err := sharedView(getGroup(t, ns, "g"), vips, 3, 6)
+		return err
+	})
+	log := watchStatuses(t, ns, "g", vips)
+	newNodes(t, ns+"-j", 1, lbl)
+	eventually(t, time.Minute, func() error {
+		_, err := sharedView(getGroup(t, ns, "g"), vips, 4, 12)
+		return err
+	})
+	wait := moveWait(groupSettings(getGroup(t, ns, "g")))
+	var first, last time.Time
+	eventually(t, 10*time.Second, func() error {
+		written, errs := log.snapshot()
+		for _, e := range errs {
+			t.Error(e)
+		}
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		first, last = time.Time{}, time.Time{}
+		for i := range written {
+			st := &written[i]
+			if len(st.Nodes) != 4 {
+				continue
+			}
+			twice := false
+			for _, ks := range routersOf(st) {
+				twice = twice || len(ks) == 2
+			}
+			if twice && first.IsZero() {
+				first = log.at[i]
+			}
+			if !twice && !first.IsZero() {
+				last = log.at[i]
+				return nil
+			}
+		}
+		return fmt.Errorf("no write 1 then write 2 among %d statuses", len(written))
+	})
+	t.Logf("write 2 %v after write 1 (moveWait %v)", last.Sub(first).Round(time.Millisecond), wait)
+	// The operator's clock starts before write 1 reaches the watch, so the gap seen here
+	// may be shorter than the wait by a watch delivery's difference: 200 ms of room.
+	if last.Sub(first) < wait-200*time.Millisecond {
+		t.Fatalf("write 2 came %v after write 1, before the timed condition (%v)", last.Sub(first), wait)
+	}
+}
