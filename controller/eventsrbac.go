@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
 )
 
 // vrrpd records an Event on a Service when its node becomes MASTER of one of the
@@ -55,6 +56,11 @@ func eventsRBACLabels(g *v1alpha1.KeepalivedGroup) map[string]string {
 func servicesByNamespace(instances []v1alpha1.Instance) map[string][]string {
 	out := map[string][]string{}
 	for _, in := range instances {
+		if strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
+			// A shared router ("@class/...") names no Service: vrrpd sends
+			// its Events to none (groupsource.ServiceOf).
+			continue
+		}
 		parts := strings.SplitN(in.Key, "/", 3)
 		if len(parts) < 2 {
 			continue

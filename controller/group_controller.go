@@ -95,6 +95,8 @@ type GroupReconciler struct {
 	readySince map[types.NamespacedName]time.Time
 	// written is each group's last status write (catchUp).
 	written map[types.NamespacedName]statusWrite
+	// moveClocks: when each shared group's instances appeared (sharingmoves.go).
+	moveClocks moveClocks
 }
 
 // statusWrite is a status this reconciler wrote: the group's resourceVersion
@@ -226,6 +228,16 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
+	if p.shared {
+		// Moves between shared routers go in phases (sharingmoves.go).
+		wait, err := r.stageSharedMoves(ctx, g, &p.plan)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if wait > 0 && (requeue == 0 || wait < requeue) {
+			requeue = wait
+		}
+	}
 	r.reportLeftOut(g, p.services, p.leftOutServices)
 	r.reportRenumbered(g, p.plan)
 	if mig != nil {
@@ -236,7 +248,7 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	r.mu.Lock()
-	r.published[req.NamespacedName] = p.routerIDs
+	r.published[req.NamespacedName] = publishedIDs(p.plan)
 	r.mu.Unlock()
 	if applyErr == nil {
 		applyErr = migErr
@@ -411,6 +423,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	delete(r.published, group)
 	delete(r.leftOut, group)
 	delete(r.readySince, group)
+	r.moveClocks.forget(group)
 	r.podSecurity.forget(group)
 	forgetGroupMetrics(group)
 	prefix := group.String() + "/"
@@ -455,7 +468,7 @@ func (r *GroupReconciler) reservedIDs(ctx context.Context, g *v1alpha1.Keepalive
 		if o.UID == g.UID || !r.groupAllowed(o) || r.segment(o) != seg {
 			continue
 		}
-		ids := o.Status.RouterIDs
+		ids := statusIDs(&o.Status)
 		r.mu.Lock()
 		if pub, ok := r.published[types.NamespacedName{Namespace: o.Namespace, Name: o.Name}]; ok {
 			ids = pub
@@ -473,7 +486,7 @@ func (r *GroupReconciler) reservedIDs(ctx context.Context, g *v1alpha1.Keepalive
 		}
 	}
 	var own [256]bool
-	for _, id := range g.Status.RouterIDs {
+	for _, id := range statusIDs(&g.Status) {
 		if id >= 1 && id <= 255 {
 			own[id] = true
 		}

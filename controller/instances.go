@@ -35,6 +35,19 @@ type plan struct {
 	// shared: the Services share routers (planShared); instances are then
 	// routers keyed "@...", and Local Services' own instances.
 	shared bool
+	// members are the addresses of each member of a shared plan (a
+	// Service, a spreadvips VIP, or a Local Service's own instance), and
+	// memberRouter its router's key (the instance key for a Local one),
+	// also when the router got no ID: stageMoves keeps such members where
+	// the status has them.
+	members      map[string][]netip.Addr
+	memberRouter map[string]string
+	// exactRanks is the shared plan's depth (sharing.ExactRanks).
+	exactRanks int
+	// deferred are the keys of the shared plan that got no ID only because
+	// an ID freed in this write is not reused in it (assignSharedIDs); the
+	// next write gives them one.
+	deferred []string
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.

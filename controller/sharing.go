@@ -77,6 +77,7 @@ func sharingMembers(drafts []instanceDraft, anchors map[types.NamespacedName]str
 func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, anchors map[types.NamespacedName]string, names []string, reserved func(int) bool, memo *priorityMemo) {
 	solo, members, verbOf, serviceOf := sharingMembers(drafts, anchors)
 	res := sharing.Plan(names, members, routerBudget(g))
+	p.exactRanks = res.ExactRanks
 
 	// The IDs published so far are the status instances' (routers' and
 	// per-Service ones'), not routerIDs: there a member's entry is its
@@ -94,9 +95,14 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	for _, d := range solo {
 		keys = append(keys, d.key)
 	}
-	ids := vrid.Assign(keys, current, reserved)
+	ids := assignSharedIDs(g, p, keys, current, reserved)
 	p.renumbered = ids.Renumbered
 	p.routerIDs = make(map[string]int, len(res.RouterOf)+len(solo))
+	p.members = make(map[string][]netip.Addr, len(res.RouterOf)+len(solo))
+	p.memberRouter = make(map[string]string, len(res.RouterOf)+len(solo))
+	for _, d := range drafts {
+		p.members[d.key] = d.vips
+	}
 
 	settings := groupSettings(g)
 	left := map[types.NamespacedName]bool{}
@@ -107,11 +113,16 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		}
 	}
 	for _, r := range res.Routers {
+		for _, m := range r.Members {
+			p.memberRouter[m] = r.Key
+		}
 		id, ok := ids.IDs[r.Key]
 		if !ok {
-			p.leftOut = append(p.leftOut, r.Key)
-			for _, m := range r.Members {
-				leave(serviceOf[m])
+			if slices.Contains(ids.LeftOut, r.Key) {
+				p.leftOut = append(p.leftOut, r.Key)
+				for _, m := range r.Members {
+					leave(serviceOf[m])
+				}
 			}
 			continue
 		}
@@ -132,10 +143,13 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		p.instances = append(p.instances, in)
 	}
 	for _, d := range solo {
+		p.memberRouter[d.key] = d.key
 		id, ok := ids.IDs[d.key]
 		if !ok {
-			p.leftOut = append(p.leftOut, d.key)
-			leave(d.service)
+			if slices.Contains(ids.LeftOut, d.key) {
+				p.leftOut = append(p.leftOut, d.key)
+				leave(d.service)
+			}
 			continue
 		}
 		p.routerIDs[d.key] = id
@@ -151,6 +165,86 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 	slices.Sort(p.leftOut)
 	slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
 	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+}
+
+// assignSharedIDs gives the shared plan's keys router IDs (vrid.Assign). An
+// ID that an instance of the status gives up in this write (its key is not
+// planned any more) is not handed out in the same write: the instance may
+// be kept a write longer, holding members in flight (stageMoves), and a node
+// that applies the write must never see one ID on two keys. Keys that miss
+// an ID only for that are deferred one write (p.deferred), not left out (no
+// Event, not Degraded) unless that stalls (stageMoves).
+func assignSharedIDs(g *v1alpha1.KeepalivedGroup, p *plan, keys []string, current map[string]int, reserved func(int) bool) vrid.Result {
+	freed := freedIDs(g.Status.Instances, keys)
+	ids := vrid.Assign(keys, current, func(id int) bool { return freed[id] || (reserved != nil && reserved(id)) })
+	if len(ids.LeftOut) > 0 {
+		real := vrid.Assign(keys, current, reserved)
+		for _, k := range ids.LeftOut {
+			if !slices.Contains(real.LeftOut, k) {
+				p.deferred = append(p.deferred, k)
+			}
+		}
+		ids.LeftOut = slices.DeleteFunc(ids.LeftOut, func(k string) bool { return slices.Contains(p.deferred, k) })
+	}
+	return ids
+}
+
+// publishedIDs are the router IDs a plan holds: its routerIDs and, since an
+// instance kept only for members in flight (sharingmoves.go) may have no
+// routerIDs entry, its instances' IDs (under their keys).
+func publishedIDs(p plan) map[string]int {
+	if !p.shared {
+		return p.routerIDs
+	}
+	out := make(map[string]int, len(p.routerIDs)+len(p.instances))
+	for k, id := range p.routerIDs {
+		out[k] = id
+	}
+	for _, in := range p.instances {
+		out[in.Key] = in.VRID
+	}
+	return out
+}
+
+// statusIDs are the router IDs a group's status holds: routerIDs, and the IDs
+// of instances without an entry there (publishedIDs).
+func statusIDs(st *v1alpha1.KeepalivedGroupStatus) map[string]int {
+	var extra bool
+	for _, in := range st.Instances {
+		if _, ok := st.RouterIDs[in.Key]; !ok {
+			extra = true
+			break
+		}
+	}
+	if !extra {
+		return st.RouterIDs
+	}
+	out := make(map[string]int, len(st.RouterIDs)+len(st.Instances))
+	for k, id := range st.RouterIDs {
+		out[k] = id
+	}
+	for _, in := range st.Instances {
+		if _, ok := out[in.Key]; !ok {
+			out[in.Key] = in.VRID
+		}
+	}
+	return out
+}
+
+// freedIDs are the router IDs of the status' instances whose keys are not
+// among keys, the instances of the new plan.
+func freedIDs(status []v1alpha1.Instance, keys []string) map[int]bool {
+	planned := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		planned[k] = true
+	}
+	out := map[int]bool{}
+	for _, in := range status {
+		if !planned[in.Key] {
+			out[in.VRID] = true
+		}
+	}
+	return out
 }
 
 // grantedByRouter reports whether a shared router of the group's status
