@@ -631,6 +631,8 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	d.setStatic(cfg.Static)
 	d.setTrackers(cfg)
 	d.initGroups(cfg, now)
+	// A virtual router whose name changes keeps running under its new one.
+	d.renameMoved(cfg)
 	keep := make(map[string]bool, len(cfg.Instances))
 	for _, ic := range cfg.Instances {
 		keep[ic.Name] = true

@@ -69,6 +69,13 @@ func parseAddrEvent(line string) (deleted bool, a netip.Addr, ok bool) {
 // host (the rest on the fakes), and that host.
 func labDaemon(t *testing.T) (*netlab.Host, *Daemon) {
 	t.Helper()
+	h, d, _ := labDaemonHost(t)
+	return h, d
+}
+
+// labDaemonHost is labDaemon with the fake host that carries its adverts.
+func labDaemonHost(t *testing.T) (*netlab.Host, *Daemon, *fakeHost) {
+	t.Helper()
 	lab := netlabtest.New(t, "a")
 	h := lab.Host("a")
 	var m *vip.Manager
@@ -99,7 +106,7 @@ func labDaemon(t *testing.T) (*netlab.Host, *Daemon) {
 			s.Close()
 		}
 	})
-	return h, d
+	return h, d, fh
 }
 
 // watchAddrs starts an address monitor in h's namespace and returns it with settle,
