@@ -48,6 +48,12 @@ type plan struct {
 	// an ID freed in this write is not reused in it (assignSharedIDs); the
 	// next write gives them one.
 	deferred []string
+	// unassigned are the deferred routers' instances (VRID 0), and adoptable
+	// the IDs of the status' instances that the plan drops and no other group
+	// reserves: stageMoves may give a deferred router one of them when its
+	// instance's member moves in with it (adoption, §5).
+	unassigned map[string]v1alpha1.Instance
+	adoptable  map[int]bool
 }
 
 // instanceDraft is an instance before it has a router ID and priorities.

@@ -116,22 +116,8 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 		for _, m := range r.Members {
 			p.memberRouter[m] = r.Key
 		}
-		id, ok := ids.IDs[r.Key]
-		if !ok {
-			if slices.Contains(ids.LeftOut, r.Key) {
-				p.leftOut = append(p.leftOut, r.Key)
-				for _, m := range r.Members {
-					leave(serviceOf[m])
-				}
-			}
-			continue
-		}
-		for _, m := range r.Members {
-			p.routerIDs[m] = id
-		}
 		in := v1alpha1.Instance{
 			Key:        r.Key,
-			VRID:       id,
 			VIPs:       make([]string, len(r.VIPs)),
 			Settings:   settings,
 			Priorities: v1alpha1.EncodePriorities(excludedPriorities(r.Priorities, p.nodes)),
@@ -140,6 +126,25 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 			in.VIPs[i] = a.String()
 		}
 		in.Settings.Verbatim = verbOf[r.Class]
+		id, ok := ids.IDs[r.Key]
+		if !ok {
+			if slices.Contains(ids.LeftOut, r.Key) {
+				p.leftOut = append(p.leftOut, r.Key)
+				for _, m := range r.Members {
+					leave(serviceOf[m])
+				}
+			} else if slices.Contains(p.deferred, r.Key) {
+				if p.unassigned == nil {
+					p.unassigned = map[string]v1alpha1.Instance{}
+				}
+				p.unassigned[r.Key] = in // for adoption (stageMoves)
+			}
+			continue
+		}
+		for _, m := range r.Members {
+			p.routerIDs[m] = id
+		}
+		in.VRID = id
 		p.instances = append(p.instances, in)
 	}
 	for _, d := range solo {
@@ -176,6 +181,14 @@ func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, an
 // Event, not Degraded) unless that stalls (stageMoves).
 func assignSharedIDs(g *v1alpha1.KeepalivedGroup, p *plan, keys []string, current map[string]int, reserved func(int) bool) vrid.Result {
 	freed := freedIDs(g.Status.Instances, keys)
+	for id := range freed {
+		if reserved == nil || !reserved(id) {
+			if p.adoptable == nil {
+				p.adoptable = map[int]bool{}
+			}
+			p.adoptable[id] = true
+		}
+	}
 	ids := vrid.Assign(keys, current, func(id int) bool { return freed[id] || (reserved != nil && reserved(id)) })
 	if len(ids.LeftOut) > 0 {
 		real := vrid.Assign(keys, current, reserved)

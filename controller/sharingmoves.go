@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -207,6 +208,10 @@ type mover struct {
 	res  moveResult
 	// served are the Services with an address in the step written (fixRouterIDs).
 	served map[types.NamespacedName]bool
+	// byRouter are the plan's members of each router key, sorted.
+	byRouter map[string][]string
+	// adopt is the router adopting a member's instance in this write, if any.
+	adopt adoption
 }
 
 // stageMoves replaces p's instances and routerIDs with the next step from the status
@@ -228,10 +233,46 @@ type mover struct {
 // holder, or its real top) as master of each of its families, or after moveWait (times
 // mastershipWaitFactor when KeepalivedMastership is served). A router is staged, its
 // top node's priority swapped with the holder's, while it lists a member in flight and
-// the holder is not its top. A member whose router got no ID stays where it is.
+// the holder is not its top. A member whose router got no ID stays where it is;
+// when that stalls the conversion (no free ID on the segment), a router adopts a
+// member's per-Service instance (sharingadopt.go).
 func stageMoves(p *plan, in moveInputs) moveResult {
+	instances, routerIDs, leftOut := slices.Clone(p.instances), maps.Clone(p.routerIDs), slices.Clone(p.leftOutServices)
+	m := stageStep(p, in, adoption{})
+	if len(p.deferred) == 0 || m.res.due != 0 || !sameInstances(p.instances, in.status) {
+		return m.res
+	}
+	// Stalled: the only free IDs are those of instances that keep members which
+	// wait for an ID (a full segment converting). A deferred router then adopts
+	// the ID of one of its members' per-Service instances (§5).
+	if a := m.adoption(); a.router != "" {
+		p.instances, p.routerIDs, p.leftOutServices = instances, routerIDs, leftOut
+		r := p.unassigned[a.router]
+		r.VRID = a.vrid
+		p.instances = append(p.instances, r)
+		slices.SortFunc(p.instances, func(a, b v1alpha1.Instance) int { return cmp.Compare(a.Key, b.Key) })
+		p.deferred = slices.DeleteFunc(p.deferred, func(k string) bool { return k == a.router })
+		return stageStep(p, in, a).res
+	}
+	// Nothing to adopt either: the routers are left out, as past the ceiling, and
+	// the members stay where they are.
+	p.leftOut = append(p.leftOut, p.deferred...)
+	slices.Sort(p.leftOut)
+	for mem, rk := range p.memberRouter {
+		if s := serviceOfMember(mem); slices.Contains(p.deferred, rk) && !m.served[s] && !slices.Contains(p.leftOutServices, s) {
+			p.leftOutServices = append(p.leftOutServices, s)
+		}
+	}
+	slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
+	m.res.pending = false
+	return m.res
+}
+
+// stageStep is one computation of stageMoves' step, with a router adopting a
+// member's instance (a.router != "") or none.
+func stageStep(p *plan, in moveInputs, a adoption) *mover {
 	m := &mover{p: p, in: in, cur: map[string]*v1alpha1.Instance{}, curOf: map[netip.Addr][]string{},
-		tgt: map[string]*v1alpha1.Instance{}, out: map[string]map[netip.Addr]bool{}}
+		tgt: map[string]*v1alpha1.Instance{}, out: map[string]map[netip.Addr]bool{}, adopt: a}
 	m.res.poll = time.Second
 	for i := range in.status {
 		s := &in.status[i]
@@ -252,7 +293,11 @@ func stageMoves(p *plan, in moveInputs) moveResult {
 	for _, ms := range byRouter {
 		slices.Sort(ms)
 	}
+	m.byRouter = byRouter
 	m.slot = m.inFlightConversion(byRouter)
+	if a.router != "" {
+		m.slot = a.router // the adopting router is the conversion of this write
+	}
 
 	staged := map[string]string{}
 	for _, t := range p.instances {
@@ -270,22 +315,7 @@ func stageMoves(p *plan, in moveInputs) moveResult {
 	m.res.pending = m.res.pending || len(p.deferred) > 0
 	m.build(staged)
 	m.fixRouterIDs()
-	if len(p.deferred) > 0 && m.res.due == 0 && sameInstances(p.instances, in.status) {
-		// Stalled: the only free IDs are those of instances that keep members
-		// which wait for an ID (a full segment converting: §5's adoption is
-		// not done). The routers are left out, as past the ceiling, and the
-		// members stay where they are.
-		p.leftOut = append(p.leftOut, p.deferred...)
-		slices.Sort(p.leftOut)
-		for mem, rk := range p.memberRouter {
-			if s := serviceOfMember(mem); slices.Contains(p.deferred, rk) && !m.served[s] && !slices.Contains(p.leftOutServices, s) {
-				p.leftOutServices = append(p.leftOutServices, s)
-			}
-		}
-		slices.SortFunc(p.leftOutServices, func(a, b types.NamespacedName) int { return cmp.Compare(a.String(), b.String()) })
-		m.res.pending = false
-	}
-	return m.res
+	return m
 }
 
 // sameInstances reports whether two lists of instances have the same keys, IDs and
@@ -305,12 +335,21 @@ func (m *mover) router(key string, members []string) string {
 	switch {
 	case b != nil && !ready:
 		h = m.top(b, m.in.nodes)
+	case key == m.adopt.router:
+		// Its master is the adopted instance's: members held elsewhere wait.
+		h = m.adopt.holder
 	case b == nil:
 		h = m.majorityHolder(key, members)
 	}
 	inFlight, kept := false, false
 	for _, mem := range members {
 		addrs := m.p.members[mem]
+		if key == m.adopt.router && mem == m.adopt.member {
+			// Its instance becomes this router (same ID): its addresses are
+			// here, and the instance is not written.
+			m.list(key, addrs)
+			continue
+		}
 		srcs := m.sources(addrs, key)
 		conv := m.converts(srcs)
 		switch {

@@ -146,7 +146,7 @@ func checkStep(prev, st *v1alpha1.KeepalivedGroupStatus, vips map[string]netip.A
 		for _, a := range parseVIPs(in.VIPs) {
 			prevListed[a] = true
 		}
-		if k, ok := ids[in.VRID]; ok && k != in.Key {
+		if k, ok := ids[in.VRID]; ok && k != in.Key && !adopts(prev, st, in.Key, k) {
 			return fmt.Errorf("router ID %d of %s given to %s in the next write", in.VRID, in.Key, k)
 		}
 	}
@@ -156,6 +156,40 @@ func checkStep(prev, st *v1alpha1.KeepalivedGroupStatus, vips map[string]netip.A
 		}
 	}
 	return nil
+}
+
+// adopts reports whether router key to of st took over the previous status'
+// per-Service instance from (§5's adoption): from is gone, to is new, lists all of
+// from's addresses and has from's top node as its own, so no address changes node.
+func adopts(prev, st *v1alpha1.KeepalivedGroupStatus, from, to string) bool {
+	_, still := routerIndex(st, from)
+	_, had := routerIndex(prev, to)
+	if still || had || !strings.HasPrefix(to, sharing.RouterKeyPrefix) || strings.HasPrefix(from, sharing.RouterKeyPrefix) {
+		return false
+	}
+	old, nu := instanceByKey(prev, from), instanceByKey(st, to)
+	for _, a := range old.VIPs {
+		if !slices.Contains(nu.VIPs, a) {
+			return false
+		}
+	}
+	return topOf(prev, old) != "" && topOf(prev, old) == topOf(st, nu)
+}
+
+// adoptions are the (per-Service key, router key) pairs of st that adopted an ID of
+// prev (adopts).
+func adoptions(prev, st *v1alpha1.KeepalivedGroupStatus) [][2]string {
+	byID := map[int]string{}
+	for _, in := range st.Instances {
+		byID[in.VRID] = in.Key
+	}
+	var out [][2]string
+	for _, in := range prev.Instances {
+		if k, ok := byID[in.VRID]; ok && k != in.Key && adopts(prev, st, in.Key, k) {
+			out = append(out, [2]string{in.Key, k})
+		}
+	}
+	return out
 }
 
 func (l *statusLog) snapshot() ([]v1alpha1.KeepalivedGroupStatus, []string) {
@@ -626,35 +660,112 @@ func TestStageMovesDepthChangePaced(t *testing.T) {
 	}
 }
 
-// TestStageMovesFullSegmentStalls: 260 Services of a per-Service group on a segment of
-// 255 router IDs (255 served, 5 left out) switch to Shared. Every ID is held by a
-// per-Service instance, and adopting one is not done (§5), so nothing can move: the
-// step keeps the 255 served where they are, does not ask to be run again, and reports
-// the shared routers and the 5 Services as left out (Degraded, RouterIDsExhausted)
-// rather than waiting silently.
-func TestStageMovesFullSegmentStalls(t *testing.T) {
+// fullSegment is a group of 260 Services on 3 nodes, per Service, on a segment
+// its 255 instances fill, switched to Shared.
+func fullSegment(t *testing.T) (*v1alpha1.KeepalivedGroup, []corev1.Service, []corev1.Node, map[string]netip.Addr) {
+	t.Helper()
 	var nodes []corev1.Node
 	for _, n := range []string{"a", "b", "c"} {
 		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
 	}
 	var services []corev1.Service
+	vips := map[string]netip.Addr{}
 	for i := range 260 {
-		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), fmt.Sprintf("fd00:99::2:%x", i), false))
+		a := fmt.Sprintf("fd00:99::2:%x", i)
+		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
+		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
 	}
 	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
 	stepGroup(g, services, nodes, nil, 0)
-	before := g.Status.DeepCopy()
-	if len(before.Instances) != 255 {
-		t.Fatalf("%d per-Service instances, want 255", len(before.Instances))
+	if len(g.Status.Instances) != 255 {
+		t.Fatalf("%d per-Service instances, want 255", len(g.Status.Instances))
 	}
 	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	return g, services, nodes, vips
+}
+
+// TestStageMovesFullSegmentAdopts: a segment with no free router ID (one group's 255
+// per-Service instances, 5 more Services without one) converts (§5's adoption). The
+// first write creates the first router in key order with the ID of one of its
+// members' per-Service instances, which it drops in the same write (the lowest
+// member key of those held by the router's top: all are here), every later router
+// takes an ID freed a write earlier, each write is valid (checkStep: no address
+// dropped, no ID twice, no ID passed to another key except by an adoption), and the
+// last one is the plan, serving all 260 Services.
+func TestStageMovesFullSegmentAdopts(t *testing.T) {
+	g, services, nodes, vips := fullSegment(t)
+	var adopted [][2]string
+	var started []string
+	for step := 0; ; step++ {
+		prev := g.Status.DeepCopy()
+		full, res := stepGroup(g, services, nodes, nil, time.Hour)
+		if err := checkStep(prev, &g.Status, vips); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		ad := adoptions(prev, &g.Status)
+		if step == 0 && len(ad) != 1 {
+			t.Fatalf("write 1 adopted %v, want one per-Service instance", ad)
+		}
+		adopted = append(adopted, ad...)
+		for _, in := range g.Status.Instances {
+			if _, had := routerIndex(prev, in.Key); !had {
+				started = append(started, in.Key)
+			}
+		}
+		if !res.pending {
+			if !reflect.DeepEqual(g.Status.Instances, full) {
+				t.Fatal("the last step is not the plan")
+			}
+			t.Logf("converted in %d writes, adopting %v", step+1, adopted)
+			break
+		}
+		if step > 14 {
+			t.Fatalf("not converted after %d writes", step+1)
+		}
+	}
+	if len(adopted) != 1 || len(started) != 6 || !slices.IsSorted(started) || adopted[0][1] != started[0] {
+		t.Fatalf("adopted %v, routers started %v; want one adoption by the first of 6 routers started one a write in key order", adopted, started)
+	}
+	// The adopted member is the lowest member key of its router.
+	p := computePlan(g, services, nodes, nil)
+	var first string
+	for mem, rk := range p.memberRouter {
+		if rk == adopted[0][1] && (first == "" || mem < first) {
+			first = mem
+		}
+	}
+	if adopted[0][0] != first {
+		t.Errorf("adopted %s, want the router's lowest member key %s", adopted[0][0], first)
+	}
+	if len(g.Status.RouterIDs) != 260 || len(p.leftOut) != 0 {
+		t.Errorf("%d Services with a router ID, %d left out; want all 260", len(g.Status.RouterIDs), len(p.leftOut))
+	}
+}
+
+// TestStageMovesFullSegmentStalls: a full segment where no member's per-Service
+// instance is held by its router's top node (KeepalivedMastership names another node
+// for every one: their top nodes were down and preempt is off) has nothing to adopt
+// without moving addresses: nothing moves, the routers are left out and reported,
+// and the group is not requeued.
+func TestStageMovesFullSegmentStalls(t *testing.T) {
+	g, services, nodes, _ := fullSegment(t)
+	before := g.Status.DeepCopy()
+	masters := map[string]string{}
+	for i := range g.Status.Instances {
+		in := &g.Status.Instances[i]
+		other := "a"
+		if topOf(&g.Status, in) == "a" {
+			other = "b"
+		}
+		masters[in.Key] = other
+	}
 	p := computePlan(g, services, nodes, nil)
 	ages := map[string]time.Duration{}
 	for _, in := range g.Status.Instances {
 		ages[in.Key] = time.Hour
 	}
-	res := stageMoves(&p, moveInputs{status: g.Status.Instances, nodes: []string{"a", "b", "c"}, ages: ages})
-	if res.pending || res.requeue(false) != 0 {
+	res := stageMoves(&p, moveInputs{status: g.Status.Instances, nodes: []string{"a", "b", "c"}, masters: masters, ages: ages})
+	if res.pending || res.requeue(true) != 0 {
 		t.Fatalf("a stalled conversion asks to be run again (%+v)", res)
 	}
 	if !sameInstances(p.instances, before.Instances) {
