@@ -25,9 +25,16 @@ import (
 // externalIP (fd00:99::2:<i>), annotated for group, eight at a time.
 func createServices(t *testing.T, ns, group string, n int) map[string]netip.Addr {
 	t.Helper()
+	return createServicesAs(t, ns, group, "s", 2, n)
+}
+
+// createServicesAs is createServices with Services named prefix%04d and addresses
+// fd00:99::<block>:<i>.
+func createServicesAs(t *testing.T, ns, group, prefix string, block, n int) map[string]netip.Addr {
+	t.Helper()
 	vips := make(map[string]netip.Addr, n)
 	for i := range n {
-		vips[fmt.Sprintf("%s/s%04d", ns, i)] = netip.MustParseAddr(fmt.Sprintf("fd00:99::2:%x", i))
+		vips[fmt.Sprintf("%s/%s%04d", ns, prefix, i)] = netip.MustParseAddr(fmt.Sprintf("fd00:99::%x:%x", block, i))
 	}
 	work := make(chan int)
 	errs := make(chan error, n)
@@ -38,11 +45,11 @@ func createServices(t *testing.T, ns, group string, n int) map[string]netip.Addr
 			defer wg.Done()
 			for i := range work {
 				svc := &corev1.Service{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("s%04d", i), Annotations: map[string]string{v1alpha1.AnnotationGroup: group}},
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s%04d", prefix, i), Annotations: map[string]string{v1alpha1.AnnotationGroup: group}},
 					Spec: corev1.ServiceSpec{
 						Type:        corev1.ServiceTypeClusterIP,
 						Ports:       []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
-						ExternalIPs: []string{fmt.Sprintf("fd00:99::2:%x", i)},
+						ExternalIPs: []string{fmt.Sprintf("fd00:99::%x:%x", block, i)},
 					},
 				}
 				if err := k8s.Create(context.Background(), svc); err != nil {

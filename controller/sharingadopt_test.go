@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+)
+
+// TestSharedConversionOfAFullSegment (envtest, docs/design/router-sharing.md §5's
+// adoption): a segment filled to 255 router IDs by a filler group's 55 per-Service
+// instances and group g's 200, with 5 more Services of g left out, and g switched to
+// Shared. g converts to its 6 routers, serving all 205 Services; every status of g
+// written on the way is valid (checkStep: no address in no instance, no ID on two
+// keys, no ID passed to another key except by an adoption, where a new router takes
+// over a per-Service instance with its addresses and its top node); exactly one
+// router adopts (the first: later ones take IDs freed a write earlier); the filler
+// group's instances keep their IDs throughout (watched too).
+func TestSharedConversionOfAFullSegment(t *testing.T) {
+	ns := newNamespace(t, "shfull")
+	lbl := map[string]string{"shfull-test": ns}
+	newNodes(t, ns, 3, lbl)
+	for _, name := range []string{"f", "g"} {
+		newGroup(t, ns, name, func(g *v1alpha1.KeepalivedGroup) {
+			g.Spec.NodeSelector = lbl
+			g.Spec.AdvertInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+		})
+	}
+	startManager(t, ns)
+	fvips := createServicesAs(t, ns, ns+"/f", "f", 3, 55)
+	eventually(t, 2*time.Minute, func() error {
+		if c := len(getGroup(t, ns, "f").Status.Instances); c != 55 {
+			return fmt.Errorf("filler: %d per-Service instances, want 55", c)
+		}
+		return nil
+	})
+	vips := createServicesAs(t, ns, ns+"/g", "s", 2, 205)
+	eventually(t, 2*time.Minute, func() error {
+		if c := len(getGroup(t, ns, "g").Status.Instances); c != 200 {
+			return fmt.Errorf("%d per-Service instances, want 200 (the segment full)", c)
+		}
+		return nil
+	})
+	filler := map[string]int{}
+	for _, in := range getGroup(t, ns, "f").Status.Instances {
+		filler[in.Key] = in.VRID
+	}
+	log := watchStatuses(t, ns, "g", vips)
+	flog := watchStatuses(t, ns, "f", fvips)
+
+	start := time.Now()
+	eventually(t, 30*time.Second, func() error {
+		g := getGroup(t, ns, "g")
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+		return k8s.Update(context.Background(), g)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("statuses:%s", log.summary(start))
+		}
+	})
+	eventually(t, 2*time.Minute, func() error {
+		_, err := sharedView(getGroup(t, ns, "g"), vips, 3, 6)
+		return err
+	})
+	t.Logf("converted a full segment's 200 per-Service instances (and 5 Services without) to 6 shared routers in %v; statuses:%s",
+		time.Since(start).Round(time.Millisecond), log.summary(start))
+
+	written, errs := log.snapshot()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	var adopted [][2]string
+	for i := 1; i < len(written); i++ {
+		adopted = append(adopted, adoptions(&written[i-1], &written[i])...)
+	}
+	if len(adopted) != 1 {
+		t.Errorf("adoptions %v, want exactly one (the first router)", adopted)
+	}
+	_, ferrs := flog.snapshot()
+	for _, e := range ferrs {
+		t.Error("filler:", e)
+	}
+	for _, in := range getGroup(t, ns, "f").Status.Instances {
+		if id, ok := filler[in.Key]; !ok || id != in.VRID {
+			t.Errorf("filler instance %s has ID %d, had %d (%v)", in.Key, in.VRID, id, ok)
+		}
+	}
+	if c := len(getGroup(t, ns, "f").Status.Instances); c != 55 {
+		t.Errorf("filler has %d instances, want its 55", c)
+	}
+}
