@@ -294,7 +294,8 @@ func (d *Daemon) Snapshot() metrics.Snapshot {
 // Reload replaces the running configuration (SIGHUP). Instances whose settings did not
 // change keep their state, counters and VIPs; changed ones are reconfigured in place when
 // the state machine allows it, else restarted; removed ones resign and drop their VIPs; new
-// ones start. It returns when the loop has applied cfg, or the error that made it refuse
+// ones start. A removed instance whose interface, family and VRID a new name takes is
+// renamed and kept or reconfigured as above (renameMoved). It returns when the loop has applied cfg, or the error that made it refuse
 // cfg (nothing is then applied).
 func (d *Daemon) Reload(ctx context.Context, cfg *config.Config) error {
 	req := reloadRequest{cfg: cfg, done: make(chan error, 1)}

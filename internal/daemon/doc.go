@@ -55,7 +55,9 @@
 //     seconds is the safety net, every second while an interface is in trouble;
 //  9. reload: unchanged instances keep their state, counters and VIPs; changed ones are
 //     reconfigured in place when the state machine allows, else restarted; removed ones
-//     resign; VIPs that change device or label are moved; an invalid configuration is
+//     resign; VIPs that change device or label are moved; an instance renamed on the
+//     same interface, family and VRID is the same virtual router and keeps running
+//     under its new name (TestReloadRenamesInstanceInPlace); an invalid configuration is
 //     refused whole (TestReloadKeepsAndReconfigures, TestReloadRemovesAndRestarts,
 //     TestReloadMovesVIP, TestReloadRefusesInvalid);
 //  10. start-up recovery: the VIPs a crashed run recorded are removed before any instance
