@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/groupsource"
 )
 
 // TestSharedConversionOfAFullSegment (envtest, docs/design/router-sharing.md §5's
@@ -92,5 +94,57 @@ func TestSharedConversionOfAFullSegment(t *testing.T) {
 	}
 	if c := len(getGroup(t, ns, "f").Status.Instances); c != 55 {
 		t.Errorf("filler has %d instances, want its 55", c)
+	}
+}
+
+// TestAdoptionStatusContract: vrrpd's translation (groupsource.Translate) of the write
+// before an adoption and of the adoption write gives, on every node, the adopted
+// per-Service instance and its router the same interface, family, VRID, socket and
+// priority under the two names, which is what vrrpd's reload renames in place
+// (Daemon.renameMoved): the router runs on as the instance did, and no other
+// virtual router of the node has that VRID.
+func TestAdoptionStatusContract(t *testing.T) {
+	nodes := []corev1.Node{node("n1", "10.99.0.1"), node("n2", "10.99.0.2"), node("n3", "10.99.0.3")}
+	var services []corev1.Service
+	for i := range 260 {
+		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), fmt.Sprintf("fd00:99::2:%x", i), false))
+	}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	stepGroup(g, services, nodes, nil, 0)
+	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	before := g.DeepCopy()
+	stepGroup(g, services, nodes, nil, time.Hour)
+	ad := adoptions(&before.Status, &g.Status)
+	if len(ad) != 1 {
+		t.Fatalf("adoptions %v, want one", ad)
+	}
+	from, to := ad[0][0], ad[0][1]
+	for _, n := range g.Status.Nodes {
+		old, _, err := groupsource.Translate(before, n.Name, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nu, _, err := groupsource.Translate(g, n.Name, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, okA := old.Instance(from)
+		b, okB := nu.Instance(to)
+		if !okA || !okB {
+			t.Fatalf("%s: %s in the old configuration %v, %s in the new %v", n.Name, from, okA, to, okB)
+		}
+		if _, still := nu.Instance(from); still {
+			t.Fatalf("%s: %s still runs in the adoption write", n.Name, from)
+		}
+		if a.Interface != b.Interface || a.Family != b.Family || a.VRID != b.VRID || !a.VMAC.Equal(b.VMAC) ||
+			a.Unicast() != b.Unicast() || a.MulticastGroup != b.MulticastGroup || a.Priority != b.Priority {
+			t.Errorf("%s: %s (%s %v VRID %d prio %d) and %s (%s %v VRID %d prio %d) are not one virtual router",
+				n.Name, from, a.Interface, a.Family, a.VRID, a.Priority, to, b.Interface, b.Family, b.VRID, b.Priority)
+		}
+		for _, ci := range nu.Instances {
+			if ci.Name != to && ci.VRID == b.VRID && ci.Family == b.Family {
+				t.Errorf("%s: %s has the adopted VRID %d too", n.Name, ci.Name, b.VRID)
+			}
+		}
 	}
 }
