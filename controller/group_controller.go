@@ -349,9 +349,9 @@ func (r *GroupReconciler) writeStatus(ctx context.Context, g *v1alpha1.Keepalive
 func (r *GroupReconciler) writeStatusAndRBAC(ctx context.Context, g *v1alpha1.KeepalivedGroup, st statusInputs, applyErr *error) error {
 	// It gets copies: writeStatus refills g from the API server's answer.
 	owner := &v1alpha1.KeepalivedGroup{TypeMeta: g.TypeMeta, ObjectMeta: *g.ObjectMeta.DeepCopy()}
-	instances := slices.Clone(st.plan.instances)
+	keys := servedKeys(st.plan.instances, st.plan.routerIDs)
 	rbacDone := make(chan error, 1)
-	go func() { rbacDone <- r.applyEventsRBAC(ctx, owner, instances) }()
+	go func() { rbacDone <- r.applyEventsRBAC(ctx, owner, keys) }()
 	statusErr := r.writeStatus(ctx, g, st, *applyErr)
 	rbacErr := <-rbacDone
 	if statusErr != nil {
