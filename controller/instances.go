@@ -28,6 +28,9 @@ type plan struct {
 	// leftOutServices the Services they belong to.
 	leftOut         []string
 	leftOutServices []types.NamespacedName
+	// statusFull are the Services left out because the status would not
+	// fit statusBudget with them (fitStatus), sorted.
+	statusFull []types.NamespacedName
 	// renumbered are the instance keys whose router ID changed, sorted.
 	renumbered []string
 	// memo: the priorities computed, for the next plan of the group.
