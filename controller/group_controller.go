@@ -456,7 +456,10 @@ func (r *GroupReconciler) reservedIDs(ctx context.Context, g *v1alpha1.Keepalive
 		}
 	}
 	var groups v1alpha1.KeepalivedGroupList
-	if err := r.Client.List(ctx, &groups); err != nil {
+	// Read-only: the cache's own objects. Copying every group's status on
+	// each reconcile was 7 % of the operator's CPU while 10,000 Services
+	// arrived in 20 groups (BenchmarkConvergence10000SharedServices).
+	if err := r.Client.List(ctx, &groups, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	seg := r.segment(g)

@@ -262,3 +262,22 @@ func describeLeftOut(keys []string) string {
 	}
 	return msg + " (" + strings.Join(keys[:show], ", ") + ", ...)"
 }
+
+// cached returns the shared routers' priorities m kept over names
+// (sharing.PlanCached), or nil when m is for other nodes or none. Copies:
+// a plan may stage a router's priorities in place.
+func (m *priorityMemo) cached(names []string) func(string) []uint8 {
+	if m == nil || !slices.Equal(m.names, names) {
+		return nil
+	}
+	return func(key string) []uint8 { return slices.Clone(m.byKey[key]) }
+}
+
+// keep records a shared router's priorities in m (this plan's memo), keyed
+// by the router key, which no instance key equals.
+func (m *priorityMemo) keep() func(string, []uint8) {
+	if m == nil {
+		return nil
+	}
+	return func(key string, pr []uint8) { m.byKey[key] = slices.Clone(pr) }
+}
