@@ -3,6 +3,8 @@ package controller
 import (
 	"reflect"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestPlanSharedMemo: a shared plan made with the previous plan's memo is
@@ -46,4 +48,22 @@ func BenchmarkPlanShared500x500(b *testing.B) {
 			planVetted(g, services, nil, nil, nodes, nil, prev.memo)
 		}
 	})
+}
+
+// TestEventsRBACOfSharedGroup: the events Roles of a shared group name its
+// members' Services, per namespace, and no namespace from a router key
+// ("@default/..."), which made every shared group's RBAC apply fail.
+func TestEventsRBACOfSharedGroup(t *testing.T) {
+	services := []corev1.Service{
+		sharedTestService("a", "web", "10.99.0.10", false),
+		sharedTestService("a", "db", "10.99.0.11", false),
+		sharedTestService("b", "api", "10.99.0.12", false),
+		sharedTestService("b", "local", "10.99.0.13", true),
+	}
+	p := computePlan(sharedGroup(), services, longNodeObjects(3), nil)
+	got := servicesByNamespace(servedKeys(p.instances, p.routerIDs))
+	want := map[string][]string{"a": {"db", "web"}, "b": {"api", "local"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events Roles for %v, want %v", got, want)
+	}
 }
