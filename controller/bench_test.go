@@ -359,7 +359,7 @@ func (c *requestCounter) String() string {
 // deleteBenchObjects deletes a run's Services and groups (its Nodes go in
 // newNodes' cleanup), so that a later run's cluster-wide operator does not
 // also reconcile them.
-func deleteBenchObjects(b *testing.B, ns string, groups int) {
+func deleteBenchObjects(b testing.TB, ns string, groups int) {
 	ctx := context.Background()
 	var list corev1.ServiceList
 	if err := k8s.List(ctx, &list, client.InNamespace(ns)); err != nil {

@@ -28,6 +28,11 @@ const (
 	ReasonGroupNotFound      = "GroupNotFound"
 	ReasonInvalidAnnotation  = "InvalidAnnotation"
 	ReasonRouterIDsExhausted = "RouterIDsExhausted"
+	// ReasonGroupStatusFull: the Service is among the newest of a group whose
+	// status would outgrow statusBudget with them; it gets no VIP. Not
+	// RouterIDsExhausted: the router IDs are not what ran out, and that
+	// reason's remedies (router budget, segments) would not help.
+	ReasonGroupStatusFull = v1alpha1.ReasonGroupStatusFull
 	// ReasonNamespaceNotAllowed: the group's allowedNamespaces does not
 	// admit the Service's namespace; it gets no VIP.
 	ReasonNamespaceNotAllowed = "NamespaceNotAllowed"

@@ -51,18 +51,14 @@ func eventsRBACLabels(g *v1alpha1.KeepalivedGroup) map[string]string {
 	return map[string]string{labelName: "vrrpd", labelGroup: labelValue(g.Name), labelGroupNamespace: labelValue(g.Namespace)}
 }
 
-// servicesByNamespace lists, per namespace, the Services the instances serve (the first
-// two parts of each key), sorted.
-func servicesByNamespace(instances []v1alpha1.Instance) map[string][]string {
+// servicesByNamespace lists, per namespace, the Services the instance keys serve (the
+// first two parts of each key), sorted. A shared router's key ("@...") names no Service:
+// its members are in the keys too (servedKeys).
+func servicesByNamespace(keys []string) map[string][]string {
 	out := map[string][]string{}
-	for _, in := range instances {
-		if strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
-			// A shared router ("@class/...") names no Service: vrrpd sends
-			// its Events to none (groupsource.ServiceOf).
-			continue
-		}
-		parts := strings.SplitN(in.Key, "/", 3)
-		if len(parts) < 2 {
+	for _, k := range keys {
+		parts := strings.SplitN(k, "/", 3)
+		if len(parts) < 2 || strings.HasPrefix(k, sharing.RouterKeyPrefix) {
 			continue
 		}
 		if !slices.Contains(out[parts[0]], parts[1]) {
@@ -99,10 +95,26 @@ func desiredEventsRoleBinding(g *v1alpha1.KeepalivedGroup, ns string) *rbacv1ac.
 	return b
 }
 
+// servedKeys are the instance keys of a plan and, for shared routers, their members'
+// keys (status.routerIDs: a Service, or a spreadvips VIP), sorted: every Service the
+// group's vrrpd may record an Event on.
+func servedKeys(instances []v1alpha1.Instance, routerIDs map[string]int) []string {
+	keys := make([]string, 0, len(instances)+len(routerIDs))
+	for _, in := range instances {
+		keys = append(keys, in.Key)
+	}
+	for k := range routerIDs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
 // applyEventsRBAC gives g's vrrpd the events Role and RoleBinding in each namespace of
-// the instances' Services, and removes the group's pairs from other namespaces.
-func (r *GroupReconciler) applyEventsRBAC(ctx context.Context, g *v1alpha1.KeepalivedGroup, instances []v1alpha1.Instance) error {
-	want := servicesByNamespace(instances)
+// the Services the keys name (servedKeys), and removes the group's pairs from other
+// namespaces.
+func (r *GroupReconciler) applyEventsRBAC(ctx context.Context, g *v1alpha1.KeepalivedGroup, keys []string) error {
+	want := servicesByNamespace(keys)
 	var errs []error
 	for ns, services := range want {
 		if err := r.applyIfChanged(ctx, g, "events Role "+ns, desiredEventsRole(g, ns, services), nil); err != nil {

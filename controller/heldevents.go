@@ -79,6 +79,26 @@ func (h *heldEvents) eventf(svc *corev1.Service, g *v1alpha1.KeepalivedGroup, ev
 	h.rec.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
+// pace adds an Event about svc to the backlog whether or not other Services
+// wait for an address: one of many sent together (the Services a group left
+// out, reportLeftOut), which go heldEventsPerTick at a time like held
+// IPAllocated Events, and like them wait while a bulk allocation lasts. It
+// returns false, sending nothing, when the backlog is full (heldEventsMax):
+// the caller tries again later rather than send it at once.
+func (h *heldEvents) pace(svc *corev1.Service, g *v1alpha1.KeepalivedGroup, eventtype, reason, action, note string, args ...any) bool {
+	e := heldEvent{serviceRef(svc), groupRef(g), eventtype, reason, action, fmt.Sprintf(note, args...)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.held) >= heldEventsMax {
+		return false
+	}
+	if len(h.held) == 0 {
+		h.oldest = h.now()
+	}
+	h.held = append(h.held, e)
+	return true
+}
+
 // hold adds e to the backlog, unless it is to go at once.
 func (h *heldEvents) hold(self types.NamespacedName, e heldEvent) bool {
 	h.mu.Lock()

@@ -28,6 +28,9 @@ type plan struct {
 	// leftOutServices the Services they belong to.
 	leftOut         []string
 	leftOutServices []types.NamespacedName
+	// statusFull are the Services left out because the status would not
+	// fit statusBudget with them (fitStatus), sorted.
+	statusFull []types.NamespacedName
 	// renumbered are the instance keys whose router ID changed, sorted.
 	renumbered []string
 	// memo: the priorities computed, for the next plan of the group.
@@ -277,4 +280,23 @@ func describeLeftOut(keys []string) string {
 		return msg + " (" + strings.Join(keys, ", ") + ")"
 	}
 	return msg + " (" + strings.Join(keys[:show], ", ") + ", ...)"
+}
+
+// cached returns the shared routers' priorities m kept over names
+// (sharing.PlanCached), or nil when m is for other nodes or none. Copies:
+// a plan may stage a router's priorities in place.
+func (m *priorityMemo) cached(names []string) func(string) []uint8 {
+	if m == nil || !slices.Equal(m.names, names) {
+		return nil
+	}
+	return func(key string) []uint8 { return slices.Clone(m.byKey[key]) }
+}
+
+// keep records a shared router's priorities in m (this plan's memo), keyed
+// by the router key, which no instance key equals.
+func (m *priorityMemo) keep() func(string, []uint8) {
+	if m == nil {
+		return nil
+	}
+	return func(key string, pr []uint8) { m.byKey[key] = slices.Clone(pr) }
 }

@@ -174,6 +174,8 @@ func setup(mgr ctrl.Manager, opts Options, wrapStatus func(reconcileFunc) reconc
 	if err != nil {
 		return nil, err
 	}
+	// The groups' left-out Events share the Services' pace (heldEvents).
+	groups.held = services.held
 	return &Reconcilers{Groups: groups, Services: services}, nil
 }
 

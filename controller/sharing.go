@@ -76,7 +76,7 @@ func sharingMembers(drafts []instanceDraft, anchors map[types.NamespacedName]str
 // of what it granted (groupFacts.granted).
 func planShared(g *v1alpha1.KeepalivedGroup, p *plan, drafts []instanceDraft, anchors map[types.NamespacedName]string, names []string, reserved func(int) bool, memo *priorityMemo) {
 	solo, members, verbOf, serviceOf := sharingMembers(drafts, anchors)
-	res := sharing.Plan(names, members, routerBudget(g))
+	res := sharing.PlanCached(names, members, routerBudget(g), memo.cached(names), p.memo.keep())
 	p.exactRanks = res.ExactRanks
 
 	// The IDs published so far are the status instances' (routers' and

@@ -89,6 +89,10 @@ const (
 const (
 	ReasonReconciled         = "Reconciled"
 	ReasonRouterIDsExhausted = "RouterIDsExhausted"
+	// ReasonGroupStatusFull (Degraded true, and an Event on each Service left
+	// out): the newest Services were left out because with them the
+	// group's status would outgrow what the operator writes in one object.
+	ReasonGroupStatusFull    = "GroupStatusFull"
 	ReasonInvalidAddressPool = "InvalidAddressPool"
 	ReasonApplyFailed        = "ApplyFailed"
 	ReasonKeepalivedImage    = "KeepalivedImage"

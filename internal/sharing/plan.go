@@ -109,6 +109,11 @@ type member struct {
 // A Service without addresses is not a member; invalid addresses are
 // skipped, and of two Services with one key the first is taken.
 func Plan(nodes []string, services []Service, budget int) Result {
+	return plan(nodes, services, budget, func(key string, exact []int) []uint8 { return priorities(key, exact, nodes) })
+}
+
+// plan is Plan with each new router's priorities from prio (PlanCached).
+func plan(nodes []string, services []Service, budget int, prio func(key string, exact []int) []uint8) Result {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
@@ -147,7 +152,7 @@ func Plan(nodes []string, services []Service, budget int) Result {
 		rk := routerKey(m, nodes, idx, budget)
 		r := byKey[rk]
 		if r == nil {
-			r = &Router{Key: rk, Class: m.class, Priorities: priorities(rk, idx, nodes)}
+			r = &Router{Key: rk, Class: m.class, Priorities: prio(rk, idx)}
 			for _, j := range idx {
 				r.Exact = append(r.Exact, nodes[j])
 			}
