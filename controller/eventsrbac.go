@@ -52,22 +52,29 @@ func eventsRBACLabels(g *v1alpha1.KeepalivedGroup) map[string]string {
 }
 
 // servicesByNamespace lists, per namespace, the Services the instances serve (the first
-// two parts of each key), sorted.
-func servicesByNamespace(instances []v1alpha1.Instance) map[string][]string {
+// two parts of each key) and the members of shared routers (the keys of routerIDs,
+// "ns/name" or "ns/name/ip"), sorted. A shared router's own key ("@class/...") names no
+// Service, but vrrpd records its changes on each of its members (groupsource's
+// routerMembers, from routerIDs), so their namespaces need the Role as much.
+func servicesByNamespace(instances []v1alpha1.Instance, routerIDs map[string]int) map[string][]string {
 	out := map[string][]string{}
-	for _, in := range instances {
-		if strings.HasPrefix(in.Key, sharing.RouterKeyPrefix) {
-			// A shared router ("@class/...") names no Service: vrrpd sends
-			// its Events to none (groupsource.ServiceOf).
-			continue
+	add := func(key string) {
+		if strings.HasPrefix(key, sharing.RouterKeyPrefix) {
+			return
 		}
-		parts := strings.SplitN(in.Key, "/", 3)
+		parts := strings.SplitN(key, "/", 3)
 		if len(parts) < 2 {
-			continue
+			return
 		}
 		if !slices.Contains(out[parts[0]], parts[1]) {
 			out[parts[0]] = append(out[parts[0]], parts[1])
 		}
+	}
+	for _, in := range instances {
+		add(in.Key)
+	}
+	for key := range routerIDs {
+		add(key)
 	}
 	for _, names := range out {
 		slices.Sort(names)
@@ -100,9 +107,10 @@ func desiredEventsRoleBinding(g *v1alpha1.KeepalivedGroup, ns string) *rbacv1ac.
 }
 
 // applyEventsRBAC gives g's vrrpd the events Role and RoleBinding in each namespace of
-// the instances' Services, and removes the group's pairs from other namespaces.
-func (r *GroupReconciler) applyEventsRBAC(ctx context.Context, g *v1alpha1.KeepalivedGroup, instances []v1alpha1.Instance) error {
-	want := servicesByNamespace(instances)
+// the instances' Services and the shared routers' members (routerIDs), and removes the
+// group's pairs from other namespaces.
+func (r *GroupReconciler) applyEventsRBAC(ctx context.Context, g *v1alpha1.KeepalivedGroup, instances []v1alpha1.Instance, routerIDs map[string]int) error {
+	want := servicesByNamespace(instances, routerIDs)
 	var errs []error
 	for ns, services := range want {
 		if err := r.applyIfChanged(ctx, g, "events Role "+ns, desiredEventsRole(g, ns, services), nil); err != nil {

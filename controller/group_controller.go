@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -362,8 +363,9 @@ func (r *GroupReconciler) writeStatusAndRBAC(ctx context.Context, g *v1alpha1.Ke
 	// It gets copies: writeStatus refills g from the API server's answer.
 	owner := &v1alpha1.KeepalivedGroup{TypeMeta: g.TypeMeta, ObjectMeta: *g.ObjectMeta.DeepCopy()}
 	instances := slices.Clone(st.plan.instances)
+	routerIDs := maps.Clone(st.plan.routerIDs)
 	rbacDone := make(chan error, 1)
-	go func() { rbacDone <- r.applyEventsRBAC(ctx, owner, instances) }()
+	go func() { rbacDone <- r.applyEventsRBAC(ctx, owner, instances, routerIDs) }()
 	statusErr := r.writeStatus(ctx, g, st, *applyErr)
 	rbacErr := <-rbacDone
 	if statusErr != nil {

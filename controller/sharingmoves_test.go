@@ -344,7 +344,7 @@ func contains(keys []string, k string) bool {
 }
 
 // TestSharedConversionFromPerService: 250 Services served one instance each
-// (routerSharing unset, PerService) switch to Shared (§5). The group reaches the
+// (routerSharing: PerService) switch to Shared (§5). The group reaches the
 // full shared plan (6 routers on 3 nodes) in several writes, one router's members
 // converting at a time: in no write is an address in no instance, a router ID on
 // two instances, or an ID the previous write had on another key; and in no write
@@ -356,6 +356,7 @@ func TestSharedConversionFromPerService(t *testing.T) {
 	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.NodeSelector = lbl
 		g.Spec.AdvertInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+		g.Spec.RouterSharing = v1alpha1.RouterSharingPerService
 	})
 	const n = 250
 	vips := createServices(t, ns, ns+"/g", n)
@@ -532,7 +533,7 @@ func TestStageMovesConversionPaced(t *testing.T) {
 		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
 		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
 	}
-	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(g, services, nodes, nil, 0)
 	if len(g.Status.Instances) != 250 {
 		t.Fatalf("%d per-Service instances", len(g.Status.Instances))
@@ -641,7 +642,7 @@ func TestStageMovesFullSegmentStalls(t *testing.T) {
 	for i := range 260 {
 		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), fmt.Sprintf("fd00:99::2:%x", i), false))
 	}
-	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(g, services, nodes, nil, 0)
 	before := g.Status.DeepCopy()
 	if len(before.Instances) != 255 {
@@ -685,7 +686,7 @@ func TestStagedStatusContract(t *testing.T) {
 		Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared}}
 	stepGroup(join, services, nodes[:3], nil, 0)
 	stepGroup(join, services, nodes, nil, time.Hour)
-	conv := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	conv := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(conv, services, nodes[:3], nil, 0)
 	conv.Spec.RouterSharing = v1alpha1.RouterSharingShared
 	stepGroup(conv, services, nodes[:3], nil, time.Hour)
