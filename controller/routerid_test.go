@@ -30,8 +30,8 @@ func waitRouterIDs(t testing.TB, ns, name string, want map[string]int) *v1alpha1
 	return g
 }
 
-// The tests of this file give each Service (instance key) its own router ID, so their
-// groups are routerSharing: PerService (perService); TestPlanSharedKeepsRouterIDs,
+// The tests of this file that give each Service (instance key) its own router ID have
+// groups with routerSharing: PerService (perService); TestPlanSharedKeepsRouterIDs,
 // TestSharedRoutersPastTheCeiling and the move tests hold the same rules for shared
 // routers.
 
@@ -130,10 +130,10 @@ func TestBlacklistTakesEffect(t *testing.T) {
 // outside is resolved by the later group alone.
 func TestGroupsOnOneSegmentDoNotCollide(t *testing.T) {
 	ns := newNamespace(t, "seg")
-	newGroup(t, ns, "a", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" }))
+	newGroup(t, ns, "a", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
-	newGroup(t, ns, "b", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" }))
-	newGroup(t, ns, "c", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" }))
+	newGroup(t, ns, "b", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
+	newGroup(t, ns, "c", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" })
 	for _, grp := range []string{"a", "b", "c"} {
 		for i := range 2 {
 			newService(t, ns, fmt.Sprintf("%s%d", grp, i), ns+"/"+grp, withExternalIPs(fmt.Sprintf("10.99.0.%d", 10*(1+int(grp[0]-'a'))+i)))
@@ -177,7 +177,7 @@ func TestLaterGroupYieldsOnCollision(t *testing.T) {
 		if i == 1 {
 			time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 		}
-		g := newGroup(t, ns, name, perService(nil))
+		g := newGroup(t, ns, name, nil)
 		g.Status.RouterIDs = map[string]int{ns + "/" + name: 1}
 		if err := k8s.Status().Update(ctx, g); err != nil {
 			t.Fatal(err)
