@@ -362,8 +362,10 @@ func TestOneRouterIDSpacePerSegment(t *testing.T) {
 	ns := newNamespace(t, "segment")
 	newGroup(t, ns, "byname", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth0" })
 	newGroup(t, ns, "byroute", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = ""; g.Spec.InterfaceFromIP = "10.99.0.254" })
-	newGroup(t, ns, "red", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "red" })
-	newGroup(t, ns, "blue", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "blue" })
+	// byname and byroute share routers (the default); red and blue are per Service, so
+	// that each reuses both IDs 1 and 2 of the other's segment.
+	newGroup(t, ns, "red", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "red" }))
+	newGroup(t, ns, "blue", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "blue" }))
 	for gi, grp := range []string{"byname", "byroute", "red", "blue"} {
 		for i := range 2 {
 			newService(t, ns, fmt.Sprintf("%s%d", grp, i), ns+"/"+grp, withExternalIPs(fmt.Sprintf("10.99.0.%d", 100+10*gi+i)))
