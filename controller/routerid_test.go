@@ -133,7 +133,9 @@ func TestGroupsOnOneSegmentDoNotCollide(t *testing.T) {
 	newGroup(t, ns, "a", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 	newGroup(t, ns, "b", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
-	newGroup(t, ns, "c", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" })
+	// a and b share routers (the default); c is per Service, so that it reuses both IDs 1
+	// and 2 of the default segment.
+	newGroup(t, ns, "c", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" }))
 	for _, grp := range []string{"a", "b", "c"} {
 		for i := range 2 {
 			newService(t, ns, fmt.Sprintf("%s%d", grp, i), ns+"/"+grp, withExternalIPs(fmt.Sprintf("10.99.0.%d", 10*(1+int(grp[0]-'a'))+i)))
