@@ -103,10 +103,24 @@ func TestConcurrentAllocation(t *testing.T) {
 		return nil
 	})
 
-	// The group's status carries the allocated VIPs as instances.
+	// The group's status carries the allocated VIPs, each in one instance (shared
+	// routers, the default: as many as the 8 Services' hash buckets in a group
+	// without nodes), and each Service's router ID.
 	eventually(t, 20*time.Second, func() error {
-		if n := len(getGroup(t, ns, "g").Status.Instances); n != 8 {
-			return fmt.Errorf("%d instances, want 8", n)
+		g := getGroup(t, ns, "g")
+		listed := map[string]int{}
+		for _, in := range g.Status.Instances {
+			for _, v := range in.VIPs {
+				listed[v]++
+			}
+		}
+		for name, ips := range allocated(t, ns) {
+			if listed[ips[0]] != 1 || g.Status.RouterIDs[ns+"/"+name] == 0 {
+				return fmt.Errorf("%s's %s in %d instances, router ID %d", name, ips[0], listed[ips[0]], g.Status.RouterIDs[ns+"/"+name])
+			}
+		}
+		if len(listed) != 8 || len(g.Status.RouterIDs) != 8 {
+			return fmt.Errorf("%d VIPs in the instances, %d routerIDs, want 8", len(listed), len(g.Status.RouterIDs))
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,8 +72,11 @@ func TestParseVerbatim(t *testing.T) {
 // TestBadAnnotationsAreEventsOnly: a malformed group annotation, bad
 // verbatimconfig JSON, an unknown verbatim key and a missing group each give
 // an Event naming the problem; the operator keeps serving everything else
-// (a good Service in the same group gets its instance, and the Service with
-// bad verbatim keys still gets its instance without them).
+// (a good Service in the same group gets its VIP, and the Service with
+// bad verbatim keys still gets its VIP, in a router whose settings are its
+// verbatim keys without the bad ones). The group has the default sharing, so
+// the routers are shared: bad-json (every key dropped) is of the default
+// class like good, bad-key of a class of its own.
 func TestBadAnnotationsAreEventsOnly(t *testing.T) {
 	ns := newNamespace(t, "annot")
 	newGroup(t, ns, "g", nil)
@@ -114,12 +118,34 @@ func TestBadAnnotationsAreEventsOnly(t *testing.T) {
 	})
 	eventually(t, 20*time.Second, func() error {
 		g := getGroup(t, ns, "g")
-		want := map[string]int{ns + "/bad-json": 1, ns + "/bad-key": 2, ns + "/good": 3}
-		if !reflect.DeepEqual(g.Status.RouterIDs, want) {
-			return fmt.Errorf("routerIDs %v, want %v", g.Status.RouterIDs, want)
+		ids := g.Status.RouterIDs
+		if len(ids) != 3 || ids[ns+"/bad-json"] == 0 || ids[ns+"/bad-key"] == 0 || ids[ns+"/good"] == 0 {
+			return fmt.Errorf("routerIDs %v, want bad-json, bad-key and good", ids)
 		}
-		if v := g.Status.Instances[1].Settings.Verbatim; !reflect.DeepEqual(v, map[string]string{"track_src_ip": ""}) {
-			return fmt.Errorf("bad-key verbatim %v", v)
+		if ids[ns+"/bad-key"] == ids[ns+"/good"] || ids[ns+"/bad-key"] == ids[ns+"/bad-json"] {
+			return fmt.Errorf("routerIDs %v: bad-key shares a router with a Service of other settings", ids)
+		}
+		want := map[string]struct {
+			vip  string
+			verb map[string]string
+		}{
+			"bad-json": {"10.99.0.50", nil},
+			"bad-key":  {"10.99.0.53", map[string]string{"track_src_ip": ""}},
+			"good":     {"10.99.0.55", nil},
+		}
+		for name, w := range want {
+			var in *v1alpha1.Instance
+			for i := range g.Status.Instances {
+				if g.Status.Instances[i].VRID == ids[ns+"/"+name] {
+					in = &g.Status.Instances[i]
+				}
+			}
+			if in == nil || !slices.Contains(in.VIPs, w.vip) {
+				return fmt.Errorf("%s: router %d %+v, want one with %s", name, ids[ns+"/"+name], in, w.vip)
+			}
+			if v := in.Settings.Verbatim; len(v) != len(w.verb) || len(v) > 0 && !reflect.DeepEqual(v, w.verb) {
+				return fmt.Errorf("%s verbatim %v, want %v", name, v, w.verb)
+			}
 		}
 		return nil
 	})

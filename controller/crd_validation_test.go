@@ -128,4 +128,36 @@ func TestCRDDefaults(t *testing.T) {
 	if s.PasswordAuth.SecretKey != "password" {
 		t.Errorf("passwordAuth.secretKey = %q, want password", s.PasswordAuth.SecretKey)
 	}
+	// Shared routers are the default, and say so in the object (router-sharing.md §3).
+	if s.RouterSharing != v1alpha1.RouterSharingShared {
+		t.Errorf("routerSharing = %q, want Shared", s.RouterSharing)
+	}
+	if s.RouterBudget != nil {
+		t.Errorf("routerBudget = %d, want it left unset (the operator's default)", *s.RouterBudget)
+	}
+}
+
+// TestSharingAppliesUnset: a group whose stored object has no routerSharing (a CRD
+// without the default, from an older release) shares routers as the default says;
+// only an explicit PerService, or a takeover under way, keeps one router per Service.
+func TestSharingAppliesUnset(t *testing.T) {
+	for _, tc := range []struct {
+		sharing   v1alpha1.RouterSharing
+		migration bool
+		want      bool
+	}{
+		{"", false, true},
+		{v1alpha1.RouterSharingShared, false, true},
+		{v1alpha1.RouterSharingPerService, false, false},
+		{"", true, false},
+		{v1alpha1.RouterSharingShared, true, false},
+	} {
+		g := &v1alpha1.KeepalivedGroup{Spec: v1alpha1.KeepalivedGroupSpec{RouterSharing: tc.sharing}}
+		if tc.migration {
+			g.Status.Migration = &v1alpha1.Migration{Phase: v1alpha1.MigrationShadowing}
+		}
+		if got := sharingApplies(g); got != tc.want {
+			t.Errorf("routerSharing %q, takeover %v: sharingApplies %v, want %v", tc.sharing, tc.migration, got, tc.want)
+		}
+	}
 }

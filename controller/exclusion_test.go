@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,6 +54,9 @@ func nodeWith(labels map[string]string) corev1.Node {
 // ToBeDeletedByClusterAutoscaler or out-of-service) gives it priority 0 in every instance
 // of every group and names the reason in status.nodes, without changing any other node's
 // priority; a cordon changes nothing; taking the label off restores the placement.
+// g1 is routerSharing: PerService (an instance per Service, each at its rendezvous
+// placement), g2 has the default, shared routers (the exclusion zeroes the node in every
+// router and moves no Service between routers).
 func TestExclusionTakesNodeOut(t *testing.T) {
 	ns := newNamespace(t, "exclude")
 	startManager(t, ns)
@@ -60,15 +64,27 @@ func TestExclusionTakesNodeOut(t *testing.T) {
 	sel := map[string]string{"exclude": ns}
 	nodes := newNodes(t, ns, 3, sel)
 	for _, g := range []string{"g1", "g2"} {
-		newGroup(t, ns, g, func(g *v1alpha1.KeepalivedGroup) { g.Spec.NodeSelector = sel })
+		newGroup(t, ns, g, func(grp *v1alpha1.KeepalivedGroup) {
+			grp.Spec.NodeSelector = sel
+			if g == "g1" {
+				grp.Spec.RouterSharing = v1alpha1.RouterSharingPerService
+			}
+		})
 		for i := range 4 {
 			newService(t, ns, fmt.Sprintf("%s-svc%d", g, i), ns+"/"+g, withExternalIPs(fmt.Sprintf("10.99.%d.%d", map[string]int{"g1": 1, "g2": 2}[g], 10+i)))
 		}
 	}
 	prioritiesOf := func(g string) (map[string][]uint8, []v1alpha1.GroupNode, error) {
 		grp := getGroup(t, ns, g)
-		if len(grp.Status.Nodes) != 3 || len(grp.Status.Instances) != 4 {
-			return nil, nil, fmt.Errorf("group %s: %d nodes, %d instances", g, len(grp.Status.Nodes), len(grp.Status.Instances))
+		vips := 0
+		for _, in := range grp.Status.Instances {
+			vips += len(in.VIPs)
+			if shared := strings.HasPrefix(in.Key, "@"); shared != (g == "g2") {
+				return nil, nil, fmt.Errorf("group %s: instance %s", g, in.Key)
+			}
+		}
+		if len(grp.Status.Nodes) != 3 || vips != 4 || g == "g1" && len(grp.Status.Instances) != 4 || len(grp.Status.RouterIDs) != 4 {
+			return nil, nil, fmt.Errorf("group %s: %d nodes, %d instances, %d VIPs, %d routerIDs", g, len(grp.Status.Nodes), len(grp.Status.Instances), vips, len(grp.Status.RouterIDs))
 		}
 		out := map[string][]uint8{}
 		for _, in := range grp.Status.Instances {
@@ -89,6 +105,14 @@ func TestExclusionTakesNodeOut(t *testing.T) {
 			return err
 		})
 		for key, p := range placed[g] {
+			if g == "g2" {
+				// A shared router's priorities: its exact ranks (254, 204) and its
+				// shared tail, each node once (TestSharedRoutersAtScale checks the rest).
+				if s := slices.Sorted(slices.Values(p)); !slices.Equal(s, []uint8{79, 204, 254}) {
+					t.Fatalf("%s: priorities %v, want 254, 204 and 79 in some order", key, p)
+				}
+				continue
+			}
 			if want := placement.Priorities(key, nodes); !slices.Equal(p, want) {
 				t.Fatalf("%s: priorities %v, want the placement's %v", key, p, want)
 			}

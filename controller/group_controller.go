@@ -232,6 +232,22 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
+	if mig == nil && g.Status.Migration != nil && !p.shared && g.Spec.RouterSharing != v1alpha1.RouterSharingPerService {
+		// The takeover ends with this write, still one instance per Service
+		// (the plan was made with status.migration set), now at the group's
+		// own settings. Its conversion to shared routers (sharingmoves.go)
+		// starts at the next reconcile, which nothing else may bring (a status
+		// write of our own reconciles nothing): once the preemptions the own
+		// settings bring had a Master_Down_Interval, so that the conversion
+		// finds each address on its top node.
+		wait := time.Second
+		if len(p.instances) > 0 {
+			wait = moveWait(p.instances[0].Settings)
+		}
+		if requeue == 0 || wait < requeue {
+			requeue = wait
+		}
+	}
 	if p.shared {
 		// Moves between shared routers go in phases (sharingmoves.go).
 		wait, err := r.stageSharedMoves(ctx, g, &p.plan)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,7 +126,30 @@ func TestGroupSettingsVersion(t *testing.T) {
 // collector and the kubelets: found old objects -> shadow settings, old
 // objects kept until vrrpd is ready -> deleted -> waits for the old pods ->
 // settles -> the group's own settings.
-func TestMigrationFromKeepalivedOperator(t *testing.T) { testMigration(t, false, false) }
+//
+// The group's manifest says nothing of routerSharing, so after the takeover it
+// converts to shared routers by itself: nothing but the takeover's end brings the
+// reconcile that starts the conversion (without its requeue the group stays per
+// Service until a Service or Node changes).
+func TestMigrationFromKeepalivedOperator(t *testing.T) {
+	ns := testMigration(t, false, false)
+	start := time.Now()
+	eventually(t, 90*time.Second, func() error {
+		g := getGroup(t, ns, "edge")
+		vips := 0
+		for _, in := range g.Status.Instances {
+			if !strings.HasPrefix(in.Key, "@") {
+				return fmt.Errorf("instance %s after the takeover, want shared routers only", in.Key)
+			}
+			vips += len(in.VIPs)
+		}
+		if vips != 2 || len(g.Status.RouterIDs) != 2 {
+			return fmt.Errorf("%d VIPs in the instances, routerIDs %v", vips, g.Status.RouterIDs)
+		}
+		return nil
+	})
+	t.Logf("converted to shared routers %v after the takeover ended", time.Since(start).Round(time.Millisecond))
+}
 
 // TestMigrationUnderInstallPolicy: the same takeover with the operator as the
 // install runs it (its ServiceAccount, ClusterRole, admission policy and
@@ -144,7 +168,8 @@ func TestMigrationUnderInstallPolicy(t *testing.T) { testMigration(t, true, fals
 // Services and endpoints of the group's namespace, and nothing more.
 func TestMigrationOnOpenShiftKeepsPlatformScrape(t *testing.T) { testMigration(t, true, true) }
 
-func testMigration(t *testing.T, underPolicy, openshift bool) {
+// testMigration runs the takeover and returns the group's namespace.
+func testMigration(t *testing.T, underPolicy, openshift bool) string {
 	ctx := context.Background()
 	ns := newNamespace(t, "migrate")
 	nodes := newNodes(t, ns, 3, map[string]string{"migrate": ns})
@@ -338,6 +363,7 @@ func testMigration(t *testing.T, underPolicy, openshift bool) {
 			return nil
 		})
 	}
+	return ns
 }
 
 // TestNoMigrationWithoutOldObjects: a DaemonSet named like the group that

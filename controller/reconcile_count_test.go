@@ -44,6 +44,7 @@ func settle(t testing.TB, m *testManager, quiet time.Duration, groups ...types.N
 // reconciles its own group a bounded number of times and the other group not
 // at all; a change the status does not depend on (a port) reconciles
 // nothing; and everything comes to rest (no hot loop from our own writes).
+// The groups have the default, shared routers.
 func TestServiceChangeReconcilesOnlyItsGroup(t *testing.T) {
 	ns := newNamespace(t, "count")
 	newGroup(t, ns, "a", nil)
@@ -54,9 +55,32 @@ func TestServiceChangeReconcilesOnlyItsGroup(t *testing.T) {
 	}
 	m := startManager(t, ns)
 	a, b := types.NamespacedName{Namespace: ns, Name: "a"}, types.NamespacedName{Namespace: ns, Name: "b"}
+	// routerVIPs is the VIPs of the router a member's routerIDs entry names.
+	routerVIPs := func(g *v1alpha1.KeepalivedGroup, member string) []string {
+		id, ok := g.Status.RouterIDs[member]
+		for _, in := range g.Status.Instances {
+			if ok && in.VRID == id {
+				return in.VIPs
+			}
+		}
+		return nil
+	}
 	eventually(t, 20*time.Second, func() error {
-		if len(getGroup(t, ns, "a").Status.Instances) != 5 || len(getGroup(t, ns, "b").Status.Instances) != 5 {
-			return fmt.Errorf("not converged")
+		for _, name := range []string{"a", "b"} {
+			g := getGroup(t, ns, name)
+			listed := 0
+			for _, in := range g.Status.Instances {
+				listed += len(in.VIPs)
+			}
+			if len(g.Status.RouterIDs) != 5 || listed != 5 {
+				return fmt.Errorf("group %s not converged: %d routerIDs, %d VIPs listed", name, len(g.Status.RouterIDs), listed)
+			}
+			for i := range 5 {
+				member := fmt.Sprintf("%s/%s%d", ns, name, i)
+				if !slices.Contains(routerVIPs(g, member), fmt.Sprintf("10.99.0.%d", map[string]int{"a": 10, "b": 20}[name]+i)) {
+					return fmt.Errorf("group %s: %s's VIP not in its router", name, member)
+				}
+			}
 		}
 		return nil
 	})
@@ -70,12 +94,10 @@ func TestServiceChangeReconcilesOnlyItsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() error {
-		for _, in := range getGroup(t, ns, "a").Status.Instances {
-			if in.Key == ns+"/a3" && len(in.VIPs) == 2 {
-				return nil
-			}
+		if slices.Contains(routerVIPs(getGroup(t, ns, "a"), ns+"/a3"), "10.99.0.99") {
+			return nil
 		}
-		return fmt.Errorf("a3's new VIP not in the status")
+		return fmt.Errorf("a3's new VIP not in its router")
 	})
 	retries := m.groups.Retries(a)
 	after := settle(t, m, 500*time.Millisecond, a, b)

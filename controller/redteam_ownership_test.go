@@ -49,7 +49,7 @@ func TestRedTeamOlderThiefGetsAddressInUse(t *testing.T) {
 	admin := newNamespace(t, "own-adm")
 	a := newNamespace(t, "own-a")
 	b := newNamespace(t, "own-b")
-	newGroup(t, admin, "g", nil)
+	newGroup(t, admin, "g", perService(nil))
 	newService(t, a, "old", admin+"/g", withExternalIPs("10.99.0.80"))
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 	newService(t, b, "new", admin+"/g", withExternalIPs("10.99.0.81"))
@@ -76,7 +76,7 @@ func TestRedTeamRestartKeepsFirstHolder(t *testing.T) {
 	a := newNamespace(t, "rs-a")
 	b := newNamespace(t, "rs-b")
 	c := newNamespace(t, "rs-c")
-	newGroup(t, admin, "g", withPool("10.99.0.200-10.99.0.203"))
+	newGroup(t, admin, "g", perService(withPool("10.99.0.200-10.99.0.203")))
 	newService(t, c, "old", admin+"/g", withExternalIPs("10.99.0.91"))
 	time.Sleep(1100 * time.Millisecond)
 	newService(t, c, "new", admin+"/g", withExternalIPs("10.99.0.90"))
@@ -123,10 +123,10 @@ func TestRedTeamRestartKeepsFirstHolder(t *testing.T) {
 // Service.
 func TestRedTeamForeignIngressNotTrusted(t *testing.T) {
 	ns := newNamespace(t, "fing")
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.200-10.99.0.203"}, AutoAssign: ptr.To(false)}
 		g.Spec.ExternalIPs = &v1alpha1.ExternalIPPolicy{AllowedCIDRs: []string{"10.99.0.0/26"}, FromAddressPool: true}
-	})
+	}))
 	// The thief is the oldest Service, a LoadBalancer the operator gives
 	// nothing (no request, autoAssign off).
 	newService(t, ns, "thief", ns+"/g", asLoadBalancer)
@@ -161,7 +161,7 @@ func TestRedTeamForeignIngressNotTrusted(t *testing.T) {
 // they are.
 func TestUnsyncedViewGrantsNothingNew(t *testing.T) {
 	ns := newNamespace(t, "unsynced")
-	newGroup(t, ns, "g", withPool("10.99.0.200-10.99.0.203"))
+	newGroup(t, ns, "g", perService(withPool("10.99.0.200-10.99.0.203")))
 	newService(t, ns, "holder", ns+"/g", withExternalIPs("10.99.0.70"))
 	m := startManager(t, ns)
 	waitInstances(t, ns, "g", map[string]string{ns + "/holder": "10.99.0.70"})
@@ -194,7 +194,7 @@ func TestUnsyncedViewGrantsNothingNew(t *testing.T) {
 func TestVetterDefersWhatTheIndexDoesNotShow(t *testing.T) {
 	ns := newNamespace(t, "lag")
 	unseen := newNamespace(t, "lag-unseen")
-	newGroup(t, ns, "g", nil)
+	newGroup(t, ns, "g", perService(nil))
 	m := startManager(t, ns)
 	newService(t, ns, "seen", ns+"/g", withExternalIPs("10.99.0.75"))
 	waitInstances(t, ns, "g", map[string]string{ns + "/seen": "10.99.0.75"})

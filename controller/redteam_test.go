@@ -527,7 +527,7 @@ func TestRedTeamGroupOutsideAllowedNamespacesGetsNothing(t *testing.T) {
 	// first through the refused group blocks no Service of an admitted one.
 	newService(t, ns, "squat", ns+"/g", withExternalIPs("10.99.0.232"))
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
-	newGroup(t, allowed, "lan", nil)
+	newGroup(t, allowed, "lan", perService(nil))
 	newService(t, allowed, "late", allowed+"/lan", withExternalIPs("10.99.0.232"))
 	waitInstances(t, allowed, "lan", map[string]string{allowed + "/late": "10.99.0.232"})
 	if ev := serviceEvents(t, allowed, ReasonAddressInUse)["late"]; len(ev) != 0 {

@@ -30,6 +30,11 @@ func waitRouterIDs(t testing.TB, ns, name string, want map[string]int) *v1alpha1
 	return g
 }
 
+// The tests of this file that give each Service (instance key) its own router ID have
+// groups with routerSharing: PerService (perService); TestPlanSharedKeepsRouterIDs,
+// TestSharedRoutersPastTheCeiling and the move tests hold the same rules for shared
+// routers.
+
 // TestRouterIDsStableAcrossRestartAndChurn: IDs come from the status, not
 // memory. A new operator process computes byte-identical status (it does not
 // even write it), and Service churn frees and reuses IDs without ever
@@ -37,7 +42,7 @@ func waitRouterIDs(t testing.TB, ns, name string, want map[string]int) *v1alpha1
 func TestRouterIDsStableAcrossRestartAndChurn(t *testing.T) {
 	ns := newNamespace(t, "rid")
 	newNodes(t, ns, 3, map[string]string{"rid-test": ns})
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) { g.Spec.NodeSelector = map[string]string{"rid-test": ns} })
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.NodeSelector = map[string]string{"rid-test": ns} }))
 	want := map[string]int{}
 	for i := range 8 {
 		name := fmt.Sprintf("s%d", i)
@@ -104,7 +109,7 @@ func TestRouterIDsStableAcrossRestartAndChurn(t *testing.T) {
 // instance, to the lowest free ID.
 func TestBlacklistTakesEffect(t *testing.T) {
 	ns := newNamespace(t, "black")
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) { g.Spec.BlacklistRouterIDs = []int{1} })
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.BlacklistRouterIDs = []int{1} }))
 	for i := range 3 {
 		newService(t, ns, fmt.Sprintf("s%d", i), ns+"/g", withExternalIPs(fmt.Sprintf("10.99.0.%d", 10+i)))
 	}
@@ -128,7 +133,9 @@ func TestGroupsOnOneSegmentDoNotCollide(t *testing.T) {
 	newGroup(t, ns, "a", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 	newGroup(t, ns, "b", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth1" })
-	newGroup(t, ns, "c", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" })
+	// a and b share routers (the default); c is per Service, so that it reuses both IDs 1
+	// and 2 of the default segment.
+	newGroup(t, ns, "c", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth2"; g.Spec.Segment = "other" }))
 	for _, grp := range []string{"a", "b", "c"} {
 		for i := range 2 {
 			newService(t, ns, fmt.Sprintf("%s%d", grp, i), ns+"/"+grp, withExternalIPs(fmt.Sprintf("10.99.0.%d", 10*(1+int(grp[0]-'a'))+i)))
@@ -189,7 +196,7 @@ func TestLaterGroupYieldsOnCollision(t *testing.T) {
 // RouterIDsExhausted Event each, and the group is Degraded saying so.
 func TestRouterIDExhaustion(t *testing.T) {
 	ns := newNamespace(t, "exhaust")
-	newGroup(t, ns, "g", nil)
+	newGroup(t, ns, "g", perService(nil))
 	for i := range 300 {
 		newService(t, ns, fmt.Sprintf("s%03d", i), ns+"/g", withExternalIPs(fmt.Sprintf("fd00:99::1:%x", i)))
 	}

@@ -19,10 +19,13 @@ import (
 // (docs/design/router-sharing.md, section 3): routerSharing: Shared, and no
 // takeover from keepalived-operator under way (status.migration set), since
 // vrrpd must then shadow the old pods' one instance per Service with their
-// router IDs. Unset is PerService until the conversion of existing
-// per-Service routers is paced (section 5).
+// router IDs. Unset is Shared, as the CRD's default says: the API server
+// fills the default in on every read, but a CRD installed from an older
+// release (applied by hand, or a chart's crds/ directory, which Helm never
+// upgrades) has none, and the operator must not then keep such groups per
+// Service behind the user's back. So only an explicit PerService opts out.
 func sharingApplies(g *v1alpha1.KeepalivedGroup) bool {
-	return g.Spec.RouterSharing == v1alpha1.RouterSharingShared && g.Status.Migration == nil
+	return g.Spec.RouterSharing != v1alpha1.RouterSharingPerService && g.Status.Migration == nil
 }
 
 // routerBudget is the group's spec.routerBudget, or sharing.DefaultBudget.

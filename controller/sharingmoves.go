@@ -363,6 +363,11 @@ func (m *mover) router(key string, members []string) string {
 				inFlight, kept = true, true
 				m.takeSlot(key, conv)
 			}
+		case m.holder(srcs[0]) == "":
+			// No node holds the addresses (no member node ranks the source, e.g. a
+			// group whose nodeSelector matches none yet): nothing to hand over, and
+			// no mastership will ever make the router ready for it, so it moves now.
+			m.list(key, addrs)
 		case !m.slotFree(key, conv):
 			m.keep(mem, srcs, false)
 			kept = true

@@ -378,7 +378,7 @@ func contains(keys []string, k string) bool {
 }
 
 // TestSharedConversionFromPerService: 250 Services served one instance each
-// (routerSharing unset, PerService) switch to Shared (§5). The group reaches the
+// (routerSharing: PerService) switch to Shared (§5). The group reaches the
 // full shared plan (6 routers on 3 nodes) in several writes, one router's members
 // converting at a time: in no write is an address in no instance, a router ID on
 // two instances, or an ID the previous write had on another key; and in no write
@@ -390,6 +390,7 @@ func TestSharedConversionFromPerService(t *testing.T) {
 	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.NodeSelector = lbl
 		g.Spec.AdvertInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+		g.Spec.RouterSharing = v1alpha1.RouterSharingPerService
 	})
 	const n = 250
 	vips := createServices(t, ns, ns+"/g", n)
@@ -566,7 +567,7 @@ func TestStageMovesConversionPaced(t *testing.T) {
 		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
 		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
 	}
-	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(g, services, nodes, nil, 0)
 	if len(g.Status.Instances) != 250 {
 		t.Fatalf("%d per-Service instances", len(g.Status.Instances))
@@ -675,7 +676,7 @@ func fullSegment(t *testing.T) (*v1alpha1.KeepalivedGroup, []corev1.Service, []c
 		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
 		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
 	}
-	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(g, services, nodes, nil, 0)
 	if len(g.Status.Instances) != 255 {
 		t.Fatalf("%d per-Service instances, want 255", len(g.Status.Instances))
@@ -796,7 +797,7 @@ func TestStagedStatusContract(t *testing.T) {
 		Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingShared}}
 	stepGroup(join, services, nodes[:3], nil, 0)
 	stepGroup(join, services, nodes, nil, time.Hour)
-	conv := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	conv := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(conv, services, nodes[:3], nil, 0)
 	conv.Spec.RouterSharing = v1alpha1.RouterSharingShared
 	stepGroup(conv, services, nodes[:3], nil, time.Hour)

@@ -30,7 +30,22 @@ func instanceVIPs(t testing.TB, ns, name string) map[string]string {
 	return out
 }
 
-// waitInstances waits until the group's instances are exactly want.
+// perService pins a group to routerSharing: PerService, then applies mutate (if any).
+// For tests that see which Service holds which address through the per-Service
+// instances (instanceVIPs, waitInstances): the vetter that grants addresses runs
+// before the plan and is the same with shared routers, whose status names no Service
+// per address (TestSharedGrantRecordKeepsFirstHolder covers the grant record there).
+func perService(mutate func(*v1alpha1.KeepalivedGroup)) func(*v1alpha1.KeepalivedGroup) {
+	return func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.RouterSharing = v1alpha1.RouterSharingPerService
+		if mutate != nil {
+			mutate(g)
+		}
+	}
+}
+
+// waitInstances waits until the group's instances are exactly want (per-Service keys:
+// the group must be perService).
 func waitInstances(t testing.TB, ns, name string, want map[string]string) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() error {
@@ -68,13 +83,13 @@ func waitEvent(t testing.TB, ns, svc, reason string, parts ...string) {
 func TestNamespaceNotAllowed(t *testing.T) {
 	admin := newNamespace(t, "adm")
 	tenant := newNamespace(t, "tenant")
-	newGroup(t, admin, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, admin, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{
 			From:     v1alpha1.NamespacesFromSelector,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"vip-tenant": tenant}},
 		}
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.200-10.99.0.203"}}
-	})
+	}))
 	newService(t, admin, "own", admin+"/g", withExternalIPs("10.99.0.40"))
 	newService(t, tenant, "ext", admin+"/g", withExternalIPs("10.99.0.41"))
 	newService(t, tenant, "lb", admin+"/g", asLoadBalancer)
@@ -125,14 +140,14 @@ func TestAllowedNamespacesByNameAndSame(t *testing.T) {
 	admin := newNamespace(t, "adm")
 	named := newNamespace(t, "named")
 	other := newNamespace(t, "other")
-	newGroup(t, admin, "byname", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, admin, "byname", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromSelector, Names: []string{named}}
 		g.Spec.Segment = "byname"
-	})
-	newGroup(t, admin, "same", func(g *v1alpha1.KeepalivedGroup) {
+	}))
+	newGroup(t, admin, "same", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromSame}
 		g.Spec.Segment = "same"
-	})
+	}))
 	newService(t, named, "a", admin+"/byname", withExternalIPs("10.99.0.50"))
 	newService(t, other, "b", admin+"/byname", withExternalIPs("10.99.0.51"))
 	newService(t, admin, "c", admin+"/same", withExternalIPs("10.99.0.52"))
@@ -166,7 +181,7 @@ func TestAllowedNamespacesByNameAndSame(t *testing.T) {
 func TestStolenAddressStaysWithFirstHolder(t *testing.T) {
 	ns := newNamespace(t, "steal")
 	thieves := newNamespace(t, "thieves")
-	newGroup(t, ns, "g", withPool("10.99.0.210-10.99.0.211"))
+	newGroup(t, ns, "g", perService(withPool("10.99.0.210-10.99.0.211")))
 	startManager(t, ns, thieves)
 	newService(t, ns, "first", ns+"/g", withExternalIPs("10.99.0.60"))
 	waitInstances(t, ns, "g", map[string]string{ns + "/first": "10.99.0.60"})
@@ -237,10 +252,10 @@ func TestStolenAddressStaysWithFirstHolder(t *testing.T) {
 func TestUnservedServicesDoNotBlockPool(t *testing.T) {
 	ns := newNamespace(t, "block")
 	outsider := newNamespace(t, "outsider")
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.220-10.99.0.221"}}
 		g.Spec.AllowedNamespaces = &v1alpha1.AllowedNamespaces{From: v1alpha1.NamespacesFromSame}
-	})
+	}))
 	newGroup(t, ns, "strict", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.ExternalIPs = &v1alpha1.ExternalIPPolicy{AllowedCIDRs: []string{"10.99.0.128/28"}}
 	})
@@ -266,10 +281,10 @@ func TestUnservedServicesDoNotBlockPool(t *testing.T) {
 // the Service and the group go on.
 func TestExternalIPAllowList(t *testing.T) {
 	ns := newNamespace(t, "allow")
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.230-10.99.0.231"}, AutoAssign: ptr.To(false)}
 		g.Spec.ExternalIPs = &v1alpha1.ExternalIPPolicy{AllowedCIDRs: []string{"10.99.0.96/28", "fd00:99::/120"}, FromAddressPool: true}
-	})
+	}))
 	newService(t, ns, "mixed", ns+"/g", withExternalIPs("10.99.0.100", "10.99.0.150", "fd00:99::5", "10.99.0.231"))
 	startManager(t, ns)
 	waitInstances(t, ns, "g", map[string]string{ns + "/mixed": "10.99.0.100,10.99.0.231,fd00:99::5"})
@@ -291,10 +306,10 @@ func TestNodeAddressesNeverVIPs(t *testing.T) {
 	if err := k8s.Status().Update(ctx, &n); err != nil {
 		t.Fatal(err)
 	}
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.NodeSelector = map[string]string{"nodeaddr": ns}
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.1-10.99.0.5"}}
-	})
+	}))
 	newService(t, ns, "lb1", ns+"/g", asLoadBalancer)
 	newService(t, ns, "ext", ns+"/g", withExternalIPs("10.99.0.2", "10.99.0.70"))
 	newService(t, ns, "asks", ns+"/g", func(s *corev1.Service) {
@@ -321,9 +336,9 @@ func TestNodeAddressesNeverVIPs(t *testing.T) {
 // group's other instances are still in the status.
 func TestUnusableAddressesDoNotFreezeGroup(t *testing.T) {
 	ns := newNamespace(t, "mcast")
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.64/30"}}
-	})
+	}))
 	newService(t, ns, "good", ns+"/g", withExternalIPs("10.99.0.31"))
 	newService(t, ns, "mcast", ns+"/g", withExternalIPs("224.1.2.3"))
 	newService(t, ns, "mixed", ns+"/g", withExternalIPs("10.99.0.32", "239.1.2.3"))
@@ -347,8 +362,10 @@ func TestOneRouterIDSpacePerSegment(t *testing.T) {
 	ns := newNamespace(t, "segment")
 	newGroup(t, ns, "byname", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = "eth0" })
 	newGroup(t, ns, "byroute", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = ""; g.Spec.InterfaceFromIP = "10.99.0.254" })
-	newGroup(t, ns, "red", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "red" })
-	newGroup(t, ns, "blue", func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "blue" })
+	// byname and byroute share routers (the default); red and blue are per Service, so
+	// that each reuses both IDs 1 and 2 of the other's segment.
+	newGroup(t, ns, "red", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "red" }))
+	newGroup(t, ns, "blue", perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Segment = "blue" }))
 	for gi, grp := range []string{"byname", "byroute", "red", "blue"} {
 		for i := range 2 {
 			newService(t, ns, fmt.Sprintf("%s%d", grp, i), ns+"/"+grp, withExternalIPs(fmt.Sprintf("10.99.0.%d", 100+10*gi+i)))
@@ -384,7 +401,7 @@ func TestCollisionFromUpgradeRenumbersLater(t *testing.T) {
 		if i == 1 {
 			time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 		}
-		g := newGroup(t, ns, name, func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = fmt.Sprintf("eth%d", i) })
+		g := newGroup(t, ns, name, perService(func(g *v1alpha1.KeepalivedGroup) { g.Spec.Interface = fmt.Sprintf("eth%d", i) }))
 		g.Status.RouterIDs = map[string]int{ns + "/" + name: 1}
 		if err := k8s.Status().Update(ctx, g); err != nil {
 			t.Fatal(err)
@@ -413,7 +430,7 @@ func TestCollisionFromUpgradeRenumbersLater(t *testing.T) {
 // asking for it is refused.
 func TestSharedRequestedAddress(t *testing.T) {
 	ns := newNamespace(t, "shareip")
-	newGroup(t, ns, "g", withPool("10.99.0.240-10.99.0.243"))
+	newGroup(t, ns, "g", perService(withPool("10.99.0.240-10.99.0.243")))
 	startManager(t, ns)
 	lb := func(request, key string) func(*corev1.Service) {
 		return func(s *corev1.Service) {
@@ -463,10 +480,10 @@ func TestOtherNodesAndForeignIngressHeld(t *testing.T) {
 	ns := newNamespace(t, "foreign")
 	ctx := context.Background()
 	outside := newNodes(t, ns, 1, map[string]string{"role": "control-plane"}) // InternalIP 10.99.0.1
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+	newGroup(t, ns, "g", perService(func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.NodeSelector = map[string]string{"foreign-member": ns}
 		g.Spec.AddressPool = &v1alpha1.AddressPool{Addresses: []v1alpha1.AddressRange{"10.99.0.1-10.99.0.3"}}
-	})
+	}))
 	// Another load balancer's Service, not annotated for any group, holding 10.99.0.2.
 	other := newService(t, ns, "metallb", "", asLoadBalancer)
 	other.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.99.0.2"}}

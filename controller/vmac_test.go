@@ -19,6 +19,7 @@ import (
 // the virtual MAC as keepalived's use_vmac without arguments (the macvlan named and
 // addressed from the VRID), advertising from the interface itself with vmacXmitBase. A
 // group without useVMAC runs none, and the API server refuses vmacXmitBase without it.
+// The groups share routers (the default): each group's two Services are in one or two.
 func TestGroupUseVMAC(t *testing.T) {
 	ns := newNamespace(t, "vmac")
 	startManager(t, ns)
@@ -38,7 +39,11 @@ func TestGroupUseVMAC(t *testing.T) {
 		var g *v1alpha1.KeepalivedGroup
 		eventually(t, 30*time.Second, func() error {
 			g = getGroup(t, ns, name)
-			if len(g.Status.Instances) != 2 || len(g.Status.Nodes) != 2 {
+			vips := 0
+			for _, in := range g.Status.Instances {
+				vips += len(in.VIPs)
+			}
+			if len(g.Status.Instances) == 0 || vips != 2 || len(g.Status.RouterIDs) != 2 || len(g.Status.Nodes) != 2 {
 				return fmt.Errorf("%s: status %+v", name, g.Status)
 			}
 			return nil
@@ -49,7 +54,7 @@ func TestGroupUseVMAC(t *testing.T) {
 			}
 		}
 		cfg, ws, err := groupsource.Translate(g, nodes[0], nil, nil)
-		if err != nil || len(cfg.Instances) != 2 || len(ws) != 0 {
+		if err != nil || len(cfg.Instances) != len(g.Status.Instances) || len(ws) != 0 {
 			t.Fatalf("%s: vrrpd runs %+v (%v, warnings %v)", name, cfg, err, ws)
 		}
 		for _, in := range cfg.Instances {
@@ -69,7 +74,9 @@ func TestGroupUseVMAC(t *testing.T) {
 // verbatimconfig annotation, for use_vmac and vmac_xmit_base, which would make every
 // member node create a macvlan and change its interface's ARP sysctls. Neither reaches
 // the status or vrrpd; the Service gets an Event naming the group's field, and its
-// instance runs as the group says (no virtual MAC).
+// instance runs as the group says (no virtual MAC). The group shares routers (the
+// default): with the refused keywords dropped the three Services have the same settings,
+// so they share routers of one class.
 func TestRedTeamServiceUseVMACRefused(t *testing.T) {
 	ns := newNamespace(t, "rt-vmac")
 	startManager(t, ns)
@@ -91,7 +98,11 @@ func TestRedTeamServiceUseVMACRefused(t *testing.T) {
 	var g *v1alpha1.KeepalivedGroup
 	eventually(t, 30*time.Second, func() error {
 		g = getGroup(t, ns, "g")
-		if len(g.Status.Instances) != 3 || len(g.Status.Nodes) != 2 {
+		vips := 0
+		for _, in := range g.Status.Instances {
+			vips += len(in.VIPs)
+		}
+		if len(g.Status.Instances) == 0 || vips != 3 || len(g.Status.RouterIDs) != 3 || len(g.Status.Nodes) != 2 {
 			return fmt.Errorf("status %+v", g.Status)
 		}
 		return nil
@@ -102,7 +113,7 @@ func TestRedTeamServiceUseVMACRefused(t *testing.T) {
 		}
 	}
 	cfg, _, err := groupsource.Translate(g, nodes[0], nil, nil)
-	if err != nil || len(cfg.Instances) != 3 {
+	if err != nil || len(cfg.Instances) != len(g.Status.Instances) {
 		t.Fatalf("vrrpd runs %+v (%v)", cfg, err)
 	}
 	for _, in := range cfg.Instances {

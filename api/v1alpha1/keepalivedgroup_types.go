@@ -183,12 +183,14 @@ type KeepalivedGroupSpec struct {
 	// router IDs per node, not per Service, and a segment serves thousands
 	// of Services. PerService keeps the original's one router (VRID) per
 	// Service, for switches, firewalls or monitoring keyed on a Service's
-	// VRID; a segment then serves at most 255 Services. Unset is PerService
-	// for now: Shared becomes the default once the conversion of existing
-	// per-Service routers is paced (the design's section 5). A group being
-	// taken over from keepalived-operator stays per Service until the
-	// takeover settles, whatever this says.
+	// VRID; a segment then serves at most 255 Services. Default Shared: a
+	// group stored without the field (created before it existed, or by the
+	// original's manifests) reads as Shared, and its per-Service routers
+	// convert to shared ones a router at a time, keeping every router ID
+	// that exists. A group being taken over from keepalived-operator stays
+	// per Service until the takeover settles, whatever this says.
 	// +optional
+	// +kubebuilder:default=Shared
 	RouterSharing RouterSharing `json:"routerSharing,omitempty"`
 
 	// RouterBudget is how many shared routers one class of Services may

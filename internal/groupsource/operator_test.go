@@ -22,6 +22,9 @@ import (
 // it into configurations that agree with each other: one VRID per instance
 // everywhere, one clear master per instance, the spread VIPs of one Service
 // on different masters, and each node's unicast peers being the others.
+// The group is routerSharing: PerService, since the test names each Service's
+// instances; TestSharedStatusContract and TestStagedStatusContract (controller)
+// check the same agreement for shared routers.
 func TestWatchWithOperator(t *testing.T) {
 	needAPI(t)
 	ctx := context.Background()
@@ -51,7 +54,8 @@ func TestWatchWithOperator(t *testing.T) {
 	}
 	g := &v1alpha1.KeepalivedGroup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "edge"},
-		Spec:       v1alpha1.KeepalivedGroupSpec{Interface: "eth0", NodeSelector: map[string]string{"lb": ns}, UnicastEnabled: true},
+		Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", NodeSelector: map[string]string{"lb": ns}, UnicastEnabled: true,
+			RouterSharing: v1alpha1.RouterSharingPerService},
 	}
 	if err := k8s.Create(ctx, g); err != nil {
 		t.Fatal(err)

@@ -22,10 +22,12 @@ import (
 // over two nodes, and checks that each vrrpd's peak resident set stays within the memory
 // its DaemonSet requests (controller.DefaultVrrpdResources, which the limit exceeds with
 // room to spare). It logs the peak and the CPU time of each daemon over 20 s, the figures
-// the requests were set from.
+// the requests were set from. routerSharing: PerService, since the load is 255 instances
+// (with shared routers the same VIPs would be two routers).
 func TestKubernetesModeCapacityMemory(t *testing.T) {
 	ctx := context.Background()
-	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}})
+	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond},
+		RouterSharing: v1alpha1.RouterSharingPerService})
 	h1, h2 := lab.Host("h1"), lab.Host("h2")
 	vips := capacityServices(t, ns)
 

@@ -104,7 +104,8 @@ func startGroupDaemons(t testing.TB, ns string, hosts ...*netlab.Host) map[strin
 
 // capacityServices gives the group of ns its 255 instances, every router ID: five spread
 // Services of 51 IPv6 VIPs (the lab's IPv4 /24 holds fewer than 255, and envtest's Service
-// range is small), one instance per VIP, and waits for them in the group's status.
+// range is small), one instance per VIP (the group must be routerSharing: PerService), and
+// waits for them in the group's status.
 func capacityServices(t testing.TB, ns string) []netip.Addr {
 	t.Helper()
 	const n = 255

@@ -181,10 +181,12 @@ func waitMastership(t *testing.T, ns string, timeout time.Duration, what string,
 // to the other node within 2 s, and that node publishes the whole takeover in the
 // KeepalivedMastership with one write (two at most, should a loaded machine take longer
 // over the takeovers than the 400 ms the writer waits for a burst to end), the leaving
-// node with none.
+// node with none. routerSharing: PerService: the takeover of 127 instances is the load
+// (shared, the same VIPs would be one router per node).
 func TestExcludeAtCapacityWritesOnce(t *testing.T) {
 	ctx := context.Background()
-	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond}})
+	lab, ns := groupLab(t, v1alpha1.KeepalivedGroupSpec{VRRPVersion: 3, AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond},
+		RouterSharing: v1alpha1.RouterSharingPerService})
 	logGroupOnFailure(t, ns)
 	h1, h2 := lab.Host("h1"), lab.Host("h2")
 	vips := capacityServices(t, ns)

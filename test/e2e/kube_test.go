@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -60,7 +61,8 @@ var (
 // DaemonSet says, with its ServiceAccount's token) follows it and serves the VIPs over VRRP,
 // through a failover, a Service change, an API server outage (with a restart from the cache)
 // and the API server's return with a change made meanwhile. Once with multicast
-// advertisements and once with unicast.
+// advertisements and the default router sharing (Shared: the three VIPs in two routers, one
+// per master), and once with unicast and routerSharing: PerService (an instance per VIP).
 func TestKubernetesMode(t *testing.T) {
 	need(t)
 	vrrpdBinary(t) // build before the clocks start
@@ -68,16 +70,17 @@ func TestKubernetesMode(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		unicast       bool
-		deleteService bool // step 5: delete the Service, or remove its externalIP
+		deleteService bool                   // step 5: delete the Service, or remove its externalIP
+		sharing       v1alpha1.RouterSharing // unset: the CRD's default, Shared
 	}{
 		{name: "multicast", unicast: false, deleteService: true},
-		{name: "unicast", unicast: true, deleteService: false},
+		{name: "unicast", unicast: true, deleteService: false, sharing: v1alpha1.RouterSharingPerService},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runKubernetesMode(t, tc.unicast, tc.deleteService) })
+		t.Run(tc.name, func(t *testing.T) { runKubernetesMode(t, tc.unicast, tc.deleteService, tc.sharing) })
 	}
 }
 
-func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
+func runKubernetesMode(t *testing.T, unicast, deleteService bool, sharing v1alpha1.RouterSharing) {
 	ctx := context.Background()
 	k8s := env.Client
 
@@ -99,10 +102,16 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 			VRRPVersion:    3,
 			AdvertInterval: &metav1.Duration{Duration: 100 * time.Millisecond},
 			UnicastEnabled: unicast,
+			RouterSharing:  sharing,
 		},
 	}
 	if err := k8s.Create(ctx, g); err != nil {
 		t.Fatalf("create group: %v", err)
+	}
+	// Unset reads back as the CRD's default: a user sees what the group does.
+	wantSharing := cmp.Or(sharing, v1alpha1.RouterSharingShared)
+	if g.Spec.RouterSharing != wantSharing {
+		t.Fatalf("the group's routerSharing reads %q, want %q", g.Spec.RouterSharing, wantSharing)
 	}
 	groupRef := ns + "/" + groupName
 	web := newService(t, ns, "web", map[string]string{v1alpha1.AnnotationGroup: groupRef}, vipWeb)
@@ -131,22 +140,40 @@ func runKubernetesMode(t *testing.T, unicast, deleteService bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(st.Instances) != 3 {
-			t.Fatalf("%s runs %d instances, want 3 (one per VIP): %+v", node, len(st.Instances), st.Instances)
+		// PerService: one instance per VIP. Shared: one router per master (the spread
+		// VIPs are on different masters, so both routers are used), web's VIP in one.
+		wantInstances, wantVIPs := 3, 1
+		if wantSharing == v1alpha1.RouterSharingShared {
+			wantInstances, wantVIPs = 2, 0
 		}
+		if len(st.Instances) != wantInstances {
+			t.Fatalf("%s runs %d instances, want %d (routerSharing %s): %+v", node, len(st.Instances), wantInstances, wantSharing, st.Instances)
+		}
+		seen := map[netip.Addr]int{}
 		for _, in := range st.Instances {
 			if in.Version != 3 {
 				t.Errorf("%s: instance %s runs VRRPv%d, want 3", node, in.Name, in.Version)
 			}
-			if len(in.VIPs) != 1 {
+			if shared := strings.HasPrefix(in.Name, "@"); shared != (wantSharing == v1alpha1.RouterSharingShared) {
+				t.Errorf("%s: instance %s with routerSharing %s", node, in.Name, wantSharing)
+			}
+			if len(in.VIPs) == 0 || wantVIPs > 0 && len(in.VIPs) != wantVIPs {
 				t.Fatalf("%s: instance %s has VIPs %v, want one", node, in.Name, in.VIPs)
 			}
-			v, err := parseVIP(in.VIPs[0])
-			if err != nil {
-				t.Fatal(err)
+			for _, s := range in.VIPs {
+				v, err := parseVIP(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				seen[v]++
+				if want := prios[v][node]; in.BasePriority != want {
+					t.Errorf("%s: instance %s (%v) runs at priority %d, the group's status says %d", node, in.Name, v, in.BasePriority, want)
+				}
 			}
-			if want := prios[v][node]; in.BasePriority != want {
-				t.Errorf("%s: instance %s (%v) runs at priority %d, the group's status says %d", node, in.Name, v, in.BasePriority, want)
+		}
+		for _, v := range []netip.Addr{vipWeb, vipSpread1, vipSpread2} {
+			if seen[v] != 1 {
+				t.Errorf("%s: VIP %v in %d instances, want 1: %+v", node, v, seen[v], st.Instances)
 			}
 		}
 	}

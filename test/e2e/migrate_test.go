@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -65,18 +66,22 @@ func TestMigrationFromKeepalivedOperator(t *testing.T) {
 	for _, tc := range []struct {
 		name              string
 		password, unicast bool
+		sharing           v1alpha1.RouterSharing // unset: the CRD's default, Shared
 	}{
-		// passwordAuth: VRRPv2 before and after.
-		{name: "password", password: true},
-		// No password: VRRPv2 shadow, then the group's VRRPv3.
+		// passwordAuth: VRRPv2 before and after; routerSharing: PerService keeps the
+		// original's router IDs after the takeover.
+		{name: "password", password: true, sharing: v1alpha1.RouterSharingPerService},
+		// No password: VRRPv2 shadow, then the group's VRRPv3. The original's manifest as
+		// it is (no routerSharing): after the takeover the group converts to shared
+		// routers, under the same samplers.
 		{name: "v3", password: false},
-		{name: "password-unicast", password: true, unicast: true},
+		{name: "password-unicast", password: true, unicast: true, sharing: v1alpha1.RouterSharingPerService},
 	} {
-		t.Run(tc.name, func(t *testing.T) { runMigration(t, tc.password, tc.unicast) })
+		t.Run(tc.name, func(t *testing.T) { runMigration(t, tc.password, tc.unicast, tc.sharing) })
 	}
 }
 
-func runMigration(t *testing.T, password, unicast bool) {
+func runMigration(t *testing.T, password, unicast bool, sharing v1alpha1.RouterSharing) {
 	ctx := context.Background()
 	k8s := env.Client
 
@@ -100,6 +105,7 @@ func runMigration(t *testing.T, password, unicast bool) {
 			Interface:      "eth0",
 			NodeSelector:   map[string]string{migrateLabel: "true"},
 			UnicastEnabled: unicast,
+			RouterSharing:  sharing,
 		},
 	}
 	if password {
@@ -337,11 +343,52 @@ func runMigration(t *testing.T, password, unicast bool) {
 	vrrpdtest.WaitFor(t, 5*time.Second, "vrrpd holding every VIP after the old pods stopped", oneHolder)
 	t.Logf("vrrpd holds every VIP %v after the old pods got SIGTERM", time.Since(stopAt).Round(time.Millisecond))
 
-	// 8. The operator settles and moves the group to its own settings.
+	// 8. The operator settles and moves the group to its own settings. PerService: an
+	// instance per VIP, each with the router ID keepalived-operator gave it. Shared (the
+	// default): the takeover's per-Service instances convert to shared routers, a router
+	// at a time (controller/sharingmoves.go), until every VIP but the Local Service's is
+	// in a shared router (an "@" key) and in one instance only.
 	vrrpdtest.WaitFor(t, dwell+15*time.Second, "the takeover to end", func() bool {
 		var cur v1alpha1.KeepalivedGroup
-		return k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur) == nil && cur.Status.Migration == nil && len(cur.Status.Instances) == len(vips)
+		return k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur) == nil && cur.Status.Migration == nil
 	})
+	if sharing == v1alpha1.RouterSharingPerService {
+		vrrpdtest.WaitFor(t, 15*time.Second, "an instance per VIP", func() bool {
+			return k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur) == nil && len(cur.Status.Instances) == len(vips)
+		})
+		for _, in := range cur.Status.Instances {
+			if in.VRID != ids[in.Key] {
+				t.Errorf("after the takeover, instance %s has router ID %d; keepalived-operator's pods ran %d", in.Key, in.VRID, ids[in.Key])
+			}
+		}
+	} else {
+		convertedAt := time.Now()
+		vrrpdtest.WaitFor(t, 3*time.Minute, "the conversion to shared routers", func() bool {
+			if k8s.Get(ctx, client.ObjectKeyFromObject(g), &cur) != nil {
+				return false
+			}
+			listed := map[string]int{}
+			for _, in := range cur.Status.Instances {
+				if !strings.HasPrefix(in.Key, "@") && in.Key != ns+"/local" {
+					return false
+				}
+				for _, v := range in.VIPs {
+					listed[v]++
+				}
+			}
+			for _, v := range vips {
+				if listed[v.String()] != 1 {
+					return false
+				}
+			}
+			return len(listed) == len(vips)
+		})
+		t.Logf("converted to %d instances (shared routers and the Local Service's) %v after the takeover ended",
+			len(cur.Status.Instances), time.Since(convertedAt).Round(time.Millisecond))
+		if len(cur.Status.Instances) >= len(vips) {
+			t.Errorf("%d instances after the conversion for %d VIPs: nothing shared a router", len(cur.Status.Instances), len(vips))
+		}
+	}
 	wantVersion := 3
 	if password {
 		wantVersion = 2
@@ -363,13 +410,15 @@ func runMigration(t *testing.T, password, unicast bool) {
 		for i, p := range prios {
 			own[cur.Status.Nodes[i].Name+" "+in.Key] = p
 			if p == v1alpha1.PriorityHighest {
-				want[netip.MustParseAddr(in.VIPs[0])] = cur.Status.Nodes[i].Name
+				for _, v := range in.VIPs {
+					want[netip.MustParseAddr(v)] = cur.Status.Nodes[i].Name
+				}
 			}
 		}
 	}
 	t.Logf("the placement puts the Local Service's address on %s; its endpoint is on %s", want[local], endpointNode)
 	want[local] = endpointNode
-	waitInstances(t, daemons, "the group's own settings", len(vips), func(node string, in metrics.InstanceStatus) bool {
+	waitInstances(t, daemons, "the group's own settings", len(cur.Status.Instances), func(node string, in metrics.InstanceStatus) bool {
 		p, ok := own[node+" "+in.Name]
 		return ok && in.Version == wantVersion && in.BasePriority == p
 	})

@@ -57,15 +57,19 @@ func TestRollingUpgradeKeepsVIPs(t *testing.T) {
 		vips = append(vips, v)
 		newService(t, ns, fmt.Sprintf("svc%02d", i), map[string]string{v1alpha1.AnnotationGroup: ns + "/" + groupName}, v)
 	}
-	// The placement's master of each VIP, from the group's status.
+	// The placement's master of each VIP, from the group's status. The group has the
+	// default settings, so its Services share routers (routerSharing: Shared): wait for
+	// every VIP in exactly one router, each router with a master.
 	want := map[netip.Addr]string{}
 	var interval time.Duration
 	vrrpdtest.WaitFor(t, 30*time.Second, "the group's status with every Service", func() bool {
 		var cur v1alpha1.KeepalivedGroup
 		if k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: groupName}, &cur) != nil ||
-			len(cur.Status.Instances) != services || len(cur.Status.Nodes) != len(nodes) {
+			len(cur.Status.Nodes) != len(nodes) {
 			return false
 		}
+		clear(want)
+		listed := 0
 		for _, in := range cur.Status.Instances {
 			prios, err := v1alpha1.DecodePriorities(in.Priorities, len(cur.Status.Nodes))
 			if err != nil {
@@ -73,12 +77,15 @@ func TestRollingUpgradeKeepsVIPs(t *testing.T) {
 			}
 			for i, p := range prios {
 				if p == v1alpha1.PriorityHighest {
-					want[netip.MustParseAddr(in.VIPs[0])] = cur.Status.Nodes[i].Name
+					for _, v := range in.VIPs {
+						want[netip.MustParseAddr(v)] = cur.Status.Nodes[i].Name
+					}
 				}
 			}
+			listed += len(in.VIPs)
 			interval = in.Settings.AdvertInterval.Duration
 		}
-		return len(want) == services
+		return len(want) == services && listed == services
 	})
 	bound := vrrp.Version3.SkewTime(1, interval) + 500*time.Millisecond
 
