@@ -30,6 +30,8 @@ func TestSharedConversionOfAFullSegment(t *testing.T) {
 		newGroup(t, ns, name, func(g *v1alpha1.KeepalivedGroup) {
 			g.Spec.NodeSelector = lbl
 			g.Spec.AdvertInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+			// Both start per Service: f stays so, g is switched below.
+			g.Spec.RouterSharing = v1alpha1.RouterSharingPerService
 		})
 	}
 	startManager(t, ns)
@@ -109,7 +111,7 @@ func TestAdoptionStatusContract(t *testing.T) {
 	for i := range 260 {
 		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), fmt.Sprintf("fd00:99::2:%x", i), false))
 	}
-	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0"}}
+	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(g, services, nodes, nil, 0)
 	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
 	before := g.DeepCopy()
