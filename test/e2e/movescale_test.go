@@ -49,10 +49,12 @@ func TestMovementAtScale(t *testing.T) {
 	names := []string{"m1", "m2", "m3", "m4"}
 	l := newScaleLab(t, v1alpha1.RouterSharingShared, 3, names...)
 	three := names[:3]
-	plan := l.waitPlan(t, 3*time.Minute, 6, three...)
-	vips := l.vipList()
-	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), vips)
-	daemons := l.startSettled(t, smp, plan, 3*time.Second, three...)
+	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), scaleAll())
+	daemons := map[string]*vrrpd{}
+	for _, n := range three {
+		daemons[n] = l.startDaemon(t, n)
+	}
+	l.grow(t, smp, three, scaleServices, scaleBatch, allListed)
 
 	joined := []string{"m1", "m2", "m3", "m4"}
 	ok := t.Run("join", func(t *testing.T) {
@@ -96,21 +98,19 @@ func TestMovementAtScale(t *testing.T) {
 func TestSwitchToSharedAtScale(t *testing.T) {
 	names := []string{"w1", "w2", "w3"}
 	l := newScaleLab(t, v1alpha1.RouterSharingPerService, 3, names...)
-	per := l.waitPlanPartial(t, 3*time.Minute, 255, names...)
+	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), scaleAll())
+	for _, n := range names {
+		l.startDaemon(t, n)
+	}
+	// 255 instances, each its own router ID; the Services past them get nothing.
+	per := l.grow(t, smp, names, scaleServices, scaleBatch, func(p scalePlan) bool {
+		return p.routers == min(255, len(l.vips)) && len(p.router) == p.routers && p.missing == len(l.vips)-p.routers
+	})
 	var served []netip.Addr
 	for v := range per.router {
 		served = append(served, v)
 	}
 	slices.SortFunc(served, netip.Addr.Compare)
-	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), l.vipList())
-	want := map[netip.Addr]string{}
-	for _, v := range served {
-		want[v] = per.master[v]
-	}
-	for _, n := range names {
-		l.startDaemon(t, n)
-	}
-	smp.waitSettled(t, 3*time.Minute, 3*time.Second, "the 255 served addresses on their top node", want)
 
 	before, _ := smp.holders()
 	from := time.Now()
@@ -134,28 +134,6 @@ func (l *scaleLab) vipList() []netip.Addr {
 		out = append(out, l.vips[k])
 	}
 	return out
-}
-
-// waitPlanPartial waits until the group's status has exactly nodes and n instances (a
-// per-Service group past its 255 router IDs lists only some of the Services).
-func (l *scaleLab) waitPlanPartial(t *testing.T, timeout time.Duration, n int, nodes ...string) scalePlan {
-	t.Helper()
-	var p scalePlan
-	var why error
-	for deadline := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
-		var g v1alpha1.KeepalivedGroup
-		if why = env.Client.Get(context.Background(), types.NamespacedName{Namespace: l.ns, Name: groupName}, &g); why == nil {
-			if p, why = l.planOf(&g, n, nodes); why != nil && p.routers == n && len(p.router) == n && strings.Contains(why.Error(), "in no instance") {
-				why = nil // the others are left out, as a per-Service group past the ceiling does
-			}
-		}
-		if why == nil {
-			return p
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the group's status did not list %d instances on %v within %v: %v", n, nodes, timeout, why)
-		}
-	}
 }
 
 // checkMovement is checkMovementOf for every Service.
@@ -223,8 +201,8 @@ func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event strin
 	}
 	t.Logf("%s: %d of %d Services changed master, rendezvous ideal %d; settled %v after the change (%d instances)",
 		event, moved, len(watched), ideal, to.Add(-3*time.Second).Sub(from).Round(time.Millisecond), after.routers)
-	t.Logf("%s: %d samples (longest round %v, longest between rounds %v); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s)",
-		event, rec.rounds, rec.readMax.Round(time.Millisecond), rec.gapMax.Round(time.Millisecond), len(rec.doubles), durations(gaps),
+	t.Logf("%s: %d samples (longest round %v, longest between rounds %v, %d host reads interrupted); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s)",
+		event, rec.rounds, rec.readMax.Round(time.Millisecond), rec.gapMax.Round(time.Millisecond), rec.unread, len(rec.doubles), durations(gaps),
 		long, oneFailover.Round(time.Millisecond), rec.unheld[worst].Round(time.Millisecond), worst)
 	for i, d := range rec.doubles {
 		if i == 20 {
