@@ -125,9 +125,7 @@ func TestFailoverAtScale(t *testing.T) {
 				continue
 			}
 			if !first.IsValid() || at.Before(firstAt) {
-				if !first.IsValid() {
-					png.add(v)
-				}
+				png.add(v)
 				first, firstAt = v, at
 			}
 		}

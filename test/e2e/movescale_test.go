@@ -57,11 +57,12 @@ func TestMovementAtScale(t *testing.T) {
 	l.grow(t, smp, three, scaleServices, scaleBatch, allListed)
 
 	joined := []string{"m1", "m2", "m3", "m4"}
+	lab := t // the Node and the daemon outlive the subtest
 	ok := t.Run("join", func(t *testing.T) {
 		before, _ := smp.holders()
 		from := time.Now()
-		labNodes(t, scaleLabel, l.hosts["m4"])
-		daemons["m4"] = l.startDaemon(t, "m4")
+		labNodes(lab, scaleLabel, l.hosts["m4"])
+		daemons["m4"] = l.startDaemon(lab, "m4")
 		after := l.waitPlan(t, 2*time.Minute, 12, joined...)
 		l.checkMovement(t, smp, "m4 joining", before, after, three, joined, from)
 	})
