@@ -160,8 +160,8 @@ func TestFailoverAtScale(t *testing.T) {
 	// The record.
 	t.Logf("killed %s (switch port down, vrrpd SIGKILLed) holding %d of %d addresses; the kill took %v",
 		victim, len(lost), len(vips), killed.Sub(kill).Round(time.Microsecond))
-	t.Logf("address samples: %d rounds, longest round %v, longest between rounds %v, %d host reads interrupted five times (the previous round's view kept)",
-		rec.rounds, rec.readMax.Round(time.Millisecond), rec.gapMax.Round(time.Millisecond), rec.unread)
+	t.Logf("address samples from the kill on: %d rounds, at most %v apart (the run's longest round %v); %d host reads interrupted five times (the previous round's view kept)",
+		rec.rounds, rec.gapMax.Round(time.Millisecond), rec.readMax.Round(time.Millisecond), rec.unread)
 	t.Logf("held by a survivor after the kill (sampled): first %v (%v), last %v (%v); all %s",
 		firstAt.Sub(kill).Round(time.Millisecond), first, lastAt.Sub(kill).Round(time.Millisecond), last, durations(moved))
 	// Where the time goes: per router of the victim, its new master's priority and

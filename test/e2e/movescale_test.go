@@ -202,8 +202,8 @@ func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event strin
 	}
 	t.Logf("%s: %d of %d Services changed master, rendezvous ideal %d; settled %v after the change (%d instances)",
 		event, moved, len(watched), ideal, to.Add(-3*time.Second).Sub(from).Round(time.Millisecond), after.routers)
-	t.Logf("%s: %d samples (longest round %v, longest between rounds %v, %d host reads interrupted); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s)",
-		event, rec.rounds, rec.readMax.Round(time.Millisecond), rec.gapMax.Round(time.Millisecond), rec.unread, len(rec.doubles), durations(gaps),
+	t.Logf("%s: %d samples, at most %v apart (the run's longest round %v, %d host reads interrupted); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s)",
+		event, rec.rounds, rec.gapMax.Round(time.Millisecond), rec.readMax.Round(time.Millisecond), rec.unread, len(rec.doubles), durations(gaps),
 		long, oneFailover.Round(time.Millisecond), rec.unheld[worst].Round(time.Millisecond), worst)
 	for i, d := range rec.doubles {
 		if i == 20 {

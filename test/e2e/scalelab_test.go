@@ -322,7 +322,7 @@ type holderSampler struct {
 	rounds  int
 	first   time.Time
 	last    time.Time
-	gapMax  time.Duration // the longest time between two rounds' ends
+	ends    []time.Time // each round's end
 	readMax time.Duration // the longest round
 	unread  int           // host reads left out, every try interrupted
 	errs    []error
@@ -464,9 +464,8 @@ func (s *holderSampler) run() {
 		s.unread += unread
 		if s.rounds == 0 {
 			s.first = now
-		} else {
-			s.gapMax = max(s.gapMax, now.Sub(s.last))
 		}
+		s.ends = append(s.ends, now)
 		s.readMax = max(s.readMax, now.Sub(begin))
 		s.rounds++
 		s.last = now
@@ -536,7 +535,8 @@ func (s *holderSampler) heldAfter(v netip.Addr, t time.Time) time.Time {
 	return time.Time{}
 }
 
-// holderRecord is what the sampler saw between two times.
+// holderRecord is what the sampler saw between two times: rounds and gapMax there, readMax
+// over the whole run.
 type holderRecord struct {
 	rounds          int
 	gapMax, readMax time.Duration
@@ -552,7 +552,18 @@ type holderRecord struct {
 func (s *holderSampler) record(from, to time.Time) holderRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := holderRecord{rounds: s.rounds, gapMax: s.gapMax, readMax: s.readMax, unheld: map[netip.Addr]time.Duration{}, unread: s.unread, errs: s.errs}
+	r := holderRecord{readMax: s.readMax, unheld: map[netip.Addr]time.Duration{}, unread: s.unread, errs: s.errs}
+	// Rounds and the longest time between two in [from, to]: the sampling's resolution
+	// there (a loaded machine can hold the sampler back for a second at other times).
+	prev := from
+	for _, e := range s.ends {
+		if e.Before(from) || e.After(to) {
+			continue
+		}
+		r.rounds++
+		r.gapMax = max(r.gapMax, e.Sub(prev))
+		prev = e
+	}
 	for _, d := range s.doubles {
 		if !d.at.Before(from) && !d.at.After(to) {
 			r.doubles = append(r.doubles, d.what)
