@@ -29,7 +29,6 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
-	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
 // The scale lab of issue 31: thousands of Services in one group whose Services share
@@ -319,10 +318,8 @@ type holderSampler struct {
 	cur     []uint32
 	changes [][]holderChange
 	doubles []double
-	rounds  int
-	first   time.Time
 	last    time.Time
-	ends    []time.Time // each round's end
+	ends    []time.Time   // each round's end
 	readMax time.Duration // the longest round
 	unread  int           // host reads left out, every try interrupted
 	errs    []error
@@ -462,12 +459,8 @@ func (s *holderSampler) run() {
 		s.mu.Lock()
 		s.errs = append(s.errs, errs...)
 		s.unread += unread
-		if s.rounds == 0 {
-			s.first = now
-		}
 		s.ends = append(s.ends, now)
 		s.readMax = max(s.readMax, now.Sub(begin))
-		s.rounds++
 		s.last = now
 		for i, m := range masks {
 			if m&(m-1) != 0 {
@@ -509,17 +502,6 @@ func (s *holderSampler) holders() (map[netip.Addr][]string, time.Time) {
 		out[v] = s.maskNames(s.cur[i])
 	}
 	return out, s.last
-}
-
-// waitRound waits for a round that began after now, so that holders reflects the present.
-func (s *holderSampler) waitRound(t *testing.T) {
-	t.Helper()
-	start := time.Now()
-	vrrpdtest.WaitFor(t, 10*time.Second, "an address sample", func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.last.Sub(start) > s.readMax
-	})
 }
 
 // heldAfter is when address v was first seen held by a round begun after t (zero if not
