@@ -124,3 +124,73 @@ func TestManyVIPsAddedInChunks(t *testing.T) {
 		t.Errorf("%d turns left open after the step-down", h.turns)
 	}
 }
+
+// TestReloadAddsManyVIPsAdvertsBetween (issue 31): a reload that gives a master hundreds
+// of new addresses (a shared router gaining Services; its excluded VIPs here) adds them
+// holdChunk at a time, and the adverts of another master (10 ms) that fall due meanwhile
+// go out between the chunks, even with a timer of another kind (the publication) due
+// ahead of them in the heap: that timer waits for the loop's next turn, the adverts do
+// not. Before, a reload sent none until it ended, and a timer of another kind due first
+// kept them back even between a takeover's chunks.
+func TestReloadAddsManyVIPsAdvertsBetween(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	fast := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	fast.AdvertInterval = 10 * time.Millisecond
+	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
+	startDaemon(t, d, fast, many)
+	at := takeover(100).Add(time.Millisecond)
+	advance(d, at)
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("before the reload: %s", s)
+	}
+	const n = 300
+	for i := range n {
+		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
+	}
+	h.events = nil
+	h.addDelay = 4 * time.Millisecond // each Hold: a few IPv6 adds on a loaded host
+	// A publication due now, ahead of VI_1's next advert in the heap.
+	d.timers.Set(d.publishK, at)
+	if err := d.reload(&config.Config{Instances: []config.Instance{fast, many}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("after the reload: %s", s)
+	}
+	added, holds, firstAdd, lastAdd := 0, 0, -1, -1
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "add ") && strings.Contains(e, "/32") {
+			c := strings.Count(e, "/32")
+			added += c
+			holds++
+			if c > holdChunk {
+				t.Errorf("a Hold of %d addresses, want at most %d", c, holdChunk)
+			}
+			if firstAdd < 0 {
+				firstAdd = i
+			}
+			lastAdd = i
+		}
+	}
+	if added != n {
+		t.Fatalf("the reload added %d of the %d excluded VIPs in %d Holds:\n%s", added, n, holds, strings.Join(h.events, "\n"))
+	}
+	between := 0
+	for _, e := range h.events[firstAdd:lastAdd] {
+		if e == "advert vrid 1 priority 150" {
+			between++
+		}
+	}
+	// The adds take at least holds × 4 ms (150 ms and more), VI_1's adverts are due every
+	// 10 ms: a few must have gone out between them, however slow the host.
+	if want := 3; between < want {
+		t.Errorf("%d adverts of VI_1 (10 ms) between the %d Holds of the reload's %d addresses, want at least %d:\n%s", between, holds, n, want, strings.Join(h.events, "\n"))
+	}
+	if h.turns != 0 {
+		t.Errorf("%d turns left open", h.turns)
+	}
+	if !d.wake.now.IsZero() {
+		t.Errorf("the wake-up clock is left set after the reload: %v", d.wake.now)
+	}
+}
