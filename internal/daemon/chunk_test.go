@@ -3,12 +3,14 @@ package daemon
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vip"
 )
 
 // TestManyVIPsAddedInChunks (issue 31): an instance taking over with hundreds of
@@ -192,5 +194,86 @@ func TestReloadAddsManyVIPsAdvertsBetween(t *testing.T) {
 	}
 	if !d.wake.now.IsZero() {
 		t.Errorf("the wake-up clock is left set after the reload: %v", d.wake.now)
+	}
+}
+
+// TestReloadExcludedVIPsDiffed (issue 31): a master whose excluded VIPs change in a
+// reload (a shared router gaining and losing Services, the cut at what an advert carries
+// moving) adds the new ones and removes the dropped ones only. An address that stays,
+// also one moving between the advertised VIPs and the excluded ones, is never off the
+// interface; before, every excluded VIP was removed and added back.
+func TestReloadExcludedVIPsDiffed(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	excl := func(from, to int) []config.VIP {
+		var out []config.VIP
+		for i := from; i <= to; i++ {
+			out = append(out, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", i)), Dev: "eth0"})
+		}
+		return out
+	}
+	ic := testInstance("VI_1", 1, 100, "10.99.0.101/24", "10.99.2.1/32")
+	ic.ExcludedVIPs = excl(1, 100)
+	startDaemon(t, d, ic)
+	at := takeover(100).Add(time.Millisecond)
+	advance(d, at)
+	if s := publishedStates(d); s != "VI_1=MASTER" {
+		t.Fatalf("before the reload: %s", s)
+	}
+	addr := func(s string) vip.VIP { return vip.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
+	kept := []vip.VIP{addr("10.99.0.101/24"), addr("10.99.2.1/32")}
+	for i := 6; i <= 100; i++ {
+		kept = append(kept, addr(fmt.Sprintf("10.99.1.%d/32", i)))
+	}
+	// Every kept address must be on the host between any two of the reload's VIP calls.
+	var gaps []string
+	check := func() {
+		h.vipMu.Lock()
+		defer h.vipMu.Unlock()
+		for _, v := range kept {
+			if !h.held[v] {
+				gaps = append(gaps, fmt.Sprintf("%v off after %d VIP calls", v, len(h.vipCalls)))
+			}
+		}
+	}
+	check()
+	if len(gaps) > 0 {
+		t.Fatalf("before the reload: %v", gaps)
+	}
+	h.onHold, h.onRelease = check, check
+	h.vipCalls = nil
+	// 10.99.1.1-5 dropped, 10.99.1.101-110 new, 10.99.1.50 now advertised and
+	// 10.99.2.1 now excluded.
+	ic2 := ic
+	ic2.VIPs = []config.VIP{{Prefix: netip.MustParsePrefix("10.99.0.101/24"), Dev: "eth0"}, {Prefix: netip.MustParsePrefix("10.99.1.50/32"), Dev: "eth0"}}
+	ic2.ExcludedVIPs = slices.DeleteFunc(excl(6, 110), func(v config.VIP) bool { return v.Prefix.Addr() == netip.MustParseAddr("10.99.1.50") })
+	ic2.ExcludedVIPs = append(ic2.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix("10.99.2.1/32"), Dev: "eth0"})
+	if err := d.reload(&config.Config{Instances: []config.Instance{ic2}}, at.Add(time.Second/2)); err != nil {
+		t.Fatal(err)
+	}
+	h.onHold, h.onRelease = nil, nil
+	check()
+	if s := publishedStates(d); s != "VI_1=MASTER" {
+		t.Fatalf("after the reload: %s", s)
+	}
+	if len(gaps) > 0 {
+		t.Errorf("kept addresses off the interface during the reload: %v\nVIP calls:\n%s", gaps, strings.Join(h.vipCalls, "\n"))
+	}
+	for i := 1; i <= 110; i++ {
+		v := addr(fmt.Sprintf("10.99.1.%d/32", i))
+		if want := i > 5; h.held[v] != want {
+			t.Errorf("%v held %v, want %v", v, h.held[v], want)
+		}
+	}
+	added := 0
+	for _, c := range h.vipCalls {
+		if a, ok := strings.CutPrefix(c, "add "); ok && a != "" {
+			added += strings.Count(a, ",") + 1
+		}
+	}
+	// The 10 new excluded ones, 10.99.2.1 under the excluded holder and 10.99.1.50
+	// under the instance's own name (each already on the interface for the other).
+	if added > 12 {
+		t.Errorf("the reload added %d addresses, want at most 12:\n%s", added, strings.Join(h.vipCalls, "\n"))
 	}
 }

@@ -807,19 +807,29 @@ func sameRoute(a, b config.Instance) bool {
 // the others only after the hold-back (holdback.go).
 func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]bool, now time.Time) error {
 	old := in.cfg
-	// The excluded VIPs and VIP devices/labels are the daemon's business, not the state
-	// machine's: drop the old ones here if they changed, the new ones follow below.
-	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
-		d.excluded(in, false)
-	}
-	d.routesChanged(in, ic)
 	vc := d.smConfig(ic, in.conn.source)
 	if err := vc.Validate(); err != nil {
 		return err
 	}
+	nvips := newVIPSet(ic)
+	// The excluded VIPs are the daemon's business, not the state machine's. A master
+	// whose list changed adds the new ones now, before anything below removes an
+	// address (one the state machine stops advertising may be one of them: a shared
+	// router's list is cut at what an advert carries, and the cut moves as Services
+	// come and go), and drops the old ones at the end: an address that stays is never
+	// touched. Dropping all and adding all back removed and re-added hundreds of IPv6
+	// addresses a reload, each add costing more the more the interface has, and left
+	// them off the interface meanwhile (issue 31's lab at 2,000 Services).
+	var exclAdd, exclDrop []vip.VIP
+	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
+		exclAdd, exclDrop = vipDiff(in.vips.excluded, nvips.excluded)
+		if len(exclAdd) > 0 {
+			d.hold(in, excludedHolder(in), exclAdd)
+		}
+	}
+	d.routesChanged(in, ic)
 	// A VIP that stays but moves to another device or label: the state machine sees the
 	// same prefix and asks for nothing, so the daemon moves it itself.
-	nvips := newVIPSet(ic)
 	var moved []vip.VIP
 	if in.sm.State() == vrrp.StateMaster {
 		for _, n := range nvips.vips {
@@ -835,6 +845,10 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]
 	wasMaster := in.sm.State() == vrrp.StateMaster && !in.sm.VIPsPending()
 	acts, err := in.sm.Reconfigure(now, vc, d.acts[:0])
 	if err != nil {
+		// The caller restarts the instance, which releases the old list only.
+		if rerr := d.release(excludedHolder(in), exclAdd); rerr != nil {
+			d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", false, "err", rerr)
+		}
 		return err
 	}
 	d.acts = acts
@@ -854,7 +868,37 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]
 	if len(moved) > 0 {
 		d.hold(in, in.cfg.Name, moved)
 	}
+	if len(exclDrop) > 0 {
+		if err := d.release(excludedHolder(in), exclDrop); err != nil {
+			d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", false, "err", err)
+		}
+	}
+	if in.holdsExcluded && len(in.vips.excluded) == 0 {
+		in.holdsExcluded = false
+	}
 	return nil
+}
+
+// vipDiff returns what next has and cur has not (add), and what cur has and next has
+// not (drop).
+func vipDiff(cur, next []vip.VIP) (add, drop []vip.VIP) {
+	in := make(map[vip.VIP]bool, len(cur))
+	for _, v := range cur {
+		in[v] = true
+	}
+	for _, v := range next {
+		if !in[v] {
+			add = append(add, v)
+		}
+		delete(in, v)
+	}
+	for _, v := range cur {
+		if in[v] {
+			drop = append(drop, v)
+			delete(in, v)
+		}
+	}
+	return add, drop
 }
 
 // errNotRunning is Reload's answer once Run has returned.
