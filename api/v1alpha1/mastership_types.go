@@ -58,6 +58,10 @@ type KeepalivedMastershipStatus struct {
 	Holders []VIPHolder `json:"holders,omitempty"`
 }
 
+// MaxHolderVIPs is how many VIPs a VIPHolder lists at most (its VIPs field's
+// MaxItems): a shared router's holder lists the first ones in address order.
+const MaxHolderVIPs = 64
+
 // VIPHolder is the master of one virtual router.
 type VIPHolder struct {
 	// Instance is vrrpd's name of the virtual router: the group's instance
@@ -70,7 +74,10 @@ type VIPHolder struct {
 	// Service is "namespace/name" of the Service whose VIPs these are.
 	// +kubebuilder:validation:MaxLength=320
 	Service string `json:"service"`
-	// VIPs are the addresses the master holds for the instance.
+	// VIPs are the addresses the master holds for the instance, in address
+	// order, truncated to the first 64 (MaxHolderVIPs): a shared router holds
+	// many Services' addresses and lists only the first 64 of them here; the
+	// group's status has the full list.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +optional

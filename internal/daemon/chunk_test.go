@@ -3,12 +3,14 @@ package daemon
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vrrp-operator/vrrp-operator/internal/config"
 	"github.com/vrrp-operator/vrrp-operator/internal/transport"
+	"github.com/vrrp-operator/vrrp-operator/vip"
 )
 
 // TestManyVIPsAddedInChunks (issue 31): an instance taking over with hundreds of
@@ -122,5 +124,156 @@ func TestManyVIPsAddedInChunks(t *testing.T) {
 	}
 	if h.turns != 0 {
 		t.Errorf("%d turns left open after the step-down", h.turns)
+	}
+}
+
+// TestReloadAddsManyVIPsAdvertsBetween (issue 31): a reload that gives a master hundreds
+// of new addresses (a shared router gaining Services; its excluded VIPs here) adds them
+// holdChunk at a time, and the adverts of another master (10 ms) that fall due meanwhile
+// go out between the chunks, even with a timer of another kind (the publication) due
+// ahead of them in the heap: that timer waits for the loop's next turn, the adverts do
+// not. Before, a reload sent none until it ended, and a timer of another kind due first
+// kept them back even between a takeover's chunks.
+func TestReloadAddsManyVIPsAdvertsBetween(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	fast := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	fast.AdvertInterval = 10 * time.Millisecond
+	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
+	startDaemon(t, d, fast, many)
+	at := takeover(100).Add(time.Millisecond)
+	advance(d, at)
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("before the reload: %s", s)
+	}
+	const n = 300
+	for i := range n {
+		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
+	}
+	h.events = nil
+	h.addDelay = 4 * time.Millisecond // each Hold: a few IPv6 adds on a loaded host
+	// A publication due now, ahead of VI_1's next advert in the heap.
+	d.timers.Set(d.publishK, at)
+	if err := d.reload(&config.Config{Instances: []config.Instance{fast, many}}, at); err != nil {
+		t.Fatal(err)
+	}
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("after the reload: %s", s)
+	}
+	added, holds, firstAdd, lastAdd := 0, 0, -1, -1
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "add ") && strings.Contains(e, "/32") {
+			c := strings.Count(e, "/32")
+			added += c
+			holds++
+			if c > holdChunk {
+				t.Errorf("a Hold of %d addresses, want at most %d", c, holdChunk)
+			}
+			if firstAdd < 0 {
+				firstAdd = i
+			}
+			lastAdd = i
+		}
+	}
+	if added != n {
+		t.Fatalf("the reload added %d of the %d excluded VIPs in %d Holds:\n%s", added, n, holds, strings.Join(h.events, "\n"))
+	}
+	between := 0
+	for _, e := range h.events[firstAdd:lastAdd] {
+		if e == "advert vrid 1 priority 150" {
+			between++
+		}
+	}
+	// The adds take at least holds × 4 ms (150 ms and more), VI_1's adverts are due every
+	// 10 ms: a few must have gone out between them, however slow the host.
+	if want := 3; between < want {
+		t.Errorf("%d adverts of VI_1 (10 ms) between the %d Holds of the reload's %d addresses, want at least %d:\n%s", between, holds, n, want, strings.Join(h.events, "\n"))
+	}
+	if h.turns != 0 {
+		t.Errorf("%d turns left open", h.turns)
+	}
+	if !d.wake.now.IsZero() {
+		t.Errorf("the wake-up clock is left set after the reload: %v", d.wake.now)
+	}
+}
+
+// TestReloadExcludedVIPsDiffed (issue 31): a master whose excluded VIPs change in a
+// reload (a shared router gaining and losing Services, the cut at what an advert carries
+// moving) adds the new ones and removes the dropped ones only. An address that stays,
+// also one moving between the advertised VIPs and the excluded ones, is never off the
+// interface; before, every excluded VIP was removed and added back.
+func TestReloadExcludedVIPsDiffed(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	excl := func(from, to int) []config.VIP {
+		var out []config.VIP
+		for i := from; i <= to; i++ {
+			out = append(out, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", i)), Dev: "eth0"})
+		}
+		return out
+	}
+	ic := testInstance("VI_1", 1, 100, "10.99.0.101/24", "10.99.2.1/32")
+	ic.ExcludedVIPs = excl(1, 100)
+	startDaemon(t, d, ic)
+	at := takeover(100).Add(time.Millisecond)
+	advance(d, at)
+	if s := publishedStates(d); s != "VI_1=MASTER" {
+		t.Fatalf("before the reload: %s", s)
+	}
+	addr := func(s string) vip.VIP { return vip.VIP{Prefix: netip.MustParsePrefix(s), Dev: "eth0"} }
+	kept := []vip.VIP{addr("10.99.0.101/24"), addr("10.99.2.1/32")}
+	for i := 6; i <= 100; i++ {
+		kept = append(kept, addr(fmt.Sprintf("10.99.1.%d/32", i)))
+	}
+	// Every kept address must be on the host between any two of the reload's VIP calls.
+	var gaps []string
+	check := func() {
+		h.vipMu.Lock()
+		defer h.vipMu.Unlock()
+		for _, v := range kept {
+			if !h.held[v] {
+				gaps = append(gaps, fmt.Sprintf("%v off after %d VIP calls", v, len(h.vipCalls)))
+			}
+		}
+	}
+	check()
+	if len(gaps) > 0 {
+		t.Fatalf("before the reload: %v", gaps)
+	}
+	h.onHold, h.onRelease = check, check
+	h.vipCalls = nil
+	// 10.99.1.1-5 dropped, 10.99.1.101-110 new, 10.99.1.50 now advertised and
+	// 10.99.2.1 now excluded.
+	ic2 := ic
+	ic2.VIPs = []config.VIP{{Prefix: netip.MustParsePrefix("10.99.0.101/24"), Dev: "eth0"}, {Prefix: netip.MustParsePrefix("10.99.1.50/32"), Dev: "eth0"}}
+	ic2.ExcludedVIPs = slices.DeleteFunc(excl(6, 110), func(v config.VIP) bool { return v.Prefix.Addr() == netip.MustParseAddr("10.99.1.50") })
+	ic2.ExcludedVIPs = append(ic2.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix("10.99.2.1/32"), Dev: "eth0"})
+	if err := d.reload(&config.Config{Instances: []config.Instance{ic2}}, at.Add(time.Second/2)); err != nil {
+		t.Fatal(err)
+	}
+	h.onHold, h.onRelease = nil, nil
+	check()
+	if s := publishedStates(d); s != "VI_1=MASTER" {
+		t.Fatalf("after the reload: %s", s)
+	}
+	if len(gaps) > 0 {
+		t.Errorf("kept addresses off the interface during the reload: %v\nVIP calls:\n%s", gaps, strings.Join(h.vipCalls, "\n"))
+	}
+	for i := 1; i <= 110; i++ {
+		v := addr(fmt.Sprintf("10.99.1.%d/32", i))
+		if want := i > 5; h.held[v] != want {
+			t.Errorf("%v held %v, want %v", v, h.held[v], want)
+		}
+	}
+	added := 0
+	for _, c := range h.vipCalls {
+		if a, ok := strings.CutPrefix(c, "add "); ok && a != "" {
+			added += strings.Count(a, ",") + 1
+		}
+	}
+	// The 10 new excluded ones, 10.99.2.1 under the excluded holder and 10.99.1.50
+	// under the instance's own name (each already on the interface for the other).
+	if added > 12 {
+		t.Errorf("the reload added %d addresses, want at most 12:\n%s", added, strings.Join(h.vipCalls, "\n"))
 	}
 }

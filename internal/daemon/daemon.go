@@ -870,8 +870,19 @@ func advertSlack(iv time.Duration) time.Duration { return iv / 10 }
 // late while it falls into step, far inside the three intervals a backup waits.
 // Master_Down_Timers are never advanced: they decide failover time.
 func (d *Daemon) collectAdverts(now time.Time) {
+	d.collectAdvertsPast(now, false)
+}
+
+// collectAdvertsPast is collectAdverts; with past, it also looks past the other timers
+// that are due (a publication, an announcement round, a backup's Master_Down_Timer),
+// which stay armed at their deadlines for the loop's next turn. A long VIP add or reload
+// (advertsWhileBusy) uses it: a timer of another kind that fell due while it ran would
+// otherwise hold back every advert due after it until the work ends, seconds at 2,000
+// IPv6 addresses (issue 31), and the backups take over.
+func (d *Daemon) collectAdvertsPast(now time.Time, past bool) {
 	d.due = d.due[:0]
 	var latest time.Time
+	var aside []timerItem
 	for {
 		it, ok := d.timers.Peek()
 		if !ok {
@@ -879,7 +890,12 @@ func (d *Daemon) collectAdverts(now time.Time) {
 		}
 		o := d.owners[it.key]
 		if o.kind != timerVRRP || o.in.sm == nil || o.in.sm.Timer() != vrrp.TimerAdvert {
-			break
+			if !past || it.at.After(now) {
+				break
+			}
+			d.timers.Stop(it.key)
+			aside = append(aside, it)
+			continue
 		}
 		if it.at.After(now.Add(advertSlack(o.in.cfg.AdvertInterval))) {
 			break
@@ -889,6 +905,9 @@ func (d *Daemon) collectAdverts(now time.Time) {
 		if it.at.After(latest) {
 			latest = it.at
 		}
+	}
+	for _, it := range aside {
+		d.timers.Set(it.key, it.at)
 	}
 	if latest.Before(now) {
 		latest = now
@@ -916,12 +935,16 @@ func (d *Daemon) advertsBetween(now, woke time.Time) {
 	if !ok {
 		return
 	}
+	now = now.Add(time.Since(woke))
 	o := d.owners[it.key]
 	if o.kind != timerVRRP || o.in.sm == nil || o.in.sm.Timer() != vrrp.TimerAdvert {
+		if !it.at.After(now) {
+			d.collectAdvertsPast(now, true) // adverts may be due behind it
+		}
 		return
 	}
-	if now = now.Add(time.Since(woke)); !it.at.After(now.Add(advertSlack(o.in.cfg.AdvertInterval))) {
-		d.collectAdverts(now)
+	if !it.at.After(now.Add(advertSlack(o.in.cfg.AdvertInterval))) {
+		d.collectAdvertsPast(now, true)
 	}
 }
 

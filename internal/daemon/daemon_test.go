@@ -412,7 +412,9 @@ func TestReloadKeepsAndReconfigures(t *testing.T) {
 
 	a.Source = config.Position{File: "moved.conf", Line: 9}
 	b.Priority = 120
-	if err := d.reload(&config.Config{Instances: []config.Instance{a, b}}, at.Add(time.Second)); err != nil {
+	// Half an interval on, between VI_1's adverts: one due at the reload's time would go
+	// out during it (advertsWhileBusy), as the loop would have sent it anyway.
+	if err := d.reload(&config.Config{Instances: []config.Instance{a, b}}, at.Add(time.Second/2)); err != nil {
 		t.Fatal(err)
 	}
 	after1, after2 := snapOf(t, d, "VI_1"), snapOf(t, d, "VI_2")

@@ -412,12 +412,15 @@ func (d *Daemon) addVIPs(in *instance, ps []netip.Prefix) {
 }
 
 // holdChunk is how many addresses one call of vipStore.Hold adds before the loop sends
-// the advertisements that fell due meanwhile (holdChunked). A netlink add costs 50-200 µs
-// on the test machine, so 64 are 3-13 ms: well inside the three intervals a backup waits
-// even at 10 ms adverts, where an instance of 2,000 VIPs added in one call kept its
-// own adverts (and every other master's) back for 350-400 ms, about one
-// Master_Down_Interval at 100 ms (issue 31's BenchmarkTakeover2000).
-const holdChunk = 64
+// the advertisements that fell due meanwhile (holdChunked). An IPv4 add costs 50-200 µs
+// on the test machine, but an IPv6 add costs more the more addresses the interface has:
+// each add makes the kernel walk the interface's multicast groups (ipv6_find_idev ->
+// ipv6_mc_up), one solicited-node group per VIP, so 2,000 IPv6 adds take 0.85 s of
+// system time against 0.18 s for 1,000, about 0.8 ms each near 2,000. Eight of those are
+// 7 ms, well inside the three intervals a backup waits even on a host loaded enough to
+// give the process a ninth of a core; 64 were 50 ms, half a second under that load
+// (issue 31's lab at 2,000 Services). The advert check between chunks is a heap peek.
+const holdChunk = 8
 
 // hold adds vs for holder and reports the foreign ones. The crash record is written once
 // for all of them, before the first is added: by Hold itself, or for more than holdChunk
@@ -482,7 +485,7 @@ func (d *Daemon) release(holder string, vs []vip.VIP) error {
 
 // advertsWhileBusy sends, from within a wake-up's slow VIP work, the advertisements that
 // fell due meanwhile, on scratch of its own: the loop's (acts, due) may be in use further
-// up the stack. Outside a wake-up (start, shutdown) it does nothing.
+// up the stack. Outside a wake-up or a reload (start, shutdown) it does nothing.
 func (d *Daemon) advertsWhileBusy() {
 	if d.wake.now.IsZero() {
 		return
@@ -625,6 +628,14 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	// 128 resignations wait 0.7 s (TestExcludeAtCapacityWritesOnce, test/e2e).
 	d.vips.BeginTurn()
 	defer d.endTurn()
+	// A wake-up's clock (as fireTimers'), so that the adverts falling due while the
+	// reload adds or removes thousands of addresses go out between its steps
+	// (advertsWhileBusy): a reload of a shared router's hundreds of new addresses
+	// otherwise kept every master's adverts back past the backups' patience (issue 31).
+	if d.wake.now.IsZero() {
+		d.wake.now, d.wake.woke = now, time.Now()
+		defer func() { d.wake.now, d.wake.woke = time.Time{}, time.Time{} }()
+	}
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.heldChanged = true // a master's VIPs may have changed: the publication below hands them over
 	d.setScripts(cfg)
@@ -651,6 +662,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 			d.log.Info(fmt.Sprintf("(%s) removed by reload", in.cfg.Name))
 			in.deleted, in.deletedFrom = true, in.state
 			d.removeInstance(in, now)
+			d.advertsWhileBusy()
 		}
 	}
 	var kept, reconfigured, added int
@@ -672,6 +684,9 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 				continue
 			}
 			reconfigured++
+			// A shared router's reconfiguration can add or remove hundreds of
+			// addresses: the others' adverts go out between routers too.
+			d.advertsWhileBusy()
 		default:
 			d.log.Info(fmt.Sprintf("(%s) restarted by reload", ic.Name))
 			d.removeInstance(in, now)
@@ -792,19 +807,29 @@ func sameRoute(a, b config.Instance) bool {
 // the others only after the hold-back (holdback.go).
 func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]bool, now time.Time) error {
 	old := in.cfg
-	// The excluded VIPs and VIP devices/labels are the daemon's business, not the state
-	// machine's: drop the old ones here if they changed, the new ones follow below.
-	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
-		d.excluded(in, false)
-	}
-	d.routesChanged(in, ic)
 	vc := d.smConfig(ic, in.conn.source)
 	if err := vc.Validate(); err != nil {
 		return err
 	}
+	nvips := newVIPSet(ic)
+	// The excluded VIPs are the daemon's business, not the state machine's. A master
+	// whose list changed adds the new ones now, before anything below removes an
+	// address (one the state machine stops advertising may be one of them: a shared
+	// router's list is cut at what an advert carries, and the cut moves as Services
+	// come and go), and drops the old ones at the end: an address that stays is never
+	// touched. Dropping all and adding all back removed and re-added hundreds of IPv6
+	// addresses a reload, each add costing more the more the interface has, and left
+	// them off the interface meanwhile (issue 31's lab at 2,000 Services).
+	var exclAdd, exclDrop []vip.VIP
+	if in.holdsExcluded && !slices.Equal(old.ExcludedVIPs, ic.ExcludedVIPs) {
+		exclAdd, exclDrop = vipDiff(in.vips.excluded, nvips.excluded)
+		if len(exclAdd) > 0 {
+			d.hold(in, excludedHolder(in), exclAdd)
+		}
+	}
+	d.routesChanged(in, ic)
 	// A VIP that stays but moves to another device or label: the state machine sees the
 	// same prefix and asks for nothing, so the daemon moves it itself.
-	nvips := newVIPSet(ic)
 	var moved []vip.VIP
 	if in.sm.State() == vrrp.StateMaster {
 		for _, n := range nvips.vips {
@@ -820,6 +845,10 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]
 	wasMaster := in.sm.State() == vrrp.StateMaster && !in.sm.VIPsPending()
 	acts, err := in.sm.Reconfigure(now, vc, d.acts[:0])
 	if err != nil {
+		// The caller restarts the instance, which releases the old list only.
+		if rerr := d.release(excludedHolder(in), exclAdd); rerr != nil {
+			d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", false, "err", rerr)
+		}
 		return err
 	}
 	d.acts = acts
@@ -839,7 +868,37 @@ func (d *Daemon) reconfigure(in *instance, ic config.Instance, held map[addrDev]
 	if len(moved) > 0 {
 		d.hold(in, in.cfg.Name, moved)
 	}
+	if len(exclDrop) > 0 {
+		if err := d.release(excludedHolder(in), exclDrop); err != nil {
+			d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", false, "err", err)
+		}
+	}
+	if in.holdsExcluded && len(in.vips.excluded) == 0 {
+		in.holdsExcluded = false
+	}
 	return nil
+}
+
+// vipDiff returns what next has and cur has not (add), and what cur has and next has
+// not (drop).
+func vipDiff(cur, next []vip.VIP) (add, drop []vip.VIP) {
+	in := make(map[vip.VIP]bool, len(cur))
+	for _, v := range cur {
+		in[v] = true
+	}
+	for _, v := range next {
+		if !in[v] {
+			add = append(add, v)
+		}
+		delete(in, v)
+	}
+	for _, v := range cur {
+		if in[v] {
+			drop = append(drop, v)
+			delete(in, v)
+		}
+	}
+	return add, drop
 }
 
 // errNotRunning is Reload's answer once Run has returned.

@@ -138,10 +138,7 @@ func (m *Mastership) Observe(instance string, from, to vrrp.State, vips []netip.
 	if to == vrrp.StateMaster {
 		// Microseconds, as the API server keeps them: what was written then
 		// compares equal to what is held.
-		h := held{vips: make([]string, len(vips)), since: at.Truncate(time.Microsecond)}
-		for i, p := range vips {
-			h.vips[i] = p.Addr().String()
-		}
+		h := held{vips: holderVIPs(vips), since: at.Truncate(time.Microsecond)}
 		m.held[instance] = h
 		m.dirty = true
 	} else {
@@ -293,6 +290,28 @@ func (m *Mastership) get(ctx context.Context) (*v1alpha1.KeepalivedMastership, e
 		return nil, err
 	}
 	return &o, nil
+}
+
+// holderVIPs is what a holder entry lists of an instance's VIPs: the first
+// v1alpha1.MaxHolderVIPs in address order. A shared router holds many Services'
+// addresses, more than the API server takes in one entry; sorting first makes the
+// entry the same on every node and across reloads, so a takeover of the same set
+// compares equal and nothing is rewritten for the order alone.
+func holderVIPs(vips []netip.Prefix) []string {
+	addrs := make([]netip.Addr, len(vips))
+	for i, p := range vips {
+		addrs[i] = p.Addr()
+	}
+	slices.SortFunc(addrs, func(a, b netip.Addr) int { return a.Compare(b) })
+	addrs = slices.Compact(addrs)
+	if len(addrs) > v1alpha1.MaxHolderVIPs {
+		addrs = addrs[:v1alpha1.MaxHolderVIPs]
+	}
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
 }
 
 // entries is cur with this node's entries replaced by now (the instances it is master

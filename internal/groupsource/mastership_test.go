@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -214,4 +215,71 @@ func TestMastershipHeals(t *testing.T) {
 	}
 	holder("a")
 	t.Logf("writes: a %d, b %d", wa, wb)
+}
+
+// TestMastershipSharedRouter: a shared router holds more VIPs than a holder entry may
+// list (the API server refuses more than 64). Its entry is written, lists the first 64
+// in address order whatever order the daemon gave them in, and a second node taking
+// the same router over with the addresses in another order writes the same list.
+func TestMastershipSharedRouter(t *testing.T) {
+	needAPI(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newNamespace(t, "mastership-shared")
+	group := types.NamespacedName{Namespace: ns, Name: "lan"}
+	if err := k8s.Create(ctx, &v1alpha1.KeepalivedMastership{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "lan"}}); err != nil {
+		t.Fatal(err)
+	}
+	const router = "@v6/a,b"
+	g := &v1alpha1.KeepalivedGroup{}
+	g.Status.Instances = []v1alpha1.Instance{{Key: router}}
+	pub := map[string]*Mastership{}
+	for _, node := range []string{"a", "b"} {
+		m, err := NewMastership(testConfig, group, node, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Coalesce, m.MinBackoff = 50*time.Millisecond, 50*time.Millisecond
+		m.SetGroup(g)
+		go m.Run(ctx)
+		pub[node] = m
+	}
+	// 200 addresses, from fd00:99::2:c8 down to fd00:99::2:1 (plus one
+	// duplicate): the first 64 in address order are ::2:1 to ::2:40.
+	var vips []netip.Prefix
+	for i := 200; i >= 1; i-- {
+		vips = append(vips, netip.PrefixFrom(netip.MustParseAddr(fmt.Sprintf("fd00:99::2:%x", i)), 128))
+	}
+	vips = append(vips, vips[150])
+	var want []string
+	for i := 1; i <= v1alpha1.MaxHolderVIPs; i++ {
+		want = append(want, fmt.Sprintf("fd00:99::2:%x", i))
+	}
+	holder := func(node string) {
+		t.Helper()
+		poll.Until(t, 10*time.Second, func() error {
+			var o v1alpha1.KeepalivedMastership
+			if err := k8s.Get(ctx, group, &o); err != nil {
+				return err
+			}
+			if len(o.Status.Holders) != 1 {
+				return fmt.Errorf("%d holders, want 1", len(o.Status.Holders))
+			}
+			h := o.Status.Holders[0]
+			if h.Node != node || h.Instance != router {
+				return fmt.Errorf("holder %s of %s, want %s of %s", h.Node, h.Instance, node, router)
+			}
+			if fmt.Sprint(h.VIPs) != fmt.Sprint(want) {
+				return fmt.Errorf("vips %v, want %v", h.VIPs, want)
+			}
+			return nil
+		})
+	}
+	pub["a"].Observe(router, vrrp.StateBackup, vrrp.StateMaster, vips, time.Now())
+	holder("a")
+	// b takes over with the addresses in ascending order.
+	slices.Reverse(vips)
+	pub["b"].Observe(router, vrrp.StateBackup, vrrp.StateMaster, vips, time.Now())
+	pub["a"].Observe(router, vrrp.StateMaster, vrrp.StateBackup, vips, time.Now())
+	holder("b")
 }

@@ -13,6 +13,10 @@
 // Each vrrpd's log goes to the test log when the test fails (E2E_LOGS=1: always), with
 // the group's status; E2E_LOG_DIR=DIR also keeps each whole in a file there.
 //
+// The scale labs of issue 31 (scalelab_test.go: failover, movement and the switch to shared
+// routers with 2,000 Services) take E2E_SCALE_SERVICES=N to run at N Services instead, to
+// see how the figures grow.
+//
 // The test needs root (namespaces) and the envtest binaries; it skips without them unless
 // CI=true, where it fails.
 package e2e

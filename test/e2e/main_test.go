@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
 	"github.com/vrrp-operator/vrrp-operator/internal/metrics"
 	"github.com/vrrp-operator/vrrp-operator/internal/netlab"
 	"github.com/vrrp-operator/vrrp-operator/internal/testing/netlabtest"
@@ -23,7 +25,11 @@ func TestMain(m *testing.M) {
 		// make unit: no API server, no namespaces; the test skips itself.
 		code = m.Run()
 	} else {
-		code = testenv.Main(m, nil, func(e *testenv.Env) { env = e })
+		code = testenv.Main(m, func(e *envtest.Environment) {
+			// Room for the scale lab's 2,000 Services (envtest's default range holds a few
+			// hundred ClusterIPs). The API server only hands these out; nothing routes them.
+			e.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/16")
+		}, func(e *testenv.Env) { env = e })
 	}
 	testbin.Cleanup()
 	os.Exit(code)

@@ -1,0 +1,229 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
+	"github.com/vrrp-operator/vrrp-operator/internal/placement"
+	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
+)
+
+// movesSeamless turns issue 31's strict movement assertions on: not one 20 ms sample with
+// an address on two hosts, and no address without a holder for longer than one failover
+// (oneFailover), through a node's join, a node's leave and the switch of a per-Service
+// group to shared routers. Off until the controller's move phases (design
+// docs/design/router-sharing.md §4 case 2, TODO item 3) and vrrpd's hold-back (§4 case 3,
+// item 2) are merged: today the controller moves members in one status write, so a member
+// whose new router is new goes unserved for that router's Master_Down_Interval, and the
+// tests only log the gaps and doubles they see. Set it to true with those changes.
+const movesSeamless = false
+
+// oneFailover is the longest one failover of the lab's groups takes: the
+// Master_Down_Interval of a backup at the lowest priority, with 100 ms adverts.
+var oneFailover = masterDown(1)
+
+// TestMovementAtScale is issue 31's "movement": a group with routerSharing: Shared and 2,000
+// Services on three vrrpd in Kubernetes mode; a fourth node joins, then one of the first
+// three leaves. Each time the Services whose master changes (the hosts' addresses, sampled
+// every 20 ms) must be exactly those whose rendezvous master changes (placement.Master
+// over the old and the new nodes: the ideal of rendezvous hashing), and every address must
+// end on its Service's rendezvous top. The samples with an address on two hosts and each
+// address's longest time without a holder are logged, and asserted when movesSeamless.
+//
+// A join: the Node gets the group's label, and its vrrpd starts at once (the DaemonSet's
+// pod). A leave: the Node loses the label (the node leaves the group's selector), and once
+// the operator has replanned without it its vrrpd gets SIGTERM (the DaemonSet deletes the
+// pod); until then it is on the wire and its addresses count.
+func TestMovementAtScale(t *testing.T) {
+	names := []string{"m1", "m2", "m3", "m4"}
+	l := newScaleLab(t, v1alpha1.RouterSharingShared, 3, names...)
+	three := names[:3]
+	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), scaleAll())
+	daemons := map[string]*vrrpd{}
+	for _, n := range three {
+		daemons[n] = l.startDaemon(t, n)
+	}
+	l.grow(t, smp, three, scaleServices, scaleBatch, allListed)
+
+	joined := []string{"m1", "m2", "m3", "m4"}
+	lab := t // the Node and the daemon outlive the subtest
+	ok := t.Run("join", func(t *testing.T) {
+		before, _ := smp.holders()
+		from := time.Now()
+		labNodes(lab, scaleLabel, l.hosts["m4"])
+		daemons["m4"] = l.startDaemon(lab, "m4")
+		after := l.waitPlan(t, 2*time.Minute, 12, joined...)
+		l.checkMovement(t, smp, "m4 joining", before, after, three, joined, from)
+	})
+	if !ok {
+		return
+	}
+	left := []string{"m2", "m3", "m4"}
+	t.Run("leave", func(t *testing.T) {
+		before, _ := smp.holders()
+		from := time.Now()
+		var n corev1.Node
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Name: "m1"}, &n); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(n.DeepCopy())
+		delete(n.Labels, scaleLabel)
+		if err := env.Client.Patch(context.Background(), &n, patch); err != nil {
+			t.Fatal(err)
+		}
+		after := l.waitPlan(t, 2*time.Minute, 6, left...)
+		daemons["m1"].MustSignal(t, syscall.SIGTERM)
+		l.checkMovement(t, smp, "m1 leaving", before, after, joined, left, from)
+	})
+}
+
+// TestSwitchToSharedAtScale is issue 31's switch of an existing per-Service cluster to
+// shared routers: a group of 2,000 Services with routerSharing: PerService serves 255 of
+// them (one router ID each; the rest get nothing, as before sharing), on three vrrpd. Then
+// spec.routerSharing becomes Shared: the 255 served addresses must keep their master (the
+// per-Service instance's top node is the Service's rendezvous top, and so its shared
+// router's: the ideal is that none moves), and the other 1,745 must be served too, each on
+// its rendezvous top. Doubles and gaps of the 255 are logged, and asserted when
+// movesSeamless.
+func TestSwitchToSharedAtScale(t *testing.T) {
+	names := []string{"w1", "w2", "w3"}
+	l := newScaleLab(t, v1alpha1.RouterSharingPerService, 3, names...)
+	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), scaleAll())
+	for _, n := range names {
+		l.startDaemon(t, n)
+	}
+	// 255 instances, each its own router ID; the Services past them get nothing.
+	per := l.grow(t, smp, names, scaleServices, scaleBatch, func(p scalePlan) bool {
+		return p.routers == min(255, len(l.vips)) && len(p.router) == p.routers && p.missing == len(l.vips)-p.routers
+	})
+	var served []netip.Addr
+	for v := range per.router {
+		served = append(served, v)
+	}
+	slices.SortFunc(served, netip.Addr.Compare)
+
+	before, _ := smp.holders()
+	from := time.Now()
+	var g v1alpha1.KeepalivedGroup
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: l.ns, Name: groupName}, &g); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(g.DeepCopy())
+	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	if err := env.Client.Patch(context.Background(), &g, patch); err != nil {
+		t.Fatal(err)
+	}
+	after := l.waitPlan(t, 2*time.Minute, 6, names...)
+	l.checkMovementOf(t, smp, "the switch to Shared", served, before, after, names, names, from)
+}
+
+// vipList is the Services' addresses in key order.
+func (l *scaleLab) vipList() []netip.Addr {
+	out := make([]netip.Addr, 0, len(l.keys))
+	for _, k := range l.keys {
+		out = append(out, l.vips[k])
+	}
+	return out
+}
+
+// checkMovement is checkMovementOf for every Service.
+func (l *scaleLab) checkMovement(t *testing.T, smp *holderSampler, event string, before map[netip.Addr][]string, after scalePlan, oldNodes, newNodes []string, from time.Time) {
+	t.Helper()
+	l.checkMovementOf(t, smp, event, l.vipList(), before, after, oldNodes, newNodes, from)
+}
+
+// checkMovementOf waits until every Service's address is on the master the new plan gives
+// it, for 3 s, and then checks the movement of the addresses watched (those held before):
+// the Services whose master changed must be exactly those whose rendezvous master changed
+// from oldNodes to newNodes, and each plan master must be the rendezvous top. It logs (and
+// with movesSeamless asserts) the doubles and the gaps since from.
+func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event string, watched []netip.Addr, before map[netip.Addr][]string, after scalePlan, oldNodes, newNodes []string, from time.Time) {
+	t.Helper()
+	key := map[netip.Addr]string{}
+	for k, v := range l.vips {
+		key[v] = k
+	}
+	for v, m := range after.master {
+		if top := placement.Master(key[v], newNodes); m != top {
+			t.Fatalf("%s: the plan puts %v (%s) on %s, its rendezvous top is %s", event, v, key[v], m, top)
+		}
+	}
+	smp.waitSettled(t, 3*time.Minute, 3*time.Second, "every address on its new master after "+event, after.master)
+	to := time.Now()
+	settled, _ := smp.holders()
+
+	moved, ideal := 0, 0
+	var wrong []string
+	for _, v := range watched {
+		was := before[v]
+		if len(was) != 1 {
+			t.Fatalf("%s: %v held by %v before, want one host", event, v, was)
+		}
+		if settled[v][0] != was[0] {
+			moved++
+		}
+		if placement.Master(key[v], oldNodes) != placement.Master(key[v], newNodes) {
+			ideal++
+			if settled[v][0] == was[0] {
+				wrong = append(wrong, fmt.Sprintf("%v stayed on %s", v, was[0]))
+			}
+		} else if settled[v][0] != was[0] {
+			wrong = append(wrong, fmt.Sprintf("%v moved from %s to %s", v, was[0], settled[v][0]))
+		}
+		if !strings.HasPrefix(after.router[v], sharing.RouterKeyPrefix) {
+			t.Errorf("%s: %v in instance %s, not a shared router", event, v, after.router[v])
+		}
+	}
+	rec := smp.record(from, to)
+	var gaps []time.Duration
+	var worst netip.Addr
+	for _, v := range watched {
+		gaps = append(gaps, rec.unheld[v])
+		if !worst.IsValid() || rec.unheld[v] > rec.unheld[worst] {
+			worst = v
+		}
+	}
+	long := 0
+	for _, v := range watched {
+		if rec.unheld[v] > oneFailover {
+			long++
+		}
+	}
+	t.Logf("%s: %d of %d Services changed master, rendezvous ideal %d; settled %v after the change (%d instances)",
+		event, moved, len(watched), ideal, to.Add(-3*time.Second).Sub(from).Round(time.Millisecond), after.routers)
+	t.Logf("%s: %d samples, at most %v apart (the run's longest round %v, %d host reads interrupted); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s)",
+		event, rec.rounds, rec.gapMax.Round(time.Millisecond), rec.readMax.Round(time.Millisecond), rec.unread, len(rec.doubles), durations(gaps),
+		long, oneFailover.Round(time.Millisecond), rec.unheld[worst].Round(time.Millisecond), worst)
+	for i, d := range rec.doubles {
+		if i == 20 {
+			t.Logf("... %d more", len(rec.doubles)-20)
+			break
+		}
+		t.Logf("%s: two holders: %s", event, d)
+	}
+	for _, err := range rec.errs {
+		t.Errorf("sampler: %v", err)
+	}
+	if moved != ideal || len(wrong) > 0 {
+		t.Errorf("%s: %d Services changed master, the rendezvous ideal is %d; %d differ from it, e.g. %v", event, moved, ideal, len(wrong), wrong[:min(len(wrong), 10)])
+	}
+	if movesSeamless {
+		if len(rec.doubles) > 0 {
+			t.Errorf("%s: %d samples with an address on two hosts", event, len(rec.doubles))
+		}
+		if long > 0 {
+			t.Errorf("%s: %d addresses without a holder for longer than one failover (%v), the longest %v", event, long, oneFailover, rec.unheld[worst])
+		}
+	}
+}
