@@ -478,7 +478,7 @@ func TestPlanSharedKeepsRouterIDs(t *testing.T) {
 // TestSharedGrantRecordKeepsFirstHolder: the vetter's record of who was
 // granted an address when Services share routers, in the hard case: both
 // Services are members of the SAME router, whose list of addresses then
-// names 10.99.0.81's holder no more than any other member (one node: every
+// names fd00:99::81's holder no more than any other member (one node: every
 // Service of the default class lands in one router, asserted below).
 // b/new holds fd00:99::81; the older a/old then adds it. Without the record
 // the older Service would win; with it b/new keeps the address and a/old
