@@ -63,6 +63,10 @@ type GroupReconciler struct {
 	// an address (pending.go); their status write waits for those. Nil:
 	// never wait.
 	pending *pendingAllocations
+	// grants: who held each address of the shared routers in the last
+	// status this process wrote (grantrecord.go), shared with the
+	// ServiceReconciler's vetters. Nil: nothing remembered.
+	grants *grantLedger
 
 	// segments serialise the reconciles of the groups of one segment
 	// (their router IDs come from one space), while groups on different
@@ -263,7 +267,7 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 	if mig != nil {
 		p.instances = shadowInstances(p.instances, len(p.nodes), mig.OldVersion)
 	}
-	st := statusInputs{plan: p.plan, img: img, mig: mig, granted: granted}
+	st := statusInputs{plan: p.plan, img: img, mig: mig, granted: granted, contested: contestedGrants(v, granted, g.Status.ContestedGrants, p.shared)}
 	if err := r.writeStatusAndRBAC(ctx, g, st, &applyErr); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -314,7 +318,7 @@ func (r *GroupReconciler) planGroup(ctx context.Context, g *v1alpha1.KeepalivedG
 	// Each Service's VIPs as the tenancy rules allow (tenancy.go): a
 	// refused address or namespace leaves out that address or Service,
 	// never the group.
-	v := newVetter(ctx, r.Client).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync()).withGroupNamespaces(r.GroupNamespaces)
+	v := newVetter(ctx, r.Client).withLedger(r.grants).withNodes(nodes.Items).withSynced(r.viewSync == nil || r.viewSync()).withGroupNamespaces(r.GroupNamespaces)
 	v.seed(g, nodes.Items)
 	granted := make(map[types.NamespacedName][]netip.Addr, len(services.Items))
 	for i := range services.Items {
@@ -349,6 +353,8 @@ type statusInputs struct {
 	img     imageChoice
 	mig     *v1alpha1.Migration
 	granted map[types.NamespacedName][]netip.Addr
+	// contested is status.contestedGrants (grantrecord.go).
+	contested map[string]string
 }
 
 // writeStatus writes the group's status from st and applyErr, unless it is unchanged,
@@ -356,11 +362,14 @@ type statusInputs struct {
 func (r *GroupReconciler) writeStatus(ctx context.Context, g *v1alpha1.KeepalivedGroup, st statusInputs, applyErr error) error {
 	status := buildStatus(g, st.plan, st.img, r.segment(g) != g.Spec.Segment, applyErr)
 	status.Migration = st.mig
+	status.ContestedGrants = st.contested
 	migrationCondition(&status, g.Generation, st.mig)
 	slices.SortFunc(status.Conditions, func(a, b metav1.Condition) int { return cmp.Compare(a.Type, b.Type) })
 	r.reportConditions(g, g.Status.Conditions, status.Conditions)
 	recordGroupMetrics(g, &status, st.granted)
+	ref := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
 	if equality.Semantic.DeepEqual(g.Status, status) {
+		r.grants.record(ref, &st.plan)
 		return nil
 	}
 	before := g.ResourceVersion
@@ -370,8 +379,11 @@ func (r *GroupReconciler) writeStatus(ctx context.Context, g *v1alpha1.Keepalive
 		// starts from the newer one.
 		return err
 	}
+	// At once, not after the reconcile: the Services' reconciles read the
+	// new status as soon as the cache has it (grantrecord.go).
+	r.grants.record(ref, &st.plan)
 	r.mu.Lock()
-	r.written[types.NamespacedName{Namespace: g.Namespace, Name: g.Name}] = statusWrite{before: before, after: g.ResourceVersion, status: *g.Status.DeepCopy()}
+	r.written[ref] = statusWrite{before: before, after: g.ResourceVersion, status: *g.Status.DeepCopy()}
 	r.mu.Unlock()
 	return nil
 }
@@ -444,6 +456,7 @@ func (r *GroupReconciler) catchUp(g *v1alpha1.KeepalivedGroup) {
 }
 
 func (r *GroupReconciler) forget(group types.NamespacedName) {
+	r.grants.forget(group)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.written, group)

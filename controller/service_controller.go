@@ -32,6 +32,9 @@ type ServiceReconciler struct {
 	Recorder recorder.EventRecorder
 
 	alloc *allocator
+	// grants is the GroupReconciler's grant ledger (grantrecord.go); nil:
+	// the vetter goes by the groups' status alone.
+	grants *grantLedger
 	// pending: the LoadBalancer Services queued for an address, which
 	// their groups' status writes wait for (pending.go). Nil: not tracked.
 	pending *pendingAllocations
@@ -65,7 +68,7 @@ func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if annotated && svc.DeletionTimestamp == nil {
 		group = r.checkAnnotations(ctx, &svc, value)
 	}
-	v := newVetter(ctx, r.Client).withSynced(r.viewSynced()).withGroupNamespaces(r.groupNamespaces)
+	v := newVetter(ctx, r.Client).withLedger(r.grants).withSynced(r.viewSynced()).withGroupNamespaces(r.groupNamespaces)
 	admitted := true
 	if group != nil && r.groupNamespaces != nil && !r.groupNamespaces.allows(group.Namespace) {
 		// The operator runs nothing for such a group (policy.go), so
@@ -134,7 +137,7 @@ func (r *ServiceReconciler) reportVIPs(ctx context.Context, svc *corev1.Service,
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}, &cur); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	v := newVetter(ctx, r.Client).withSynced(r.viewSynced()).withGroupNamespaces(r.groupNamespaces)
+	v := newVetter(ctx, r.Client).withLedger(r.grants).withSynced(r.viewSynced()).withGroupNamespaces(r.groupNamespaces)
 	_, refused, err := v.vips(&cur)
 	if err != nil {
 		return false, err

@@ -176,6 +176,7 @@ func setup(mgr ctrl.Manager, opts Options, wrapStatus func(reconcileFunc) reconc
 	}
 	// The groups' left-out Events share the Services' pace (heldEvents).
 	groups.held = services.held
+	services.grants = groups.grants
 	return &Reconcilers{Groups: groups, Services: services}, nil
 }
 
@@ -281,6 +282,7 @@ func setupGroups(mgr ctrl.Manager, opts Options, rec recorder.EventRecorder, vie
 	groups.init()
 	groups.viewSync = viewSync
 	groups.pending = newPendingAllocations()
+	groups.grants = newGrantLedger()
 	var reconciler reconcile.Reconciler = groups
 	if wrapStatus != nil {
 		status := wrapStatus(groups.reconcileStatus)

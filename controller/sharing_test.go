@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -475,16 +476,21 @@ func TestPlanSharedKeepsRouterIDs(t *testing.T) {
 }
 
 // TestSharedGrantRecordKeepsFirstHolder: the vetter's record of who was
-// granted an address works through routerIDs when Services share routers.
-// b/new holds 10.99.0.81; the older a/old then adds it. Without the record
-// the older Service would win; with it b/new keeps the address, in the
-// router routerIDs names for it, and a/old gets AddressInUse.
+// granted an address when Services share routers, in the hard case: both
+// Services are members of the SAME router, whose list of addresses then
+// names fd00:99::81's holder no more than any other member (one node: every
+// Service of the default class lands in one router, asserted below).
+// b/new holds fd00:99::81; the older a/old then adds it. Without the record
+// the older Service would win; with it b/new keeps the address and a/old
+// gets AddressInUse, also after the operator restarts (a new process, with
+// nothing in memory, reads only the group's status).
 func TestSharedGrantRecordKeepsFirstHolder(t *testing.T) {
 	admin := newNamespace(t, "shgrant-adm")
 	a := newNamespace(t, "shgrant-a")
 	b := newNamespace(t, "shgrant-b")
+	c := newNamespace(t, "shgrant-c")
 	lbl := map[string]string{"shgrant-test": admin}
-	newNodes(t, admin, 3, lbl)
+	newNodes(t, admin, 1, lbl)
 	newGroup(t, admin, "g", func(g *v1alpha1.KeepalivedGroup) {
 		g.Spec.NodeSelector = lbl
 		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
@@ -492,10 +498,10 @@ func TestSharedGrantRecordKeepsFirstHolder(t *testing.T) {
 	newService(t, a, "old", admin+"/g", withExternalIPs("fd00:99::80"))
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 	newService(t, b, "new", admin+"/g", withExternalIPs("fd00:99::81"))
-	startManager(t, admin, a, b)
+	tm := startManager(t, admin, a, b, c)
 
 	// check: each member is in routerIDs, and its address in exactly one
-	// router, the one with the member's ID.
+	// router, the one with the member's ID; an address not wanted is in none.
 	check := func(want map[string]string) error {
 		g := getGroup(t, admin, "g")
 		for member, addr := range want {
@@ -526,6 +532,10 @@ func TestSharedGrantRecordKeepsFirstHolder(t *testing.T) {
 	}
 	want := map[string]string{a + "/old": "fd00:99::80", b + "/new": "fd00:99::81"}
 	eventually(t, 30*time.Second, func() error { return check(want) })
+	ids := getGroup(t, admin, "g").Status.RouterIDs
+	if ids[a+"/old"] != ids[b+"/new"] {
+		t.Fatalf("routerIDs %v: a/old and b/new are in different routers, not the case under test", ids)
+	}
 
 	old := getService(t, a, "old")
 	old.Spec.ExternalIPs = append(old.Spec.ExternalIPs, "fd00:99::81")
@@ -533,11 +543,32 @@ func TestSharedGrantRecordKeepsFirstHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitEvent(t, a, "old", ReasonAddressInUse, "fd00:99::81 is held by Service "+b+"/new", "granted first")
-	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if err := check(want); err != nil {
-			t.Fatal(err)
+	steady := func() {
+		t.Helper()
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			if err := check(want); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+	steady()
+	// The durable record: only the contested address, with its first holder.
+	eventually(t, 30*time.Second, func() error {
+		if got := getGroup(t, admin, "g").Status.ContestedGrants; !maps.Equal(got, map[string]string{"fd00:99::81": b + "/new"}) {
+			return fmt.Errorf("contestedGrants %v, want fd00:99::81 held by %s/new", got, b)
+		}
+		return nil
+	})
+
+	// A new operator process: nothing in memory, only the group's status.
+	// A third Service makes it write the status, so the check below sees
+	// what the new process decided, not what the old one left.
+	tm.stop()
+	startManager(t, admin, a, b, c)
+	newService(t, c, "third", admin+"/g", withExternalIPs("fd00:99::82"))
+	want[c+"/third"] = "fd00:99::82"
+	eventually(t, 30*time.Second, func() error { return check(want) })
+	steady()
 }
 
 // TestSharedStatusContract: vrrpd's translation (groupsource.Translate)

@@ -88,6 +88,9 @@ type groupFacts struct {
 	// vetter read no Nodes, nodeByAddr asks the cache's index instead.
 	nodeAddrs  map[netip.Addr]string
 	nodeByAddr func(netip.Addr) (string, bool)
+	// ledger: who held each address of the group's shared routers in the
+	// last status this process wrote (grantLedger; nil: nothing known).
+	ledger map[netip.Addr][]string
 }
 
 // nodeOf names the Node whose own address a is.
@@ -170,8 +173,9 @@ func (f *groupFacts) granted(svc types.NamespacedName, addr netip.Addr) bool {
 		}
 	}
 	// Shared routers (controller/sharing.go): routerIDs names the member's
-	// router, which lists the address.
-	return grantedByRouter(&f.g.Status, key, addr) || grantedByRouter(&f.g.Status, key+"/"+addr.String(), addr)
+	// router, which lists the address; contestedGrants and the ledger say
+	// which member (grantrecord.go).
+	return grantedShared(&f.g.Status, f.ledger, key, addr)
 }
 
 // nodeOwnAddrs lists every InternalIP and ExternalIP of every Node, not only
@@ -285,6 +289,10 @@ type vetter struct {
 	groups     map[types.NamespacedName]*groupFacts
 	namespaces map[string]*corev1.Namespace
 	holders    map[netip.Addr][]types.NamespacedName
+	// contested: the addresses holdersOf found claimed by Services other
+	// than their holders (status.contestedGrants).
+	contested  map[netip.Addr]bool
+	ledger     *grantLedger
 	nodeOfAddr map[netip.Addr]string // nodeByAddr's answers ("" for none)
 	// unsynced: the operator's view of the Services may be incomplete (its
 	// cache has not listed them all yet), so no address is granted that the
@@ -320,6 +328,12 @@ func (v *vetter) withSynced(synced bool) *vetter {
 // withGroupNamespaces tells the vetter where groups may live.
 func (v *vetter) withGroupNamespaces(l namespaceList) *vetter {
 	v.groupNamespaces = l
+	return v
+}
+
+// withLedger hands the vetter the process's grant ledger (grantrecord.go).
+func (v *vetter) withLedger(l *grantLedger) *vetter {
+	v.ledger = l
 	return v
 }
 
@@ -377,7 +391,7 @@ func (v *vetter) nodeByAddr(a netip.Addr) (string, bool) {
 
 // seed records a group the caller has already read.
 func (v *vetter) seed(g *v1alpha1.KeepalivedGroup, nodes []corev1.Node) {
-	f := &groupFacts{g: g, nodeAddrs: nodeOwnAddrs(nodes)}
+	f := &groupFacts{g: g, nodeAddrs: nodeOwnAddrs(nodes), ledger: v.ledger.of(types.NamespacedName{Namespace: g.Namespace, Name: g.Name})}
 	if ap := g.Spec.AddressPool; ap != nil {
 		f.pool, _ = ipam.Parse(rangesToStrings(ap.Addresses), rangesToStrings(ap.ExcludedAddresses))
 	}
@@ -511,6 +525,12 @@ func (v *vetter) holdersOf(addr netip.Addr) ([]types.NamespacedName, error) {
 	}
 	h := firstHolders(cs)
 	v.holders[addr] = h
+	if len(cs) > len(h) {
+		if v.contested == nil {
+			v.contested = map[netip.Addr]bool{}
+		}
+		v.contested[addr] = true
+	}
 	return h, nil
 }
 

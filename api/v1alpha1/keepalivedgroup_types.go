@@ -338,6 +338,17 @@ type KeepalivedGroupStatus struct {
 	// +mapType=atomic
 	RouterIDs map[string]int `json:"routerIDs,omitempty"`
 
+	// ContestedGrants names, for each address more than one Service of a
+	// shared group (routerSharing: Shared) asks for without sharing it
+	// (allow-shared-ip), the Service ("namespace/name") it was granted to
+	// first, which keeps it. A shared router lists its members' addresses
+	// together, so without this record an operator restart could not tell
+	// which of two members of one router held an address. Only contested
+	// addresses are listed: usually none.
+	// +optional
+	// +mapType=atomic
+	ContestedGrants map[string]string `json:"contestedGrants,omitempty"`
+
 	// NodeCount is len(nodes), for the printer column.
 	// +optional
 	NodeCount int32 `json:"nodeCount,omitempty"`

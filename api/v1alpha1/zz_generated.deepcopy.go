@@ -330,6 +330,13 @@ func (in *KeepalivedGroupStatus) DeepCopyInto(out *KeepalivedGroupStatus) {
 			(*out)[key] = val
 		}
 	}
+	if in.ContestedGrants != nil {
+		in, out := &in.ContestedGrants, &out.ContestedGrants
+		*out = make(map[string]string, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val
+		}
+	}
 	if in.Nodes != nil {
 		in, out := &in.Nodes, &out.Nodes
 		*out = make([]GroupNode, len(*in))
