@@ -62,6 +62,29 @@ func TestDeferTakeover(t *testing.T) {
 			t.Fatalf("state %v, want MASTER once the grace ran out", got)
 		}
 	})
+	t.Run("behind a due timer of another kind", func(t *testing.T) {
+		// After a long reload every kind of timer is overdue at once; the earliest may be
+		// the snapshot's publication (or a master's advert, an announcement round). The
+		// unread advert must still be handled before the Master_Down_Timer fires: a leave
+		// at 2,000 Services (TestMovementAtScale) had every vrrpd take over every router it
+		// backs up at the end of its one-second reload, their masters' adverts unread.
+		d, c := backupDaemon(t, 1)
+		in := c.byVRID[1]
+		deadline := in.sm.Deadline()
+		d.timers.Set(d.publishK, deadline.Add(-time.Millisecond))
+		b := &batch{conn: c, free: make(chan *batch, 1), pkts: []transport.Packet{advertPacket(t, 1, 255)}, n: 1}
+		d.unhandled.Add(1)
+		d.batches <- b
+		if !d.deferTakeover(deadline) {
+			d.fireTimers(deadline)
+		}
+		if got := in.sm.State(); got != vrrp.StateBackup {
+			t.Fatalf("state %v with the master's advert unread behind a due publication, want BACKUP", got)
+		}
+		if d.unhandled.Load() != 0 {
+			t.Errorf("unhandled %d, want the batch handled", d.unhandled.Load())
+		}
+	})
 	t.Run("nothing unread", func(t *testing.T) {
 		d, c := backupDaemon(t, 1)
 		if d.deferTakeover(c.byVRID[1].sm.Deadline()) {

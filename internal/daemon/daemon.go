@@ -560,10 +560,14 @@ func (d *Daemon) deferTakeover(now time.Time) bool {
 	return true
 }
 
-// masterDownDue reports whether the earliest timer is a Master_Down_Timer due at now.
+// masterDownDue reports whether any Master_Down_Timer is due at now, not only the
+// earliest timer: after the loop was held (a reload of a thousand VIPs holds it for a
+// second) timers of every kind are overdue together, and a publication or a master's
+// Adver_Timer first in the heap must not let the backups' takeovers past their unread
+// adverts. TestMovementAtScale's leave at 2,000 Services had each vrrpd take over all
+// the routers it backs up at the end of its reload, and the cascade never settled.
 func (d *Daemon) masterDownDue(now time.Time) bool {
-	it, ok := d.timers.Peek()
-	return ok && !it.at.After(now) && d.isMasterDown(it.key)
+	return d.timers.AnyDue(now, d.isMasterDown)
 }
 
 // inputPending reports whether a batch is read but not handled (the loop may hold one,

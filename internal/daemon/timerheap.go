@@ -94,6 +94,20 @@ func (h *timerHeap) PopDue(now time.Time) (int, bool) {
 	return key, true
 }
 
+// AnyDue reports whether a key whose deadline is not after now satisfies match. It visits
+// only the heap's due part (no child is earlier than its parent), so it costs the number
+// of due keys, not of armed ones.
+func (h *timerHeap) AnyDue(now time.Time, match func(key int) bool) bool {
+	return h.anyDue(0, now, match)
+}
+
+func (h *timerHeap) anyDue(i int, now time.Time, match func(key int) bool) bool {
+	if i >= len(h.items) || h.items[i].at.After(now) {
+		return false
+	}
+	return match(h.items[i].key) || h.anyDue(2*i+1, now, match) || h.anyDue(2*i+2, now, match)
+}
+
 // Len is the number of armed keys.
 func (h *timerHeap) Len() int { return len(h.items) }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // TestTimerHeapMatchesNaive drives the heap with random Set/Stop/PopDue and checks every
-// result against a plain map of deadlines.
+// result, and AnyDue's, against a plain map of deadlines.
 func TestTimerHeapMatchesNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var h timerHeap
@@ -55,6 +55,18 @@ func TestTimerHeapMatchesNaive(t *testing.T) {
 		}
 		if h.Len() != len(naive) {
 			t.Fatalf("step %d: heap holds %d, want %d", step, h.Len(), len(naive))
+		}
+		// AnyDue against the map: is some key due at a probe time and odd (a match that
+		// the heap's order knows nothing about)?
+		probe := now.Add(time.Duration(rng.IntN(1000)) * time.Millisecond)
+		want := false
+		for k, at := range naive {
+			if !at.After(probe) && k%2 == 1 {
+				want = true
+			}
+		}
+		if got := h.AnyDue(probe, func(k int) bool { return k%2 == 1 }); got != want {
+			t.Fatalf("step %d: AnyDue(%v) = %v, want %v", step, probe, got, want)
 		}
 		for k, at := range naive {
 			got, ok := h.Armed(k)
