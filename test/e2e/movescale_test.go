@@ -26,13 +26,15 @@ import (
 // group to shared routers. Off while the labs are open work (requireMovesLab): with the
 // controller's move phases and vrrpd's hold-back in, a join's counts hold but its
 // preemptions after the second write still show addresses on two hosts for a moment (about
-// 4,000 address-samples at 2,000 Services), and a leave does not settle.
+// 4,000 address-samples at 2,000 Services), and a leave has gaps past one failover.
 const movesSeamless = false
 
 // requireMovesLab skips issue 31's movement labs unless E2E_SCALE_MOVES=1 (make
-// scale-moves). They are the issue's open acceptance figures, not yet met: at 2,000
-// Services a node's leave does not settle (the hosts keep taking addresses from each other,
-// docs/design/router-sharing.md, Status item 10), so in `make test` they would only fail.
+// scale-moves). They are the issue's open acceptance figures, not yet met at 2,000
+// Services (docs/design/router-sharing.md, Status item 10): a join on a loaded machine can
+// take a minute to settle, the hosts taking addresses from each other meanwhile, and a
+// leave settles in seconds but with addresses on two hosts and gaps past one failover, so
+// in `make test` they would fail or take minutes.
 // They are kept runnable, and asserting, for the work that closes them.
 func requireMovesLab(t *testing.T) {
 	t.Helper()
