@@ -556,23 +556,7 @@ func TestStageMovesConditions(t *testing.T) {
 // instances: one router's members at a time, in router key order, each step valid
 // (checkStep), until the full shared plan.
 func TestStageMovesConversionPaced(t *testing.T) {
-	var nodes []corev1.Node
-	for _, n := range []string{"a", "b", "c"} {
-		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
-	}
-	var services []corev1.Service
-	vips := map[string]netip.Addr{}
-	for i := range 250 {
-		a := fmt.Sprintf("fd00:99::2:%x", i)
-		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
-		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
-	}
-	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
-	stepGroup(g, services, nodes, nil, 0)
-	if len(g.Status.Instances) != 250 {
-		t.Fatalf("%d per-Service instances", len(g.Status.Instances))
-	}
-	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+	g, services, nodes, vips := perServiceGroup(t, 250, 250)
 	var started []string
 	for step := 0; ; step++ {
 		prev := g.Status.DeepCopy()
@@ -665,21 +649,29 @@ func TestStageMovesDepthChangePaced(t *testing.T) {
 // its 255 instances fill, switched to Shared.
 func fullSegment(t *testing.T) (*v1alpha1.KeepalivedGroup, []corev1.Service, []corev1.Node, map[string]netip.Addr) {
 	t.Helper()
+	return perServiceGroup(t, 260, 255)
+}
+
+// perServiceGroup is a group of n Services (ns/s000..., one IPv6 address each) on the
+// nodes a, b and c, planned per Service (want instances, or the test fails), then
+// switched to Shared: the start of a conversion.
+func perServiceGroup(t *testing.T, n, want int) (*v1alpha1.KeepalivedGroup, []corev1.Service, []corev1.Node, map[string]netip.Addr) {
+	t.Helper()
 	var nodes []corev1.Node
-	for _, n := range []string{"a", "b", "c"} {
-		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	for _, name := range []string{"a", "b", "c"} {
+		nodes = append(nodes, corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	var services []corev1.Service
 	vips := map[string]netip.Addr{}
-	for i := range 260 {
+	for i := range n {
 		a := fmt.Sprintf("fd00:99::2:%x", i)
 		services = append(services, sharedTestService("ns", fmt.Sprintf("s%03d", i), a, false))
 		vips[fmt.Sprintf("ns/s%03d", i)] = netip.MustParseAddr(a)
 	}
 	g := &v1alpha1.KeepalivedGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}, Spec: v1alpha1.KeepalivedGroupSpec{Interface: "eth0", RouterSharing: v1alpha1.RouterSharingPerService}}
 	stepGroup(g, services, nodes, nil, 0)
-	if len(g.Status.Instances) != 255 {
-		t.Fatalf("%d per-Service instances, want 255", len(g.Status.Instances))
+	if len(g.Status.Instances) != want {
+		t.Fatalf("%d per-Service instances, want %d", len(g.Status.Instances), want)
 	}
 	g.Spec.RouterSharing = v1alpha1.RouterSharingShared
 	return g, services, nodes, vips
