@@ -40,17 +40,7 @@ func TestMastershipWrites(t *testing.T) {
 	for i := range n {
 		g.Status.Instances = append(g.Status.Instances, v1alpha1.Instance{Key: name(i)})
 	}
-	pub := map[string]*Mastership{}
-	for _, node := range []string{"a", "b"} {
-		m, err := NewMastership(testConfig, group, node, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Coalesce, m.MinBackoff = 50*time.Millisecond, 50*time.Millisecond
-		m.SetGroup(g)
-		go m.Run(ctx)
-		pub[node] = m
-	}
+	pub := startPublishers(ctx, t, group, g, "a", "b")
 	read := func() v1alpha1.KeepalivedMastership {
 		t.Helper()
 		var o v1alpha1.KeepalivedMastership
@@ -170,17 +160,7 @@ func TestMastershipHeals(t *testing.T) {
 	}
 	g := &v1alpha1.KeepalivedGroup{}
 	g.Status.Instances = []v1alpha1.Instance{{Key: ns + "/web"}}
-	pub := map[string]*Mastership{}
-	for _, node := range []string{"a", "b"} {
-		m, err := NewMastership(testConfig, group, node, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Coalesce, m.MinBackoff = 50*time.Millisecond, 50*time.Millisecond
-		m.SetGroup(g)
-		go m.Run(ctx)
-		pub[node] = m
-	}
+	pub := startPublishers(ctx, t, group, g, "a", "b")
 	vip := []netip.Prefix{netip.MustParsePrefix("10.99.0.9/32")}
 	holder := func(want string) {
 		t.Helper()
@@ -233,17 +213,7 @@ func TestMastershipSharedRouter(t *testing.T) {
 	const router = "@v6/a,b"
 	g := &v1alpha1.KeepalivedGroup{}
 	g.Status.Instances = []v1alpha1.Instance{{Key: router}}
-	pub := map[string]*Mastership{}
-	for _, node := range []string{"a", "b"} {
-		m, err := NewMastership(testConfig, group, node, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Coalesce, m.MinBackoff = 50*time.Millisecond, 50*time.Millisecond
-		m.SetGroup(g)
-		go m.Run(ctx)
-		pub[node] = m
-	}
+	pub := startPublishers(ctx, t, group, g, "a", "b")
 	// 200 addresses, from fd00:99::2:c8 down to fd00:99::2:1 (plus one
 	// duplicate): the first 64 in address order are ::2:1 to ::2:40.
 	var vips []netip.Prefix
@@ -282,4 +252,22 @@ func TestMastershipSharedRouter(t *testing.T) {
 	pub["b"].Observe(router, vrrp.StateBackup, vrrp.StateMaster, vips, time.Now())
 	pub["a"].Observe(router, vrrp.StateMaster, vrrp.StateBackup, vips, time.Now())
 	holder("b")
+}
+
+// startPublishers runs a Mastership publisher of group g for each node, with short
+// coalescing and back-off, until ctx ends.
+func startPublishers(ctx context.Context, t *testing.T, group types.NamespacedName, g *v1alpha1.KeepalivedGroup, nodes ...string) map[string]*Mastership {
+	t.Helper()
+	pub := map[string]*Mastership{}
+	for _, node := range nodes {
+		m, err := NewMastership(testConfig, group, node, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Coalesce, m.MinBackoff = 50*time.Millisecond, 50*time.Millisecond
+		m.SetGroup(g)
+		go m.Run(ctx)
+		pub[node] = m
+	}
+	return pub
 }
