@@ -81,13 +81,7 @@ func TestLeftOutEventsPaced(t *testing.T) {
 	ns := newNamespace(t, "lopace")
 	lbl := map[string]string{"lopace-test": ns}
 	newNodes(t, ns, 3, lbl)
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
-		g.Spec.NodeSelector = lbl
-		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
-		for id := 1; id <= 253; id++ {
-			g.Spec.BlacklistRouterIDs = append(g.Spec.BlacklistRouterIDs, id)
-		}
-	})
+	newTwoIDSharedGroup(t, ns, lbl)
 	const n = 150
 	createServices(t, ns, ns+"/g", n)
 	startManager(t, ns)

@@ -303,13 +303,7 @@ func TestSharedRoutersPastTheCeiling(t *testing.T) {
 	ns := newNamespace(t, "shceil")
 	lbl := map[string]string{"shceil-test": ns}
 	newNodes(t, ns, 3, lbl)
-	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
-		g.Spec.NodeSelector = lbl
-		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
-		for id := 1; id <= 253; id++ {
-			g.Spec.BlacklistRouterIDs = append(g.Spec.BlacklistRouterIDs, id)
-		}
-	})
+	newTwoIDSharedGroup(t, ns, lbl)
 	const n = 60
 	vips := createServices(t, ns, ns+"/g", n)
 	startManager(t, ns)
@@ -677,4 +671,17 @@ func sharedTestService(ns, name, ip string, local bool) corev1.Service {
 		s.Spec.HealthCheckNodePort = 30001
 	}
 	return s
+}
+
+// newTwoIDSharedGroup creates the shared group ns/g on the nodes labelled lbl with every
+// router ID but 254 and 255 blacklisted: a segment with room for two routers.
+func newTwoIDSharedGroup(t *testing.T, ns string, lbl map[string]string) {
+	t.Helper()
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = lbl
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+		for id := 1; id <= 253; id++ {
+			g.Spec.BlacklistRouterIDs = append(g.Spec.BlacklistRouterIDs, id)
+		}
+	})
 }
