@@ -355,10 +355,17 @@ var t0 = time.Unix(1_700_000_000, 0)
 // newTestDaemon is a daemon on h, stopped at the end of the test.
 func newTestDaemon(t *testing.T, h *fakeHost) *Daemon {
 	t.Helper()
+	return newTestDaemonVIPs(t, h, h)
+}
+
+// newTestDaemonVIPs is newTestDaemon with its addresses in vips (a real vip.Manager
+// in a lab namespace), everything else on h.
+func newTestDaemonVIPs(t *testing.T, h *fakeHost, vips vipStore) *Daemon {
+	t.Helper()
 	d, err := New(Options{
 		StateDir: t.TempDir(), // the VMAC record's; never the host's /run/vrrpd
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		vips:     h, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
+		vips:     vips, garp: fakeAnnouncers{h}, open: h.open, links: fakeLinks{h}, routes: fakeRoutes{h},
 		conflicts: &h.conflicts,
 	})
 	if err != nil {

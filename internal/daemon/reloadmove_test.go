@@ -3,8 +3,6 @@ package daemon
 import (
 	"bufio"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
@@ -87,25 +85,7 @@ func labDaemonHost(t *testing.T) (*netlab.Host, *Daemon, *fakeHost) {
 	}
 	t.Cleanup(func() { m.Close() })
 	fh := newFakeHost()
-	d, err := New(Options{
-		StateDir: t.TempDir(),
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		vips:     m, garp: fakeAnnouncers{fh}, open: fh.open, links: fakeLinks{fh}, routes: fakeRoutes{fh},
-		conflicts: &fh.conflicts,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		select {
-		case <-d.done: // Run ended
-		default:
-			close(d.done) // ends the readers
-		}
-		for _, s := range fh.socks {
-			s.Close()
-		}
-	})
+	d := newTestDaemonVIPs(t, fh, m)
 	return h, d, fh
 }
 
