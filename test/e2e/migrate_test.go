@@ -540,13 +540,7 @@ func startSampler(t *testing.T, nodes []*netlab.Host, vips []netip.Addr) *sample
 			if err != nil {
 				return nil, err
 			}
-			out := make([]netip.Addr, 0, len(as))
-			for _, a := range as {
-				if ip, ok := netip.AddrFromSlice(a.IP); ok {
-					out = append(out, ip.Unmap())
-				}
-			}
-			return out, nil
+			return netlinkAddrs(as), nil
 		}})
 	}
 	s := &sampler{done: make(chan struct{}), worst: map[netip.Addr]time.Duration{}}

@@ -84,13 +84,7 @@ func startHolderSampler(t *testing.T, period time.Duration, hosts []*netlab.Host
 			if err != nil {
 				return nil, err
 			}
-			out := make([]netip.Addr, 0, len(as))
-			for _, a := range as {
-				if ip, ok := netip.AddrFromSlice(a.IP); ok {
-					out = append(out, ip.Unmap())
-				}
-			}
-			return out, nil
+			return netlinkAddrs(as), nil
 		})
 	}
 	s.wg.Add(1)
@@ -346,4 +340,15 @@ func (s *holderSampler) changesSince(t time.Time) int {
 		}
 	}
 	return n
+}
+
+// netlinkAddrs are the addresses of a netlink address dump, IPv4 unmapped.
+func netlinkAddrs(as []netlink.Addr) []netip.Addr {
+	out := make([]netip.Addr, 0, len(as))
+	for _, a := range as {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok {
+			out = append(out, ip.Unmap())
+		}
+	}
+	return out
 }
