@@ -46,7 +46,7 @@ CHART := deploy/helm/vrrp-operator
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 export VRRP_FLOOR_ASSETS := $(ENVTEST_FLOOR_ASSETS)
 
-.PHONY: all build test unit lint fuzz bench bench-report scale-moves cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render release
+.PHONY: all build test unit lint fuzz bench bench-report scale-labs cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render release
 
 all: build
 
@@ -70,10 +70,11 @@ test: lint check-manifests envtest envtest-floor cross-check
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -x -F $(foreach p,$(TIMING_TEST_PKGS),-e github.com/vrrp-operator/vrrp-operator/$(patsubst ./%,%,$(p))))
 	$(GO) test -count=1 -timeout 30m -p 1 $(TIMING_TEST_PKGS)
 
-## scale-moves: issue 31's open movement labs (a node's join and leave, and the switch to
-## shared routers, at 2,000 Services), not part of `make test` until they pass
-scale-moves: envtest
-	E2E_SCALE_MOVES=1 $(GO) test -count=1 -v -timeout 30m ./test/e2e/ -run 'TestMovementAtScale|TestSwitchToSharedAtScale'
+## scale-labs: issue 31's open scale labs (the failover of a host holding 700 of 2,000
+## addresses, a node's join and leave, the switch to shared routers), not part of
+## `make test` until they pass every run
+scale-labs: envtest
+	E2E_SCALE_LABS=1 $(GO) test -count=1 -v -timeout 30m ./test/e2e/ -run 'TestFailoverAtScale|TestMovementAtScale|TestSwitchToSharedAtScale'
 
 ## unit: the fast tests only (no root, no API server)
 unit:

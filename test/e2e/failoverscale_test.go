@@ -41,6 +41,7 @@ const failoverBound = 2 * time.Second
 // the first echo reply; and the neighbour advertisements on the client's wire (count,
 // first and last, rate).
 func TestFailoverAtScale(t *testing.T) {
+	requireScaleLab(t)
 	names := []string{"f1", "f2", "f3"}
 	l := newScaleLab(t, v1alpha1.RouterSharingShared, 3, names...)
 	hosts := l.hostList(names...)

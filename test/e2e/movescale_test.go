@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -23,25 +22,11 @@ import (
 // movesSeamless turns issue 31's strict movement assertions on: not one 20 ms sample with
 // an address on two hosts, and no address without a holder for longer than one failover
 // (oneFailover), through a node's join, a node's leave and the switch of a per-Service
-// group to shared routers. Off while the labs are open work (requireMovesLab): with the
+// group to shared routers. Off while the labs are open work (requireScaleLab): with the
 // controller's move phases and vrrpd's hold-back in, a join's counts hold but its
 // preemptions after the second write still show addresses on two hosts for a moment (about
 // 4,000 address-samples at 2,000 Services), and a leave has gaps past one failover.
 const movesSeamless = false
-
-// requireMovesLab skips issue 31's movement labs unless E2E_SCALE_MOVES=1 (make
-// scale-moves). They are the issue's open acceptance figures, not yet met at 2,000
-// Services (docs/design/router-sharing.md, Status item 10): a join on a loaded machine can
-// take a minute to settle, the hosts taking addresses from each other meanwhile, and a
-// leave settles in seconds but with addresses on two hosts and gaps past one failover, so
-// in `make test` they would fail or take minutes.
-// They are kept runnable, and asserting, for the work that closes them.
-func requireMovesLab(t *testing.T) {
-	t.Helper()
-	if os.Getenv("E2E_SCALE_MOVES") != "1" {
-		t.Skip("issue 31's movement lab is open work: run it with E2E_SCALE_MOVES=1 (make scale-moves)")
-	}
-}
 
 // oneFailover is the longest one failover of the lab's groups takes: the
 // Master_Down_Interval of a backup at the lowest priority, with 100 ms adverts.
@@ -60,7 +45,7 @@ var oneFailover = masterDown(1)
 // the operator has replanned without it its vrrpd gets SIGTERM (the DaemonSet deletes the
 // pod); until then it is on the wire and its addresses count.
 func TestMovementAtScale(t *testing.T) {
-	requireMovesLab(t)
+	requireScaleLab(t)
 	names := []string{"m1", "m2", "m3", "m4"}
 	l := newScaleLab(t, v1alpha1.RouterSharingShared, 3, names...)
 	three := names[:3]
@@ -112,7 +97,7 @@ func TestMovementAtScale(t *testing.T) {
 // its rendezvous top. Doubles and gaps of the 255 are logged, and asserted when
 // movesSeamless.
 func TestSwitchToSharedAtScale(t *testing.T) {
-	requireMovesLab(t)
+	requireScaleLab(t)
 	names := []string{"w1", "w2", "w3"}
 	l := newScaleLab(t, v1alpha1.RouterSharingPerService, 3, names...)
 	smp := startHolderSampler(t, 20*time.Millisecond, l.hostList(names...), scaleAll())

