@@ -331,6 +331,23 @@ func (c *Conn) refresh() error {
 // IPv6 the link-local address (RFC 5798 §5.1.2.1), once duplicate address detection has
 // finished with it.
 func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
+	src, missing, err := c.readSource(link)
+	if missing && c.Source().IsValid() {
+		// The source we had is not in a dump the kernel did not flag as interrupted.
+		// Under heavy churn (a thousand IPv6 adds and removes) an address dump can
+		// still miss an entry unflagged (the kernel's dump resumes by position, and
+		// a removal before that position shifts the rest), so one read does not
+		// take a source away: a second must agree. A source that really went is
+		// missing from both.
+		src, _, err = c.readSource(link)
+	}
+	return src, err
+}
+
+// readSource is one read of pickSource: the addresses of link, dumped again while the
+// kernel flags the dump as interrupted, and the source among them; missing says a dump
+// the kernel did not flag lists no source at all.
+func (c *Conn) readSource(link netlink.Link) (src netip.Addr, missing bool, err error) {
 	nlfam := netlink.FAMILY_V4
 	if c.fam == IPv6 {
 		nlfam = netlink.FAMILY_V6
@@ -346,27 +363,27 @@ func (c *Conn) pickSource(link netlink.Link) (netip.Addr, error) {
 		// moment's churn. A source that really went is found at the next Refresh (the
 		// next address event, a send that fails, the daemon's link poll).
 		if prev := c.Source(); prev.IsValid() {
-			return prev, nil
+			return prev, false, nil
 		}
 		if src, _, ok := c.sourceIn(addrs); ok {
-			return src, nil
+			return src, false, nil
 		}
-		return netip.Addr{}, fmt.Errorf("transport: list addresses of %s: %w (%w)", c.ifname, ErrNoAddress, err)
+		return netip.Addr{}, false, fmt.Errorf("transport: list addresses of %s: %w (%w)", c.ifname, ErrNoAddress, err)
 	}
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("transport: list addresses of %s: %w", c.ifname, err)
+		return netip.Addr{}, false, fmt.Errorf("transport: list addresses of %s: %w", c.ifname, err)
 	}
 	src, tentative, ok := c.sourceIn(addrs)
 	if ok {
-		return src, nil
+		return src, false, nil
 	}
 	if tentative {
-		return netip.Addr{}, fmt.Errorf("transport: %s: link-local address still tentative (DAD): %w", c.ifname, ErrNoAddress)
+		return netip.Addr{}, false, fmt.Errorf("transport: %s: link-local address still tentative (DAD): %w", c.ifname, ErrNoAddress)
 	}
 	if c.fam == IPv4 {
-		return netip.Addr{}, fmt.Errorf("transport: %s has no primary IPv4 address: %w", c.ifname, ErrNoAddress)
+		return netip.Addr{}, true, fmt.Errorf("transport: %s has no primary IPv4 address: %w", c.ifname, ErrNoAddress)
 	}
-	return netip.Addr{}, fmt.Errorf("transport: %s has no IPv6 link-local address: %w", c.ifname, ErrNoAddress)
+	return netip.Addr{}, true, fmt.Errorf("transport: %s has no IPv6 link-local address: %w", c.ifname, ErrNoAddress)
 }
 
 // dumpRetries is how many times pickSource reads the addresses again when the kernel
