@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -56,17 +55,7 @@ func TestSharedConversionOfAFullSegment(t *testing.T) {
 	log := watchStatuses(t, ns, "g", vips)
 	flog := watchStatuses(t, ns, "f", fvips)
 
-	start := time.Now()
-	eventually(t, 30*time.Second, func() error {
-		g := getGroup(t, ns, "g")
-		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
-		return k8s.Update(context.Background(), g)
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("statuses:%s", log.summary(start))
-		}
-	})
+	start := switchToShared(t, ns, "g", log)
 	eventually(t, 2*time.Minute, func() error {
 		_, err := sharedView(getGroup(t, ns, "g"), vips, 3, 6)
 		return err

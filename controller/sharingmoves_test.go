@@ -403,17 +403,7 @@ func TestSharedConversionFromPerService(t *testing.T) {
 	})
 	log := watchStatuses(t, ns, "g", vips)
 
-	start := time.Now()
-	eventually(t, 30*time.Second, func() error {
-		g := getGroup(t, ns, "g")
-		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
-		return k8s.Update(context.Background(), g)
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("statuses:%s", log.summary(start))
-		}
-	})
+	start := switchToShared(t, ns, "g", log)
 	eventually(t, time.Minute, func() error {
 		_, err := sharedView(getGroup(t, ns, "g"), vips, 3, 6)
 		return err
@@ -899,4 +889,22 @@ func TestSharedMovePhasesWithoutMastership(t *testing.T) {
 	if last.Sub(first) < wait-200*time.Millisecond {
 		t.Fatalf("write 2 came %v after write 1, before the timed condition (%v)", last.Sub(first), wait)
 	}
+}
+
+// switchToShared sets ns/name's routerSharing to Shared and returns when it did; the
+// statuses log is printed if the test fails.
+func switchToShared(t *testing.T, ns, name string, log *statusLog) time.Time {
+	t.Helper()
+	start := time.Now()
+	eventually(t, 30*time.Second, func() error {
+		g := getGroup(t, ns, name)
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+		return k8s.Update(context.Background(), g)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("statuses:%s", log.summary(start))
+		}
+	})
+	return start
 }
