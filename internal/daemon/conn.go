@@ -235,11 +235,11 @@ func (d *Daemon) handleBatch(b *batch, now time.Time) {
 		return // read from a socket closed since
 	}
 	woke := time.Now()
-	d.wake.now, d.wake.woke = now, woke
-	defer func() { d.wake.now, d.wake.woke = time.Time{}, time.Time{} }()
 	d.lastBatch = now
 	d.vips.BeginTurn() // a batch may step hundreds of masters down: one record write
 	defer d.endTurn()
+	d.wake.now, d.wake.woke = now, woke
+	defer d.endWake()
 	for i := 0; i < b.n; i++ {
 		p := &b.pkts[i]
 		if d.handlePacket(c, p, arrivedAt(p, now)) {

@@ -147,10 +147,20 @@ type Daemon struct {
 	// own (acts, due) in use further up the stack.
 	holdActs []vrrp.Action
 	holdDue  []*instance
+	// busyActs and busyAdv are handlePacket's scratch while readWhileBusy has the loop's
+	// own in use further up the stack; busyReading, that it runs; deferred, the packets
+	// it read for routers not in Backup, handled when the wake-up ends (busyread.go).
+	busyActs    []vrrp.Action
+	busyAdv     vrrp.Advertisement
+	busyReading bool
+	deferred    []deferredPacket
 	// transitions wait for executeActs' end to be logged (logTransitions), reused.
 	transitions []loggedTransition
 
 	batches chan *batch
+	// parked is the batch the loop took from batches and holds while it waits for d.mu:
+	// the lock's holder may handle it meanwhile (parkBatch, busyread.go).
+	parked atomic.Pointer[batch]
 	// unhandled counts the batches a reader has read and not yet seen handled
 	// (deferTakeover).
 	unhandled atomic.Int32
@@ -421,13 +431,15 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.shutdown(time.Now())
 			return nil
 		case b := <-d.batches:
+			d.parkBatch(b)
 			d.mu.Lock()
-			now := time.Now()
-			d.handleBatch(b, now)
-			d.unhandled.Add(-1)
-			b.free <- b // never blocks: the reader waits for this one batch
-			d.maybePublish(now)
-			d.rearm()
+			if d.takeParked(b) {
+				now := time.Now()
+				d.handleBatch(b, now)
+				d.doneWith(b)
+				d.maybePublish(now)
+				d.rearm()
+			}
 			d.mu.Unlock()
 		case req := <-d.reloads:
 			d.mu.Lock()
@@ -518,15 +530,12 @@ const takeoverGrace = time.Millisecond
 func (d *Daemon) deferTakeover(now time.Time) bool {
 	const deferStep = 100 * time.Microsecond
 	for d.masterDownDue(now) {
-		select {
-		case b := <-d.batches:
-			d.handleBatch(b, now)
-			d.unhandled.Add(-1)
-			b.free <- b // never blocks: the reader waits for this one batch
-			continue
-		default:
+		b, ok := d.nextBatch() // the loop's parked one too: it waits for this lock
+		if !ok {
+			break
 		}
-		break
+		d.handleBatch(b, now)
+		d.doneWith(b)
 	}
 	if !d.masterDownDue(now) {
 		d.graceFrom = time.Time{}
@@ -640,10 +649,10 @@ func (d *Daemon) rearm() {
 // Master_Down_Timers, a few milliseconds of Skew_Time behind, run out.
 func (d *Daemon) fireTimers(now time.Time) {
 	woke := time.Now()
-	d.wake.now, d.wake.woke = now, woke
-	defer func() { d.wake.now, d.wake.woke = time.Time{}, time.Time{} }()
 	d.vips.BeginTurn()
 	defer d.endTurn()
+	d.wake.now, d.wake.woke = now, woke
+	defer d.endWake() // inside the turn: a deferred packet's step-down writes with it
 	// The takeover's debug line measures from the timer thread's wake-up; the package's
 	// tests run fireTimers on a virtual clock, without one.
 	timerWoke := now

@@ -485,7 +485,8 @@ func (d *Daemon) release(holder string, vs []vip.VIP) error {
 
 // advertsWhileBusy sends, from within a wake-up's slow VIP work, the advertisements that
 // fell due meanwhile, on scratch of its own: the loop's (acts, due) may be in use further
-// up the stack. Outside a wake-up or a reload (start, shutdown) it does nothing.
+// up the stack; then it reads what arrived meanwhile (readWhileBusy). Outside a wake-up
+// or a reload (start, shutdown) it does nothing.
 func (d *Daemon) advertsWhileBusy() {
 	if d.wake.now.IsZero() {
 		return
@@ -495,6 +496,7 @@ func (d *Daemon) advertsWhileBusy() {
 	d.advertsBetween(d.wake.now, d.wake.woke)
 	d.holdActs, d.holdDue = d.acts, d.due
 	d.acts, d.due = acts, due
+	d.readWhileBusy()
 }
 
 // holdSome is one Hold, its foreign addresses counted and logged; false on an error.
@@ -634,7 +636,7 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 	// otherwise kept every master's adverts back past the backups' patience (issue 31).
 	if d.wake.now.IsZero() {
 		d.wake.now, d.wake.woke = now, time.Now()
-		defer func() { d.wake.now, d.wake.woke = time.Time{}, time.Time{} }()
+		defer d.endWake()
 	}
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.heldChanged = true // a master's VIPs may have changed: the publication below hands them over
