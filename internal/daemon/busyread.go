@@ -19,17 +19,22 @@ import (
 //
 // So between the chunks of a long add or remove (advertsWhileBusy) the busy side reads
 // what the readers have handed over, the batch the loop took and parked while it waited
-// for the lock included (parkBatch). A packet for a router that is a backup here is
-// handled at once: a backup only re-arms or stops its timer on an advertisement (RFC 5798
-// §6.4.2), nothing that can upset the work under way. A packet for a router in any other
-// state (a master may step down, releasing the very addresses being added) is copied and
-// handled when the wake-up that read it ends (endWake), in arrival order.
+// for the lock included (parkBatch), and handles it there and then. A backup only re-arms
+// or stops its timer on an advertisement (RFC 5798 §6.4.2). A master may step down: if it
+// is the router whose addresses are being added, the add stops (holdChunked) and what it
+// added is released with the rest, and whatever its action list still held, or the
+// pending actions of a takeover in the same wake-up, are dropped as stale (instance.acted):
+// a host that took over a router by mistake gives it back after a chunk, not after its
+// thousand addresses. Only a reload does not step a master down between its chunks: it
+// reconfigures instances one by one, with each one's state half applied while it adds.
+// There a packet for a router not in Backup is copied and handled when the reload ends
+// (endWake), in arrival order.
 
 // maxDeferred bounds the packets kept for after the busy work. Past it the busy side
 // stops reading; the rest waits in the readers and sockets, as it did before.
 const maxDeferred = 1024
 
-// deferredPacket is a packet read while busy, for a router not in Backup.
+// deferredPacket is a packet read during a reload, for a router not in Backup.
 type deferredPacket struct {
 	c   *conn
 	tc  socket // the socket it was read from; stale after a reopen
@@ -67,8 +72,8 @@ func (d *Daemon) doneWith(b *batch) {
 }
 
 // readWhileBusy handles, from within slow VIP work under d.mu, the batches read
-// meanwhile: backups' packets now, the others' later (see above). Not nested: a backup's
-// packet starts no VIP work.
+// meanwhile (see above). Not nested: the VIP work a packet handled here starts reads
+// nothing more.
 func (d *Daemon) readWhileBusy() {
 	if d.busyReading || d.wake.now.IsZero() {
 		return
@@ -93,7 +98,8 @@ func (d *Daemon) readWhileBusy() {
 	}
 }
 
-// handleBusyBatch is handleBatch while busy: backups' packets now, the others deferred.
+// handleBusyBatch is handleBatch while busy; during a reload only backups' packets are
+// handled, the others deferred.
 func (d *Daemon) handleBusyBatch(b *batch) {
 	c := b.conn
 	if b.tc != c.tc {
@@ -103,13 +109,15 @@ func (d *Daemon) handleBusyBatch(b *batch) {
 	d.lastBatch = now
 	for i := 0; i < b.n; i++ {
 		p := &b.pkts[i]
-		if !d.backupsPacket(c, p) {
+		if d.reloading && !d.backupsPacket(c, p) {
 			q := *p
 			q.Payload = append([]byte(nil), p.Payload...) // p's points into the reader's buffer
 			d.deferred = append(d.deferred, deferredPacket{c: c, tc: b.tc, pkt: q})
 			continue
 		}
-		d.handlePacket(c, p, arrivedAt(p, now))
+		if d.handlePacket(c, p, arrivedAt(p, now)) {
+			d.advertsBetween(d.wake.now, d.wake.woke)
+		}
 	}
 	d.dirty = true
 }
@@ -128,9 +136,8 @@ func (d *Daemon) backupsPacket(c *conn, p *transport.Packet) bool {
 // wakeNow is the current wake-up's clock now: its now plus what passed since.
 func (d *Daemon) wakeNow() time.Time { return d.wake.now.Add(time.Since(d.wake.woke)) }
 
-// endWake ends a wake-up (fireTimers, handleBatch, reload): the packets deferred while
-// it was busy are handled, in order (a master's step-down among them may itself be slow
-// and defer more), then the clock is cleared.
+// endWake ends a wake-up (fireTimers, handleBatch, reload): the packets a reload deferred
+// are handled, in order, then the clock is cleared.
 func (d *Daemon) endWake() {
 	for i := 0; i < len(d.deferred); i++ {
 		dp := d.deferred[i]

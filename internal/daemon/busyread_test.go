@@ -19,8 +19,8 @@ import (
 // arrive meanwhile are read between the chunks, the batch the loop parked while it waited
 // for the lock included. VI_2's live master's advert re-arms VI_2's Master_Down_Timer,
 // which would otherwise run out during the add, so VI_2 stays BACKUP; a better master's
-// advert for VI_3, master here, is kept until the add is done and VI_3 then steps down,
-// never between two chunks of another router's add.
+// advert for VI_3, master here, makes VI_3 step down at once, between two chunks, not
+// after the last.
 func TestTakeoverReadsAdvertsBetweenChunks(t *testing.T) {
 	h := newFakeHost()
 	d := newTestDaemon(t, h)
@@ -82,9 +82,9 @@ func TestTakeoverReadsAdvertsBetweenChunks(t *testing.T) {
 			stepDown = i
 		}
 	}
-	if arrived < 0 || lastAdd < arrived || stepDown < lastAdd {
-		t.Errorf("events: adverts arrived at %d, VI_1's last add at %d, VI_3's VIP removed at %d; want the removal after the last add:\n%s",
-			arrived, lastAdd, stepDown, strings.Join(h.events, "\n"))
+	if arrived < 0 || stepDown < arrived || lastAdd < stepDown {
+		t.Errorf("events: adverts arrived at %d, VI_3's VIP removed at %d, VI_1's last add at %d; want the removal between them:\n%s",
+			arrived, stepDown, lastAdd, strings.Join(h.events, "\n"))
 	}
 	// Past the stale deadline VI_2 still follows its master.
 	advance(d, staleDeadline.Add(10*time.Millisecond))
@@ -110,5 +110,167 @@ func TestParkedBatchIsTheLoopsWhenNobodyReads(t *testing.T) {
 	}
 	if got, ok := d.nextBatch(); ok {
 		t.Errorf("a busy reader would get batch %p after the loop took its own back", got)
+	}
+}
+
+// TestTakeoverStopsAddingOnABetterMaster: a router taking over with hundreds of addresses
+// that hears a better master between two chunks (a false takeover: its master's adverts
+// were late, or unread) stops adding, removes what it added, and is BACKUP under that
+// master: no announcement of its addresses, no Adver_Timer left armed from the takeover,
+// nothing of it on the interface.
+func TestTakeoverStopsAddingOnABetterMaster(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	const n = 40 // five chunks, all in the advert: the announcement would follow the last
+	var vips []string
+	for i := range n {
+		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
+	}
+	startDaemon(t, d, testInstance("VI_1", 1, 100, vips...))
+	in := d.byName["VI_1"]
+	h.events = nil
+	s := h.socks[0]
+	holds := 0
+	h.onHold = func() {
+		if holds++; holds != 2 {
+			return
+		}
+		s.in <- []transport.Packet{peerAdvert(t, 1, 150, vips...)}
+		for len(d.batches) == 0 {
+			time.Sleep(time.Millisecond) // the reader hands it over
+		}
+		h.events = append(h.events, "advert arrived")
+	}
+	advance(d, takeover(100))
+	h.onHold = nil
+	if in.sm.State() != vrrp.StateBackup || in.sm.Timer() != vrrp.TimerMasterDown || in.sm.Master() != peer {
+		t.Fatalf("after the better master's advert: %v, timer %v, master %v; want BACKUP under %v", in.sm.State(), in.sm.Timer(), in.sm.Master(), peer)
+	}
+	if at, ok := d.timers.Armed(in.timerKey); !ok || !at.Equal(in.sm.Deadline()) {
+		t.Errorf("the timer heap has %v (armed %v), the state machine's Master_Down_Timer is at %v: the takeover's Adver_Timer was armed after the step-down", at.Sub(t0), ok, in.sm.Deadline().Sub(t0))
+	}
+	if held := h.heldList(); len(held) != 0 {
+		t.Errorf("%d addresses left on the interface after the step-down: %v", len(held), held[:min(len(held), 5)])
+	}
+	adds := 0
+	for _, e := range h.events {
+		if strings.HasPrefix(e, "add ") {
+			adds++
+		}
+	}
+	if want := (n + holdChunk - 1) / holdChunk; adds >= want {
+		t.Errorf("%d Holds, want fewer than the full takeover's %d: it went on adding after it stepped down:\n%s", adds, want, strings.Join(h.events, "\n"))
+	}
+	if len(h.announced) != 0 {
+		t.Errorf("%d announcements after a takeover given up", len(h.announced))
+	}
+	if got := publishedStates(d); got != "VI_1=BACKUP" {
+		t.Errorf("published %s", got)
+	}
+}
+
+// TestPendingTakeoverDroppedOnABetterMaster: two routers take over in one wake-up; while
+// the first adds its addresses, the second hears a better master. The second steps down
+// there and then, and its takeover's remaining actions (its VIP, its announcement, its
+// Adver_Timer), made before the advert was read, are not carried out after it.
+func TestPendingTakeoverDroppedOnABetterMaster(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	var vips []string
+	for i := range 40 {
+		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
+	}
+	startDaemon(t, d, testInstance("VI_1", 1, 101, vips...), testInstance("VI_2", 2, 100, "10.99.0.200/24"))
+	vi2 := d.byName["VI_2"]
+	h.events = nil
+	s := h.socks[0]
+	holds := 0
+	h.onHold = func() {
+		if holds++; holds != 2 {
+			return
+		}
+		s.in <- []transport.Packet{peerAdvert(t, 2, 150, "10.99.0.200/24")}
+		for len(d.batches) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	d.fireTimers(takeover(100)) // both Master_Down_Timers due in one wake-up
+	h.onHold = nil
+	if got := publishedStates(d); got != "VI_1=MASTER VI_2=BACKUP" {
+		t.Errorf("published %s, want VI_2 back under the better master", got)
+	}
+	if vi2.sm.Timer() != vrrp.TimerMasterDown {
+		t.Errorf("VI_2's timer is %v", vi2.sm.Timer())
+	}
+	if at, ok := d.timers.Armed(vi2.timerKey); !ok || !at.Equal(vi2.sm.Deadline()) {
+		t.Errorf("the heap has VI_2's timer at %v (armed %v), its state machine at %v: the stale takeover re-armed it", at.Sub(t0), ok, vi2.sm.Deadline().Sub(t0))
+	}
+	for _, e := range h.events {
+		if strings.Contains(e, "10.99.0.200/24") && strings.HasPrefix(e, "add ") {
+			t.Errorf("VI_2's VIP was added after it stepped down: %q", e)
+		}
+	}
+	for _, a := range h.announced {
+		if slices.Contains(a.addrs, netip.MustParseAddr("10.99.0.200")) {
+			t.Errorf("VI_2's VIP was announced after it stepped down")
+		}
+	}
+	if slices.Contains(h.heldList(), "10.99.0.200/24 dev eth0") {
+		t.Error("VI_2's VIP is on the interface")
+	}
+}
+
+// TestReloadDefersMastersPackets: a reload reads between the chunks of its slow work
+// too, but steps no master down there (it reconfigures instances one by one): a better
+// master's advert for VI_1, read while the reload removes VI_2's forty addresses, is
+// handled when the reload ends, and VI_1 steps down then.
+func TestReloadDefersMastersPackets(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	var vips []string
+	for i := range 40 {
+		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
+	}
+	keep := testInstance("VI_1", 1, 100, "10.99.0.200/24")
+	startDaemon(t, d, keep, testInstance("VI_2", 2, 100, vips...))
+	advance(d, takeover(100))
+	if got := publishedStates(d); got != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("before the reload: %s", got)
+	}
+	h.events = nil
+	s := h.socks[0]
+	releases := 0
+	h.onRelease = func() {
+		if releases++; releases != 2 {
+			return
+		}
+		s.in <- []transport.Packet{peerAdvert(t, 1, 150, "10.99.0.200/24")}
+		for len(d.batches) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		h.events = append(h.events, "advert arrived")
+	}
+	if err := d.reload(&config.Config{Instances: []config.Instance{keep}}, takeover(100).Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	h.onRelease = nil
+	if got := publishedStates(d); got != "VI_1=BACKUP" {
+		t.Errorf("after the reload: %s, want VI_1 stepped down to the better master", got)
+	}
+	arrived, lastRemove, stepDown := slices.Index(h.events, "advert arrived"), -1, -1
+	for i, e := range h.events {
+		switch {
+		case strings.HasPrefix(e, "remove ") && strings.Contains(e, "10.99.0.200/24"):
+			stepDown = i
+		case strings.HasPrefix(e, "remove "):
+			lastRemove = i
+		}
+	}
+	if arrived < 0 || lastRemove < arrived || stepDown < lastRemove {
+		t.Errorf("events: advert arrived at %d, VI_2's last removal at %d, VI_1's step-down at %d; want the step-down after the reload's work:\n%s",
+			arrived, lastRemove, stepDown, strings.Join(h.events, "\n"))
+	}
+	if len(d.deferred) != 0 {
+		t.Errorf("%d packets still deferred", len(d.deferred))
 	}
 }

@@ -153,6 +153,7 @@ type Daemon struct {
 	busyActs    []vrrp.Action
 	busyAdv     vrrp.Advertisement
 	busyReading bool
+	reloading   bool // reload is under way: readWhileBusy steps no master down
 	deferred    []deferredPacket
 	// transitions wait for executeActs' end to be logged (logTransitions), reused.
 	transitions []loggedTransition
@@ -690,6 +691,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 			f.deadline = sm.Deadline()
 			f.late = timerWoke.Sub(f.deadline)
 			f.acts = sm.HandleTimer(now, f.acts[:0])
+			f.acted = o.in.acted
 			f.next = 0
 			for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionSendAdvert {
 				d.send(o.in, f.acts[f.next].Priority)
@@ -717,6 +719,12 @@ func (d *Daemon) fireTimers(now time.Time) {
 				}
 				f := &d.fired[n]
 				n++
+				if f.in.acted != f.acted {
+					// An advert read during an earlier instance's VIP work made this
+					// one act since (busyread.go): a takeover it stepped down from.
+					f.in = nil
+					continue
+				}
 				d.hops.published, d.hops.vips, d.hops.announce = 0, 0, 0
 				d.executeActs(f.in, f.acts[f.next:], now)
 				d.advertsBetween(now, woke)
@@ -788,7 +796,8 @@ type firedTimer struct {
 	late     time.Duration // how long after its deadline the loop ran it
 	sent     time.Duration // from the wake-up to its advertisements handed to the socket
 	acts     []vrrp.Action
-	next     int // acts[:next] are done (the advertisements)
+	next     int    // acts[:next] are done (the advertisements)
+	acted    uint64 // in.acted when acts were made: stale once it moved (busyread.go)
 }
 
 // reserveVIPs records, in one write, the VIPs that the instances of one wake-up are

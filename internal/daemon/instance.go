@@ -58,6 +58,11 @@ type instance struct {
 	transitions    uint64
 	lastTransition time.Time
 	state          vrrp.State // last reported, FAULT while sm is nil
+	// acted counts the state machine's action lists executed for it (executeActs). A
+	// list whose slow work (thousands of VIPs) reads an advertisement that makes the
+	// state machine act again (busyread.go) stops where it is: the newer list has done
+	// what the state now needs.
+	acted uint64
 
 	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
 	quietFault bool           // that FAULT only waits for first results: not notified
@@ -196,7 +201,12 @@ func (d *Daemon) execute(in *instance, now time.Time) { d.executeActs(in, d.acts
 // place among the actions.
 func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	defer d.logTransitions()
+	in.acted++
+	gen := in.acted
 	for i := range acts {
+		if in.acted != gen {
+			return // superseded while it added or removed VIPs (busyread.go)
+		}
 		a := &acts[i]
 		switch a.Kind {
 		case vrrp.ActionStateChange:
@@ -225,6 +235,9 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 		master := in.sm.State() == vrrp.StateMaster
 		if master != in.holdsExcluded && len(in.cfg.ExcludedVIPs) > 0 {
 			d.excluded(in, master)
+			if in.acted != gen {
+				return
+			}
 		}
 		d.followMaster(in, master)
 		if !master {
@@ -447,6 +460,7 @@ func (d *Daemon) holdChunked(in *instance, holder string, vs []vip.VIP) {
 	if err := d.vips.Reserve(vs...); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot record the VIPs ahead", in.cfg.Name), "err", err) // each Hold records its own
 	}
+	gen := in.acted
 	for len(vs) > 0 {
 		n := min(len(vs), holdChunk)
 		if !d.holdSome(in, holder, vs[:n]) {
@@ -455,6 +469,11 @@ func (d *Daemon) holdChunked(in *instance, holder string, vs []vip.VIP) {
 		vs = vs[n:]
 		if len(vs) > 0 {
 			d.advertsWhileBusy()
+			if in.acted != gen {
+				// An advert read meanwhile made it act again (a better master: it
+				// stepped down and released what was added); the rest is not wanted.
+				return
+			}
 		}
 	}
 }
@@ -638,6 +657,8 @@ func (d *Daemon) reload(cfg *config.Config, now time.Time) error {
 		d.wake.now, d.wake.woke = now, time.Now()
 		defer d.endWake()
 	}
+	d.reloading = true
+	defer func() { d.reloading = false }() // before endWake: its packets may step down
 	cfg, d.vmacOf = vmacConfig(cfg)
 	d.heldChanged = true // a master's VIPs may have changed: the publication below hands them over
 	d.setScripts(cfg)
