@@ -119,3 +119,16 @@ func node(name, addr string) corev1.Node {
 		Status:     corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr}}},
 	}
 }
+
+// TestMoveWaitCoversStartDelay: the operator's timed condition for a move (moveWait)
+// counts the start delay vrrpd gives a shared router a rank, the two packages' constants
+// being one contract.
+func TestMoveWaitCoversStartDelay(t *testing.T) {
+	if sharedStartDelayStep != groupsource.SharedStartDelayStep {
+		t.Errorf("the operator waits %v a rank for a new shared router, vrrpd delays it %v", sharedStartDelayStep, groupsource.SharedStartDelayStep)
+	}
+	s := v1alpha1.InstanceSettings{Version: 3, AdvertInterval: metav1.Duration{Duration: 100 * time.Millisecond}}
+	if w, mdi := moveWait(s), 3*100*time.Millisecond; w < mdi+groupsource.SharedStartDelayStep {
+		t.Errorf("moveWait at 100 ms adverts is %v, less than Master_Down_Interval and one rank of start delay (%v)", w, mdi+groupsource.SharedStartDelayStep)
+	}
+}

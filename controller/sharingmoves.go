@@ -167,10 +167,16 @@ func (m moveResult) requeue(served bool) time.Duration {
 	return max(d, 50*time.Millisecond)
 }
 
+// sharedStartDelayStep is vrrpd's start delay a rank for a shared router
+// (groupsource.SharedStartDelayStep; TestMoveWaitCoversStartDelay holds them equal): how
+// late the node staged first may start the router and still be the first to claim it.
+const sharedStartDelayStep = time.Second
+
 // moveWait is the timed condition for a router to serve what moves into it without
 // KeepalivedMastership: its Master_Down_Interval for the node staged first (priority
-// 254: three intervals and the skew), plus the largest start delay of vrrpd (400 ms),
-// plus one interval of margin.
+// 254: three intervals and the skew), plus one rank of vrrpd's start delay for shared
+// routers (that node's watch may deliver the write that late), plus one interval of
+// margin.
 func moveWait(s v1alpha1.InstanceSettings) time.Duration {
 	i := s.AdvertInterval.Duration
 	if i <= 0 {
@@ -180,7 +186,7 @@ func moveWait(s v1alpha1.InstanceSettings) time.Duration {
 	if s.Version == 2 {
 		skew = 2 * time.Second / 256
 	}
-	return 3*i + skew + 400*time.Millisecond + i
+	return 3*i + skew + sharedStartDelayStep + i
 }
 
 // minMovePoll bounds how often a group with moves in flight is reconciled to read

@@ -830,7 +830,7 @@ func TestStagedStatusContract(t *testing.T) {
 
 // TestSharedMovePhasesWithoutMastership: on an API server without the
 // KeepalivedMastership CRD (a Helm upgrade leaves new CRDs out) a join's write 2 comes
-// on the timed condition: moveWait after write 1 (0.8 s at 100 ms adverts), without
+// on the timed condition: moveWait after write 1 (1.4 s at 100 ms adverts), without
 // anything else happening to the group.
 func TestSharedMovePhasesWithoutMastership(t *testing.T) {
 	withoutMastershipCRD(t)

@@ -307,7 +307,7 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 		if err != nil {
 			return nil, err
 		}
-		c.StartDelay = startDelay(prios, self)
+		c.StartDelay = startDelay(prios, self, startDelayStep(in.Key))
 		t.healthCheck(in, prios, &c, members[self])
 		out = append(out, c)
 	}
@@ -326,20 +326,38 @@ func (t *translator) instance(in *v1alpha1.Instance, prios []uint8, self int, me
 // 100 ms a rank covers that spread with room at any interval; it costs nothing when the
 // best-ranked node runs the instance, and delays a lower-ranked node's first mastership
 // only while every node above it is away.
+//
+// SharedStartDelayStep is the step of a shared router (issue 31, an instance key starting
+// with "@"). A new shared router lists addresses that the masters of other routers still
+// hold (docs/design/router-sharing.md §4 case 2: staged for their holder, which ranks
+// first), so a lower-ranked node that takes it first puts hundreds of addresses on two
+// hosts at once. The join lab at 2,000 Services saw the holders' watches deliver that
+// write 440 ms after the joining node's, on a host loaded to an average of 17; a second
+// a rank covers that. It delays nothing while the node ranked first runs the router, and
+// the members stay served in their old routers until the new one has a master.
 const (
-	StartDelayStep  = 100 * time.Millisecond
-	StartDelayRanks = 4
+	StartDelayStep       = 100 * time.Millisecond
+	SharedStartDelayStep = time.Second
+	StartDelayRanks      = 4
 )
 
-// startDelay is StartDelayStep for each member ranked above self, at most StartDelayRanks.
-func startDelay(prios []uint8, self int) time.Duration {
+// startDelayStep is the start delay's step for the instance keyed key.
+func startDelayStep(key string) time.Duration {
+	if strings.HasPrefix(key, "@") {
+		return SharedStartDelayStep
+	}
+	return StartDelayStep
+}
+
+// startDelay is step for each member ranked above self, at most StartDelayRanks.
+func startDelay(prios []uint8, self int, step time.Duration) time.Duration {
 	above := 0
 	for i, p := range prios {
 		if i != self && p > prios[self] {
 			above++
 		}
 	}
-	return time.Duration(min(above, StartDelayRanks)) * StartDelayStep
+	return time.Duration(min(above, StartDelayRanks)) * step
 }
 
 // draft reads what every virtual router of status instance in shares: the

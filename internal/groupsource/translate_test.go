@@ -799,9 +799,22 @@ func TestTranslateStartDelay(t *testing.T) {
 			}
 		}
 	}
+	// A shared router (issue 31) steps SharedStartDelayStep a rank.
+	g.Status.Instances = append(g.Status.Instances, v1alpha1.Instance{Key: "@default/b,c", VRID: 4, VIPs: []string{"10.99.0.110", "10.99.0.111"},
+		Settings: g.Status.Instances[0].Settings, Priorities: v1alpha1.EncodePriorities([]uint8{79, 254, 204})})
+	for node, want := range map[string]time.Duration{"a": 2 * SharedStartDelayStep, "b": 0, "c": SharedStartDelayStep} {
+		cfg, _ := mustTranslate(t, g, node, nil, nil)
+		i := slices.IndexFunc(cfg.Instances, func(in config.Instance) bool { return in.Name == "@default/b,c" })
+		if i < 0 {
+			t.Fatalf("node %s: no shared router in %v", node, names(cfg))
+		}
+		if got := cfg.Instances[i].StartDelay; got != want {
+			t.Errorf("node %s, the shared router: start delay %v, want %v", node, got, want)
+		}
+	}
 	prios := []uint8{254, 204, 79, 29, 3, 2, 1}
 	for self, want := range []time.Duration{0, step, 2 * step, 3 * step, 4 * step, 4 * step, 4 * step} {
-		if got := startDelay(prios, self); got != want {
+		if got := startDelay(prios, self, step); got != want {
 			t.Errorf("rank %d of 7: start delay %v, want %v", self, got, want)
 		}
 	}

@@ -43,8 +43,9 @@
 //
 // A new instance starts on every node at about the same time, each when its
 // vrrpd's watch delivers the group; vrrpd therefore also starts it
-// groupsource.StartDelayStep (100 ms) later for each node ranked above it
-// (groupsource.Translate), so the first master is the first-ranked node.
+// groupsource.StartDelayStep (100 ms; a shared router's SharedStartDelayStep, 1 s)
+// later for each node ranked above it (groupsource.Translate), so the first master
+// is the first-ranked node.
 //
 // # Preemption
 //
