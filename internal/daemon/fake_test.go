@@ -46,6 +46,9 @@ type fakeHost struct {
 	// running and missing count the kernel reads of the interface check: Running's
 	// calls and Missing's.
 	running, missing int
+	// missesOnce are reported missing by the next Missing call although held: a dump
+	// taken while addresses churn (vipcheck.go).
+	missesOnce []vip.VIP
 	openErr          map[string]error      // Open's answer per interface (nil: opens)
 	source           map[string]netip.Addr // the address transport would pick per interface
 
@@ -177,8 +180,10 @@ func (h *fakeHost) Missing(vs ...vip.VIP) ([]vip.VIP, error) {
 	defer h.vipMu.Unlock()
 	h.missing++
 	var missing []vip.VIP
+	misses := h.missesOnce
+	h.missesOnce = nil
 	for _, v := range vs {
-		if !h.held[v] && !h.preexisting[v] {
+		if (!h.held[v] && !h.preexisting[v]) || slices.Contains(misses, v) {
 			missing = append(missing, v)
 		}
 	}

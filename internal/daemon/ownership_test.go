@@ -1,8 +1,10 @@
 package daemon
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,5 +111,60 @@ func TestFlushedVIPReadded(t *testing.T) {
 	}
 	if h.held[vip.VIP{Prefix: netip.MustParsePrefix("10.99.0.102/32"), Dev: "eth0"}] {
 		t.Error("the backup's VIP was added")
+	}
+}
+
+// TestRestoreConfirmsAndGroupsReadds (issue 31's movement lab: dumps taken while the
+// timer thread added hundreds of addresses missed some, and each was "put back" by a Hold
+// of its own, thousands in all, with no advert sent meanwhile): what the interface check
+// finds missing is looked at again before anything is put back, and what is really gone
+// goes back in one chunked Hold per holder, logged once with its count.
+func TestRestoreConfirmsAndGroupsReadds(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	var vips []string
+	for i := range 40 {
+		vips = append(vips, fmt.Sprintf("10.99.0.%d/32", 100+i))
+	}
+	startDaemon(t, d, testInstance("VI_1", 1, 100, vips...))
+	at := takeover(100)
+	advance(d, at)
+	all := d.byName["VI_1"].vips.vips
+	// A dump that missed 30 addresses that are there.
+	h.missesOnce = slices.Clone(all[:30])
+	h.events = nil
+	d.checkInterfaces(at.Add(10 * time.Millisecond))
+	for _, e := range h.events {
+		if strings.HasPrefix(e, "add ") || strings.Contains(e, "taken off the interface") {
+			t.Errorf("a miss the second look did not confirm was put back: %q", e)
+		}
+	}
+	if n := snapOf(t, d, "VI_1").ReaddedVIPs; n != 0 {
+		t.Errorf("ReaddedVIPs %d after false misses", n)
+	}
+	// 20 really gone (ip addr flush).
+	for _, v := range all[10:30] {
+		delete(h.held, v)
+	}
+	d.checkInterfaces(at.Add(20 * time.Millisecond))
+	holds := 0
+	for _, e := range h.events {
+		if strings.HasPrefix(e, "add ") {
+			holds++
+		}
+	}
+	if want := (20 + holdChunk - 1) / holdChunk; holds != want {
+		t.Errorf("%d Holds put the 20 back, want %d (chunks of %d): %q", holds, want, holdChunk, h.events)
+	}
+	for _, v := range all {
+		if !h.held[v] {
+			t.Errorf("%v is not back", v)
+		}
+	}
+	if s := snapOf(t, d, "VI_1"); s.ReaddedVIPs != 20 {
+		t.Errorf("ReaddedVIPs %d, want 20", s.ReaddedVIPs)
+	}
+	if n := strings.Count(strings.Join(h.events, "\n"), "taken off the interface"); n != 1 {
+		t.Errorf("%d log lines for the re-add, want 1 with the count", n)
 	}
 }

@@ -110,28 +110,65 @@ func (d *Daemon) mastersVIPs() wantedVIPs {
 
 // restoreVIPs puts back the missing ones of w, for the holders that still hold them: an
 // instance that left Master (or was removed) since w was taken keeps its VIPs off.
+//
+// What the first look found missing is looked at again first, under d.mu. The first look
+// may run unlocked (checkInterfacesUnlocking), while the timer thread adds or removes
+// thousands of addresses, and a kernel address dump taken during such churn can miss
+// addresses that are there without flagging itself interrupted (the same as transport's
+// source check). Issue 31's movement lab saw each such false miss re-added one by one,
+// thousands in all, each one Hold under d.mu with no advert sent meanwhile: the masters
+// went silent for a second and their peers took over. What is still missing is put back
+// one chunked Hold per holder, adverts sent between the chunks, and logged once per holder.
 func (d *Daemon) restoreVIPs(w wantedVIPs, missing []vip.VIP, err error, now time.Time) {
 	by := w.by
 	if err != nil {
 		d.linkTrouble = true // look again at the next poll
 		d.log.Debug("cannot check the masters' VIPs", "err", err)
 	}
-	if len(missing) > 0 {
-		defer d.publish(now) // rare, and worth seeing at once
+	if len(missing) == 0 {
+		return
 	}
+	if missing, err = d.vips.Missing(missing...); err != nil {
+		d.linkTrouble = true
+		d.log.Debug("cannot check the masters' VIPs", "err", err)
+	}
+	if len(missing) == 0 {
+		return
+	}
+	defer d.publish(now) // rare, and worth seeing at once
+	if d.wake.now.IsZero() {
+		d.wake.now, d.wake.woke = now, time.Now() // adverts between the chunks (advertsWhileBusy)
+		defer d.endWake()
+	}
+	var order []vipHolder
+	lost := map[vipHolder][]vip.VIP{}
 	for _, v := range missing {
 		hs := slices.DeleteFunc(by[v], func(h vipHolder) bool { return !d.stillHolds(h) })
 		delete(by, v) // a VIP two masters share is put back once
 		for _, h := range hs {
-			h.in.readded++
-			d.dirty = true
-			d.log.Warn(fmt.Sprintf("(%s) VIP was taken off the interface while master; adding it back", h.in.cfg.Name), "vip", v.String())
-			d.hold(h.in, h.holder, []vip.VIP{v})
+			if lost[h] == nil {
+				order = append(order, h)
+			}
+			lost[h] = append(lost[h], v)
 		}
-		if len(hs) > 0 {
-			in := hs[0].in
-			if err := d.garp.Announce(v.Dev, garpSettings(in.cfg.GARP), []netip.Addr{v.Prefix.Addr()}, 1); err != nil {
-				d.log.Debug(fmt.Sprintf("(%s) cannot announce VIP", in.cfg.Name), "vip", v.String(), "err", err)
+	}
+	for _, h := range order {
+		vs := lost[h]
+		if !d.stillHolds(h) {
+			continue // it stepped down while an earlier holder's addresses went back
+		}
+		h.in.readded += uint64(len(vs))
+		d.dirty = true
+		d.log.Warn(fmt.Sprintf("(%s) VIP was taken off the interface while master; adding it back", h.in.cfg.Name),
+			"vip", vs[0].String(), "count", len(vs))
+		d.hold(h.in, h.holder, vs)
+		byDev := map[string][]netip.Addr{}
+		for _, v := range vs {
+			byDev[v.Dev] = append(byDev[v.Dev], v.Prefix.Addr())
+		}
+		for dev, addrs := range byDev {
+			if err := d.garp.Announce(dev, garpSettings(h.in.cfg.GARP), addrs, 1); err != nil {
+				d.log.Debug(fmt.Sprintf("(%s) cannot announce VIPs", h.in.cfg.Name), "vip", addrs[0].String(), "count", len(addrs), "err", err)
 			}
 		}
 	}
