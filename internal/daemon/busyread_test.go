@@ -274,3 +274,39 @@ func TestReloadDefersMastersPackets(t *testing.T) {
 		t.Errorf("%d packets still deferred", len(d.deferred))
 	}
 }
+
+// TestOwnAdvertsDoNotStopTheAdd: a master's own Adver_Timer, falling due between the
+// chunks of its hundreds of excluded VIPs (10 ms adverts), sends its advert there and
+// the add goes on to the last address (a stale-list check that counted every action list
+// stopped it after the first advert: the failover lab then saw the interface check put
+// back hundreds "taken off the interface", each announced again).
+func TestOwnAdvertsDoNotStopTheAdd(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	ic := testInstance("VI_1", 1, 100, "10.99.0.100/24")
+	ic.AdvertInterval = 10 * time.Millisecond
+	const n = 300
+	for i := range n {
+		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
+	}
+	startDaemon(t, d, ic)
+	h.events = nil
+	h.addDelay = 2 * time.Millisecond // 38 chunks: about 76 ms, seven of its intervals
+	advance(d, t0.Add(vrrp.MasterDownInterval(100, 10*time.Millisecond)))
+	in := d.byName["VI_1"]
+	if in.sm.State() != vrrp.StateMaster {
+		t.Fatalf("VI_1 is %v", in.sm.State())
+	}
+	adverts := 0
+	for _, e := range h.events {
+		if e == "advert vrid 1 priority 100" {
+			adverts++
+		}
+	}
+	if adverts < 2 {
+		t.Errorf("%d adverts during the takeover, want its own between the chunks too", adverts)
+	}
+	if held := len(h.heldList()); held != n+1 {
+		t.Errorf("%d addresses held after the takeover, want all %d", held, n+1)
+	}
+}

@@ -49,8 +49,8 @@ type fakeHost struct {
 	// missesOnce are reported missing by the next Missing call although held: a dump
 	// taken while addresses churn (vipcheck.go).
 	missesOnce []vip.VIP
-	openErr          map[string]error      // Open's answer per interface (nil: opens)
-	source           map[string]netip.Addr // the address transport would pick per interface
+	openErr    map[string]error      // Open's answer per interface (nil: opens)
+	source     map[string]netip.Addr // the address transport would pick per interface
 
 	socks     []*fakeSocket // every socket opened, in order
 	sent      []sentAdvert

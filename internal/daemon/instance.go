@@ -58,10 +58,10 @@ type instance struct {
 	transitions    uint64
 	lastTransition time.Time
 	state          vrrp.State // last reported, FAULT while sm is nil
-	// acted counts the state machine's action lists executed for it (executeActs). A
-	// list whose slow work (thousands of VIPs) reads an advertisement that makes the
-	// state machine act again (busyread.go) stops where it is: the newer list has done
-	// what the state now needs.
+	// acted counts the state machine's action lists executed for it that change its
+	// state or its VIPs (executeActs, supersedes). A list whose slow work (thousands of
+	// VIPs) reads an advertisement that makes the state machine act so again
+	// (busyread.go) stops where it is: the newer list has done what the state now needs.
 	acted uint64
 
 	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
@@ -201,7 +201,9 @@ func (d *Daemon) execute(in *instance, now time.Time) { d.executeActs(in, d.acts
 // place among the actions.
 func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	defer d.logTransitions()
-	in.acted++
+	if supersedes(acts) {
+		in.acted++
+	}
 	gen := in.acted
 	for i := range acts {
 		if in.acted != gen {
@@ -248,6 +250,20 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	if len(d.trk.other.dirty) > 0 {
 		d.syncDirty(now)
 	}
+}
+
+// supersedes reports whether acts change what an earlier action list of the same
+// instance may still be doing (instance.acted): a state change, or VIPs added or
+// removed. An advertisement and its timer do not: a master's own Adver_Timer falls due
+// between the chunks of its thousand addresses, and must not stop them.
+func supersedes(acts []vrrp.Action) bool {
+	for _, a := range acts {
+		switch a.Kind {
+		case vrrp.ActionStateChange, vrrp.ActionAddVIPs, vrrp.ActionRemoveVIPs:
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Daemon) transition(in *instance, a *vrrp.Action, now time.Time) {
