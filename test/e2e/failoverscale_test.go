@@ -40,8 +40,9 @@ const failoverBound = 2 * time.Second
 // 20 ms, read on all hosts) that shows it on a survivor; for the pinged ones, the time to
 // the first echo reply; and the neighbour advertisements on the client's wire (count,
 // first and last, rate).
+//
+// Part of make test (about 80 s): the open labs (requireScaleLab) are the movement ones.
 func TestFailoverAtScale(t *testing.T) {
-	requireScaleLab(t)
 	names := []string{"f1", "f2", "f3"}
 	l := newScaleLab(t, v1alpha1.RouterSharingShared, 3, names...)
 	hosts := l.hostList(names...)
