@@ -188,12 +188,13 @@ func (m *Manager) Hold(holder string, vs ...VIP) (foreign []VIP, err error) {
 	kind := make([]int, len(vs))
 	for i, v := range vs {
 		k := v.key()
-		if m.reserved[k] {
+		if m.reserved[k] && m.book.Has(k) {
 			// Recorded by Reserve a moment ago, as absent: new, without a write.
 			delete(m.reserved, k)
 			kind[i] = isNew
 			continue
 		}
+		delete(m.reserved, k) // a reservation without its record proves nothing
 		cur, ok := put[k]
 		if !ok {
 			cur, ok = m.book.Get(k)
@@ -329,6 +330,18 @@ func (m *Manager) Release(holder string, vs ...VIP) error {
 		}
 		if !m.book.Let(k, holder) {
 			continue // another virtual router still holds it
+		}
+		if m.reserved[k] {
+			// Reserved this turn and never added (a takeover that stepped down before
+			// reaching it): nothing of ours is on the interface, and whoever put the
+			// address there since is not to be touched. Its reservation goes with its
+			// record: a later Hold looks at the kernel again (issue 31's switch lab had a
+			// Hold trust a reservation whose record a Release had dropped, add the
+			// address unrecorded, and find it "foreign" ever after, on two hosts).
+			delete(m.reserved, k)
+			m.book.Drop(k)
+			m.stale = true
+			continue
 		}
 		last = append(last, rec) // as added, whatever prefix the caller names
 

@@ -94,6 +94,55 @@ func TestTurn(t *testing.T) {
 	}
 }
 
+// TestReservedReleasedThenHeld (issue 31's switch lab): in one turn, a VIP reserved for two
+// takeovers is released by the one that stepped down before adding it, then held by the
+// other. It must be on the interface and recorded, so that its holder's release removes
+// it; before, the release dropped the record and left the reservation, the Hold trusted
+// the reservation and added the address unrecorded, and nobody removed it again (a later
+// Hold found it "foreign", and two hosts held it for good).
+func TestReservedReleasedThenHeld(t *testing.T) {
+	lab := netlabtest.New(t, "a")
+	a := lab.Host("a")
+	m := newManager(t, a, t.TempDir())
+	m.BeginTurn()
+	if err := m.Reserve(v4); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Release("router", v4); err != nil { // stepped down before its add
+		t.Fatal(err)
+	}
+	if f, err := m.Hold("service", v4); err != nil || len(f) != 0 {
+		t.Fatalf("Hold: foreign %v, err %v", f, err)
+	}
+	if err := m.EndTurn(); err != nil {
+		t.Fatal(err)
+	}
+	if got := onDisk(t, m); !slices.Equal(got, []VIP{v4}) {
+		t.Errorf("after the turn the record lists %v, want %v", got, v4)
+	}
+	if err := m.Release("service", v4); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := a.HasAddr(v4.Prefix); ok {
+		t.Error("the holder's release left the address on the interface: it was never recorded as ours")
+	}
+	// And a reservation released before anyone adds it touches nothing that is there.
+	m.BeginTurn()
+	if err := m.Reserve(v4h); err != nil {
+		t.Fatal(err)
+	}
+	ip(t, a, "addr", "add", v4h.Prefix.String(), "dev", "eth0") // someone else, meanwhile
+	if err := m.Release("router", v4h); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.EndTurn(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := a.HasAddr(v4h.Prefix); !ok {
+		t.Error("releasing a reservation removed an address someone else added")
+	}
+}
+
 // BenchmarkMassTakeover is a mass takeover and the step-down after it: 255 virtual
 // routers adding, then removing, one VIP each, one Hold or Release each, outside a turn
 // (a record write each, of a record that grows to 255 VIPs) and in one turn with Reserve
