@@ -105,6 +105,8 @@ type GroupReconciler struct {
 	written map[types.NamespacedName]statusWrite
 	// moveClocks: when each shared group's instances appeared (sharingmoves.go).
 	moveClocks moveClocks
+	// leaveClocks: since when each leaving node was kept (leaving.go), under mu.
+	leaveClocks leaveClocks
 }
 
 // statusWrite is a status this reconciler wrote: the group's resourceVersion
@@ -262,6 +264,10 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 			requeue = wait
 		}
 	}
+	if p.drainWait > 0 && (requeue == 0 || p.drainWait < requeue) {
+		// A node leaving is dropped once it is drained (leaving.go).
+		requeue = p.drainWait
+	}
 	untold := r.reportLeftOut(g, p.services, p.plan)
 	r.reportRenumbered(g, p.plan)
 	if mig != nil {
@@ -294,6 +300,9 @@ func (r *GroupReconciler) reconcileStatus(ctx context.Context, req ctrl.Request)
 type groupPlan struct {
 	plan
 	services []corev1.Service
+	// drainWait: when to look again at the leaving nodes kept (leaving.go), 0
+	// when none is.
+	drainWait time.Duration
 }
 
 // planGroup computes the group's plan: each Service's VIPs as the tenancy rules allow
@@ -336,15 +345,22 @@ func (r *GroupReconciler) planGroup(ctx context.Context, g *v1alpha1.KeepalivedG
 	if sharingApplies(g) {
 		anchors = sharedAnchors(services.Items, granted, v.holders)
 	}
-	p := planVetted(g, services.Items, granted, anchors, nodes.Items, reserved, memo)
+	// A node leaving a group with shared routers stays, excluded, until it is
+	// drained (leaving.go).
+	leaving, drainWait, err := r.leavingNodes(ctx, g, memberNodes(g, nodes.Items))
+	if err != nil {
+		return groupPlan{}, nil, nil, err
+	}
+	members := planNodes(g, nodes.Items, leaving)
+	p := planMembers(g, services.Items, granted, anchors, members, reserved, memo)
 	// The newest Services wait while the status would not fit (statussize.go).
 	p = fitStatus(p, services.Items, func(kept []corev1.Service) plan {
-		return planVetted(g, kept, granted, anchors, nodes.Items, reserved, memo)
+		return planMembers(g, kept, granted, anchors, members, reserved, memo)
 	})
 	r.mu.Lock()
 	r.priorities[key] = p.memo
 	r.mu.Unlock()
-	return groupPlan{plan: p, services: services.Items}, granted, v, nil
+	return groupPlan{plan: p, services: services.Items, drainWait: drainWait}, granted, v, nil
 }
 
 // statusInputs are what a group's status is built from besides the group itself.
@@ -466,6 +482,7 @@ func (r *GroupReconciler) forget(group types.NamespacedName) {
 	delete(r.leftOut, group)
 	delete(r.readySince, group)
 	r.moveClocks.forget(group)
+	delete(r.leaveClocks.since, group)
 	r.podSecurity.forget(group)
 	forgetGroupMetrics(group)
 	prefix := group.String() + "/"

@@ -112,8 +112,14 @@ func (m *priorityMemo) priorities(key string, names []string, next *priorityMemo
 // an address with others (allow-shared-ip), the member key of the one
 // granted it first (sharing.Service.Anchor); only shared routers use it.
 func planVetted(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, anchors map[types.NamespacedName]string, nodes []corev1.Node, reserved func(int) bool, memo *priorityMemo) plan {
+	return planMembers(g, services, granted, anchors, memberNodes(g, nodes), reserved, memo)
+}
+
+// planMembers is planVetted over the group's nodes as given (planNodes: the selected
+// members and the leaving nodes still kept, leaving.go), sorted by name.
+func planMembers(g *v1alpha1.KeepalivedGroup, services []corev1.Service, granted map[types.NamespacedName][]netip.Addr, anchors map[types.NamespacedName]string, members []v1alpha1.GroupNode, reserved func(int) bool, memo *priorityMemo) plan {
 	var p plan
-	p.nodes = memberNodes(g, nodes)
+	p.nodes = members
 	names := make([]string, len(p.nodes))
 	for i, n := range p.nodes {
 		names[i] = n.Name

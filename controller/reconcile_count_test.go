@@ -134,7 +134,11 @@ func TestNodeChanges(t *testing.T) {
 	ref := types.NamespacedName{Namespace: ns, Name: "g"}
 	waitNodes := func(want ...string) {
 		t.Helper()
-		eventually(t, 20*time.Second, func() error {
+		// The group shares routers (unset routerSharing): a node leaving is drained first
+		// (leaving.go), and with no vrrpd publishing KeepalivedMastership here both the
+		// drain and the move of the Service's router wait their timed fallbacks
+		// (mastershipWaitFactor times moveWait, 15 s each at 1 s adverts).
+		eventually(t, time.Minute, func() error {
 			g := getGroup(t, ns, "g")
 			var got []string
 			for _, n := range g.Status.Nodes {

@@ -58,6 +58,17 @@ const (
 // ExclusionTaints are the taint keys that exclude a node like ExclusionLabel.
 var ExclusionTaints = []string{TaintToBeDeleted, TaintOutOfService}
 
+// ExclusionLeaving is GroupNode.Excluded of a node that is leaving a group
+// whose Services share routers (spec.nodeSelector no longer matches it, or its
+// Node is gone) and is drained before it is dropped: it keeps its place in
+// status.nodes and its rank, at priority 0 everywhere, so its vrrpd resigns and
+// each router it masters fails over whole to the router's next node; the
+// operator drops the node once KeepalivedMastership names it master of none of
+// the group's instances (or after a timed fallback), and the members then move
+// to routers of the remaining nodes on the node that already holds them. Not a
+// label or taint: the operator sets it, and only in the status.
+const ExclusionLeaving = "vrrp-operator.io/leaving"
+
 // Condition types of a KeepalivedGroup.
 const (
 	// ConditionReady is true when the status reflects the current spec,

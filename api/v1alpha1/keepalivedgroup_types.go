@@ -418,7 +418,9 @@ type GroupNode struct {
 	Addresses []string `json:"addresses,omitempty"`
 	// Excluded names why the node holds none of the group's VIPs although
 	// it is a member: the label or taint that takes it out
-	// (ExclusionLabel, ExclusionTaints). Its priority is 0
+	// (ExclusionLabel, ExclusionTaints), or ExclusionLeaving for a node of a
+	// group with shared routers that no longer matches spec.nodeSelector (or
+	// whose Node is gone) and is drained before it is dropped. Its priority is 0
 	// (PriorityNotMember) in every instance, so its vrrpd resigns what it
 	// masters and runs nothing until the label or taint goes; the other
 	// nodes' priorities do not change. Empty for a node that takes part.
