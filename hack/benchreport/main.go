@@ -65,7 +65,7 @@ func run(args []string, stdout io.Writer) error {
 		}
 		replaced, err := merge(*raw, *samples, *add, *addSamples)
 		if err == nil {
-			fmt.Fprintf(stdout, "%s: replaced %s\n", *raw, strings.Join(replaced, ", "))
+			fmt.Fprintf(stdout, "%s: merged the run of %s (any earlier lines of them dropped)\n", *raw, strings.Join(replaced, ", "))
 		}
 		return err
 	case "report":

@@ -57,7 +57,7 @@ func Render(w io.Writer, rep Report) error {
 	if len(rep.Later) > 0 {
 		b.WriteString("## Later runs\n\n")
 		b.WriteString("The figures of these benchmarks come from later runs, merged into the raw output with " +
-			"`make bench-merge`, which replaced the earlier runs' lines of the same benchmarks; the machine above is " +
+			"`make bench-merge` (which drops any earlier run's lines of the same benchmarks); the machine above is " +
 			"the first run's and holds for every other figure.\n\n")
 		for _, l := range rep.Later {
 			fmt.Fprintf(&b, "### %s\n\n", cell(strings.Join(l.Benchmarks, ", ")))
