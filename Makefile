@@ -46,7 +46,7 @@ CHART := deploy/helm/vrrp-operator
 export KUBEBUILDER_ASSETS := $(ENVTEST_ASSETS)
 export VRRP_FLOOR_ASSETS := $(ENVTEST_FLOOR_ASSETS)
 
-.PHONY: all build test unit lint fuzz bench bench-report scale-labs cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render release
+.PHONY: all build test unit lint fuzz bench bench-merge bench-report scale-labs cross cross-check manifests check-manifests envtest envtest-floor demo clean helm render release
 
 all: build
 
@@ -106,6 +106,17 @@ fuzz:
 ## narrows (-bench's regexp; only the packages with a matching benchmark run), BENCH_NOTE
 ## says what else ran on the machine. The raw output goes to docs/bench/raw.txt, the
 ## samples to docs/bench/samples/.
+##
+## bench-merge: make bench of the benchmarks BENCH_FILTER names, merged into docs/bench
+## instead of replacing it (benchreport merge): the new run's output, its own machine lines
+## at its head (date, load, BENCH_NOTE, tree), is appended to raw.txt, and the earlier runs'
+## lines and samples of the same benchmarks go; every other benchmark's figures stay, and
+## the reports name which were measured when, under what load. For a few benchmarks added or
+## changed since the last full run, which takes most of an hour on two cores.
+bench-merge:
+	@case '$(BENCH_FILTER)' in .|'') echo "bench-merge: set BENCH_FILTER to the benchmarks to run again (make bench runs them all)"; exit 1;; esac; \
+	$(MAKE) --no-print-directory bench BENCH_MERGE=1
+
 bench: envtest
 	@set -o pipefail; tmp=$$(mktemp -d); status=0; \
 	$(GO) build -o $(BIN)/benchreport ./hack/benchreport || exit 1; \
@@ -123,8 +134,12 @@ bench: envtest
 	  VRRPD_BENCH_SAMPLES=$$tmp/samples $(GO) test -p 1 -run '^$$' -bench '$(BENCH_FILTER)' -benchmem -benchtime $(BENCHTIME) \
 	    -count $(BENCH_COUNT) -timeout 30m $$other 2>&1 | tee -a $$tmp/raw.txt || status=1; \
 	fi; \
-	mkdir -p $(BENCH_DIR) $$tmp/samples && rm -rf $(BENCH_DIR)/samples && \
-	mv $$tmp/samples $(BENCH_DIR)/samples && mv $$tmp/raw.txt $(BENCH_DIR)/raw.txt && rm -rf $$tmp && \
+	mkdir -p $(BENCH_DIR) $$tmp/samples && \
+	if [ -n '$(BENCH_MERGE)' ]; then \
+	  $(BIN)/benchreport merge -raw $(BENCH_DIR)/raw.txt -samples $(BENCH_DIR)/samples -new $$tmp/raw.txt -new-samples $$tmp/samples; \
+	else \
+	  rm -rf $(BENCH_DIR)/samples && mv $$tmp/samples $(BENCH_DIR)/samples && mv $$tmp/raw.txt $(BENCH_DIR)/raw.txt; \
+	fi && rm -rf $$tmp && \
 	$(BIN)/benchreport report -raw $(BENCH_DIR)/raw.txt -samples $(BENCH_DIR)/samples -out $(BENCH_DIR) -readme README.md || status=1; \
 	echo "wrote $(BENCH_DIR)/README.md and README.md's measured table"; exit $$status
 

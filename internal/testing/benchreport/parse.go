@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,6 +33,36 @@ type Run struct {
 	// Failed and Skipped name the benchmarks that said so ("--- FAIL: BenchmarkX/y"),
 	// whatever figures they reported before.
 	Failed, Skipped []string
+	// Blocks are the runs the output holds, in order: `make bench` writes one, and each
+	// `make bench-merge` appends one (see Merge). Blocks[0] is also what Config says.
+	Blocks []Block
+}
+
+// DateKey is the machine line that starts a run's block: `benchreport machine` writes it
+// first, so a second one in the same output starts the next run's.
+const DateKey = "vrrpd-bench-date"
+
+// Block is one run's part of a raw output: its own machine lines and the benchmarks it
+// reported on, so that a report says which figures were measured when, under what load.
+type Block struct {
+	Config map[string]string // as Run.Config, of this block's lines only
+	// Benchmarks are the top-level names (BenchmarkX of BenchmarkX/y) with a result or a
+	// verdict in the block, in the order they first appear.
+	Benchmarks []string
+}
+
+// topName is a benchmark's top-level name: the one `go test -bench` selects by.
+func topName(name string) string {
+	top, _, _ := strings.Cut(name, "/")
+	return top
+}
+
+// saw records a benchmark of the current block.
+func (run *Run) saw(name string) {
+	b := &run.Blocks[len(run.Blocks)-1]
+	if top := topName(name); !slices.Contains(b.Benchmarks, top) {
+		b.Benchmarks = append(b.Benchmarks, top)
+	}
 }
 
 var (
@@ -49,7 +80,7 @@ var (
 // Parse reads `go test -bench` output. Lines that are neither results nor configuration
 // (logs, PASS, ok) are skipped, as is a result line whose value-unit pairs do not parse.
 func Parse(r io.Reader) (*Run, error) {
-	run := &Run{Config: map[string]string{}}
+	run := &Run{Config: map[string]string{}, Blocks: []Block{{Config: map[string]string{}}}}
 	pkg, pending := "", ""
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -57,11 +88,13 @@ func Parse(r io.Reader) (*Run, error) {
 		line := strings.TrimRight(sc.Text(), " \t\r")
 		if m := resultRE.FindStringSubmatch(line); m != nil {
 			run.add(pkg, m[1], m[4])
+			run.saw(m[1])
 			pending = ""
 			continue
 		}
 		if m := nameRE.FindStringSubmatch(line); m != nil {
 			pending = m[1]
+			run.saw(m[1])
 			continue
 		}
 		if m := tailRE.FindStringSubmatch(line); m != nil && pending != "" {
@@ -71,6 +104,7 @@ func Parse(r io.Reader) (*Run, error) {
 			continue
 		}
 		if m := verdictRE.FindStringSubmatch(line); m != nil {
+			run.saw(m[2])
 			if m[1] == "FAIL" { // (these lines carry no -GOMAXPROCS suffix)
 				run.Failed = append(run.Failed, m[2])
 			} else {
@@ -79,10 +113,18 @@ func Parse(r io.Reader) (*Run, error) {
 			continue
 		}
 		if m := configRE.FindStringSubmatch(line); m != nil {
+			if m[1] == DateKey && run.Blocks[len(run.Blocks)-1].Config[DateKey] != "" {
+				run.Blocks = append(run.Blocks, Block{Config: map[string]string{}})
+			}
 			if m[1] == "pkg" {
 				pkg = m[2]
-			} else if _, seen := run.Config[m[1]]; !seen {
+				continue
+			}
+			if _, seen := run.Config[m[1]]; !seen {
 				run.Config[m[1]] = m[2]
+			}
+			if c := run.Blocks[len(run.Blocks)-1].Config; c[m[1]] == "" {
+				c[m[1]] = m[2]
 			}
 		}
 	}

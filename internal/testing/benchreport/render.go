@@ -20,12 +20,22 @@ type Report struct {
 	Title   string
 	Intro   string      // Markdown: what the report is and how to reproduce it
 	Machine [][2]string // label, value
-	Rows    []*Row
-	Goals   []Goal
-	Other   []Figure // figures outside the convention
-	Plots   []Plot
+	// Later are the runs merged after the first (make bench-merge), each with the
+	// benchmarks whose figures it holds.
+	Later []LaterRun
+	Rows  []*Row
+	Goals []Goal
+	Other []Figure // figures outside the convention
+	Plots []Plot
 	// Failed and Skipped are Run's: benchmarks whose figures are missing.
 	Failed, Skipped []string
+}
+
+// LaterRun is a run merged into the raw output after the first: the benchmarks it
+// measured (their figures in the first run were replaced) and its machine, labelled.
+type LaterRun struct {
+	Benchmarks []string
+	Machine    [][2]string
 }
 
 // Render writes the report: the machine, then one table of every conventional figure
@@ -43,6 +53,19 @@ func Render(w io.Writer, rep Report) error {
 			fmt.Fprintf(&b, "- %s: %s\n", m[0], cell(m[1]))
 		}
 		b.WriteString("\n")
+	}
+	if len(rep.Later) > 0 {
+		b.WriteString("## Later runs\n\n")
+		b.WriteString("The figures of these benchmarks come from later runs, merged into the raw output with " +
+			"`make bench-merge` (which drops any earlier run's lines of the same benchmarks); the machine above is " +
+			"the first run's and holds for every other figure.\n\n")
+		for _, l := range rep.Later {
+			fmt.Fprintf(&b, "### %s\n\n", cell(strings.Join(l.Benchmarks, ", ")))
+			for _, m := range l.Machine {
+				fmt.Fprintf(&b, "- %s: %s\n", m[0], cell(m[1]))
+			}
+			b.WriteString("\n")
+		}
 	}
 	for _, v := range []struct {
 		what  string
