@@ -717,33 +717,8 @@ func (d *Daemon) fireTimers(now time.Time) {
 				if n == len(d.fired) || d.fired[n].key != key {
 					continue // no state machine
 				}
-				f := &d.fired[n]
+				d.finishFired(&d.fired[n], now, woke)
 				n++
-				if f.in.acted != f.acted {
-					// An advert read during an earlier instance's VIP work made this
-					// one act since (busyread.go): a takeover it stepped down from.
-					f.in = nil
-					continue
-				}
-				d.hops.published, d.hops.vips, d.hops.announce = 0, 0, 0
-				d.executeActs(f.in, f.acts[f.next:], now)
-				d.advertsBetween(now, woke)
-				if f.takeover {
-					// The failover time beyond Master_Down_Interval is this lateness (from
-					// the deadline to the timer thread's wake-up) plus the advertisement's
-					// delay (from that wake-up to the socket, a wait for the lock included);
-					// took adds the VIPs and the rest (published, vips and announce: when the
-					// snapshot's publication, the VIP add and the announcements' queueing
-					// returned; these and took from when the thread held the lock). All
-					// worth seeing when tuning; the deadline's wall time lets a capture
-					// elsewhere measure from it, and from the wake-up, to the
-					// advertisement's arrival.
-					d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", f.in.cfg.Name),
-						"late", f.late.String(), "advert", f.sent.String(), "took", time.Since(now).String(),
-						"published", d.hops.published.String(), "vips", d.hops.vips.String(), "announce", d.hops.announce.String(),
-						"deadline", f.deadline.Format(time.RFC3339Nano))
-				}
-				f.in = nil
 			case timerAnnounce, timerHoldBack:
 				d.instanceTimer(o, now)
 				d.advertsBetween(now, woke)
@@ -753,6 +728,34 @@ func (d *Daemon) fireTimers(now time.Time) {
 		}
 	}
 	d.maybePublish(now)
+}
+
+// finishFired carries out the rest of a fired state machine timer's actions, once every
+// instance due in the wake-up has sent its advertisements.
+func (d *Daemon) finishFired(f *firedTimer, now, woke time.Time) {
+	defer func() { f.in = nil }()
+	if f.in.acted != f.acted {
+		// An advert read during an earlier instance's VIP work made this one act since
+		// (busyread.go): a takeover it stepped down from.
+		return
+	}
+	d.hops.published, d.hops.vips, d.hops.announce = 0, 0, 0
+	d.executeActs(f.in, f.acts[f.next:], now)
+	d.advertsBetween(now, woke)
+	if f.takeover {
+		// The failover time beyond Master_Down_Interval is this lateness (from the
+		// deadline to the timer thread's wake-up) plus the advertisement's delay (from
+		// that wake-up to the socket, a wait for the lock included); took adds the VIPs and
+		// the rest (published, vips and announce: when the snapshot's publication, the VIP
+		// add and the announcements' queueing returned; these and took from when the thread
+		// held the lock). All worth seeing when tuning; the deadline's wall time lets a
+		// capture elsewhere measure from it, and from the wake-up, to the advertisement's
+		// arrival.
+		d.log.Debug(fmt.Sprintf("(%s) Master_Down_Timer handled", f.in.cfg.Name),
+			"late", f.late.String(), "advert", f.sent.String(), "took", time.Since(now).String(),
+			"published", d.hops.published.String(), "vips", d.hops.vips.String(), "announce", d.hops.announce.String(),
+			"deadline", f.deadline.Format(time.RFC3339Nano))
+	}
 }
 
 // instanceTimer runs an instance's timer other than its state machine's.
