@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
@@ -536,8 +537,26 @@ func TestStageMovesConditions(t *testing.T) {
 			}
 			age = 0
 		}
-		if _, res := stepGroup(g, services, nodes, masters, age); res.pending || !reflect.DeepEqual(g.Status.Instances, full) {
-			t.Fatalf("served %v: write 2 is not the plan", served)
+		// Write 2, then the staged routers' handovers one a write
+		// (TestStageMovesHandoversPaced), vrrpd's view following each write.
+		for w := 2; ; w++ {
+			prev := g.Status.DeepCopy()
+			_, res := stepGroup(g, services, nodes, masters, age)
+			if h := handedOver(prev, &g.Status, full); len(h) > 1 {
+				t.Fatalf("served %v: write %d handed over %v at once", served, w, h)
+			}
+			if !res.pending {
+				if !reflect.DeepEqual(g.Status.Instances, full) {
+					t.Fatalf("served %v: write %d, the last, is not the plan", served, w)
+				}
+				break
+			}
+			if w > 6 {
+				t.Fatalf("served %v: not the plan after %d writes", served, w)
+			}
+			if served {
+				maps.Copy(masters, statusTops(&g.Status))
+			}
 		}
 	}
 }
