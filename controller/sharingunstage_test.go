@@ -1,11 +1,13 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,4 +273,151 @@ func TestStageMovesHandoversPerNode(t *testing.T) {
 	if total < 2 {
 		t.Fatalf("%d handovers", total)
 	}
+}
+
+// followMasters plays vrrpd's KeepalivedMastership with preempt on, until the test
+// ends: after each change of the group's status, delay later, every instance's master
+// is its top node in that status.
+func followMasters(t *testing.T, ns, name string, delay time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var last map[string]string
+		for ctx.Err() == nil {
+			var g v1alpha1.KeepalivedGroup
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &g); err == nil {
+				if tops := statusTops(&g.Status); !maps.Equal(tops, last) {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(delay):
+					}
+					if writeMasters(ctx, ns, name, tops) == nil {
+						last = tops
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
+// writeMasters writes ns/name's KeepalivedMastership holders: each instance mastered
+// by the node given.
+func writeMasters(ctx context.Context, ns, name string, masters map[string]string) error {
+	var m v1alpha1.KeepalivedMastership
+	if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &m); err != nil {
+		return err
+	}
+	m.Status.Holders = nil
+	for inst, node := range masters {
+		if node != "" {
+			m.Status.Holders = append(m.Status.Holders, v1alpha1.VIPHolder{Instance: inst, Node: node, Since: metav1.NowMicro()})
+		}
+	}
+	return k8s.Status().Update(ctx, &m)
+}
+
+// keyTop is the planned top node of a shared router key with exact ranks
+// ("@class/a,b": a).
+func keyTop(key string) string {
+	_, rest, _ := strings.Cut(key, "/")
+	top, _, _ := strings.Cut(rest, ",")
+	return top
+}
+
+// TestSharedJoinHandoversPaced: a 4th node joins a 3-node shared group of 400 Services
+// with 100 ms adverts, vrrpd's KeepalivedMastership following each status (each
+// router's master its top there, 150 ms after the write). The joining node is the top
+// of three new routers that write 1 stages for their holders; the writes after it
+// give them their real priorities one a write (each status written differs from the
+// one before in at most one router going from another top to its planned top), the
+// next only after KeepalivedMastership names the joining node master of the one
+// before. No status leaves an address in no router or a router ID twice, and the
+// group ends with every Service in one router mastered by its rendezvous top.
+func TestSharedJoinHandoversPaced(t *testing.T) {
+	ns := newNamespace(t, "shhand")
+	lbl := map[string]string{"shhand-test": ns}
+	newNodes(t, ns, 3, lbl)
+	newGroup(t, ns, "g", func(g *v1alpha1.KeepalivedGroup) {
+		g.Spec.NodeSelector = lbl
+		g.Spec.RouterSharing = v1alpha1.RouterSharingShared
+		g.Spec.AdvertInterval = &metav1.Duration{Duration: 100 * time.Millisecond}
+	})
+	const n = 400
+	vips := createServices(t, ns, ns+"/g", n)
+	startManager(t, ns)
+	followMasters(t, ns, "g", 150*time.Millisecond)
+	eventually(t, 2*time.Minute, func() error {
+		_, err := sharedView(getGroup(t, ns, "g"), vips, 3, 6)
+		return err
+	})
+	log := watchStatuses(t, ns, "g", vips)
+	start := time.Now()
+	joined := newNodes(t, ns+"-j", 1, lbl)[0]
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("statuses:%s", log.summary(start))
+		}
+	})
+	eventually(t, time.Minute, func() error {
+		_, err := sharedView(getGroup(t, ns, "g"), vips, 4, 12)
+		return err
+	})
+	settled := time.Since(start)
+
+	written, errs := log.snapshot()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	var handed []string
+	first, last := -1, -1
+	for i := 1; i < len(written); i++ {
+		prev, cur := &written[i-1], &written[i]
+		var h []string
+		for k := range cur.Instances {
+			in := &cur.Instances[k]
+			j, had := routerIndex(prev, in.Key)
+			if !had || len(prev.Nodes) != len(cur.Nodes) {
+				continue
+			}
+			if top := keyTop(in.Key); topOf(prev, &prev.Instances[j]) != top && topOf(cur, in) == top {
+				h = append(h, in.Key)
+			}
+		}
+		if len(h) > 1 {
+			t.Errorf("status %d hands over %d routers at once: %v", i, len(h), h)
+		}
+		handed = append(handed, h...)
+		if len(cur.Nodes) == 4 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	log.mu.Lock()
+	took := log.at[last].Sub(log.at[first])
+	log.mu.Unlock()
+	writes := last - first + 1
+	for _, k := range handed {
+		if keyTop(k) != joined {
+			t.Errorf("router %s handed over to %s, not to the joining node %s", k, keyTop(k), joined)
+		}
+	}
+	if len(handed) != 3 {
+		t.Errorf("handed over %v, want the joining node's 3 routers, each once", handed)
+	}
+	t.Logf("statuses:%s", log.summary(start))
+	t.Logf("join of %d Services: %d statuses with 4 nodes over %v (write 1 to the plan), settled %v after the node was made; handovers in order %v",
+		n, writes, took.Round(time.Millisecond), settled.Round(time.Millisecond), handed)
 }
