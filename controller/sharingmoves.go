@@ -26,14 +26,20 @@ import (
 // the instance A that has them (the node that holds them through A holds them through
 // both, vip.Manager counting holders), with B's priorities staged so that this node
 // becomes B's master when B's own top is another node; the second, once B is ready,
-// drops them from A and gives B its real priorities.
+// drops them from A and gives B its real priorities. A staged B's second write hands
+// its mastership to its top, which preempts and adds all of B's addresses: those
+// handovers are paced, a node taking part in one at a time (unstage), so a joining
+// node, the top of one new router per node that held its members, takes them one
+// router a write.
 //
 // The state in flight is the status itself, not the operator's memory: an address
 // listed in two instances is a move between its writes, and a router whose top in the
 // status is not its planned top is staged for that node. An operator that restarts
 // between the writes reads the same status and carries on. Only when a router appeared
-// is remembered (moveClocks), for the timed condition; a restarted operator starts
-// that clock anew, which delays write 2 by at most one wait and never hastens it.
+// is remembered (moveClocks), for the timed condition, and when this operator handed a
+// staged router over (the handover's own timed condition, without KeepalivedMastership);
+// a restarted operator starts those clocks anew, which delays a step by at most one
+// wait and never hastens it.
 
 // moveClocks remembers, per group, when each instance key was first seen in its status
 // or written to it, and when this operator wrote each handover (a staged router given
@@ -314,7 +320,8 @@ type mover struct {
 // holder, or its real top) as master of each of its families, or after moveWait (times
 // mastershipWaitFactor when KeepalivedMastership is served). A router is staged, its
 // top node's priority swapped with the holder's, while it lists a member in flight and
-// the holder is not its top. A member whose router got no ID stays where it is;
+// the holder is not its top; a staged router that is ready stays staged, as not ready,
+// while its top or its holder takes part in another handover (unstage). A member whose router got no ID stays where it is;
 // when that stalls the conversion (no free ID on the segment), a router adopts a
 // member's per-Service instance (sharingadopt.go).
 func stageMoves(p *plan, in moveInputs) moveResult {
@@ -530,9 +537,10 @@ func routerDepth(key string) (int, bool) {
 // handoversInFlight returns the nodes taking part in a handover still in flight: a
 // router of the status and the plan that has its real priorities, whose top
 // KeepalivedMastership does not name master yet, and which this operator un-staged
-// less than moveWait ago (handovers) or, not remembered (a restarted operator),
-// another node masters and whose key it has seen for less than moveWait. Both its top
-// (which preempts) and the node it was staged for (which releases) are busy.
+// less than moveWait ago (handovers) or, not remembered (a restarted operator), whose
+// key it has seen for less than moveWait while KeepalivedMastership names another node
+// its master, or no node. Both its top (which preempts) and the node it was staged for
+// (which releases), when known, are busy.
 func (m *mover) handoversInFlight() map[string]bool {
 	busy := map[string]bool{}
 	for i := range m.in.status {
@@ -547,8 +555,12 @@ func (m *mover) handoversInFlight() map[string]bool {
 		}
 		h, known := m.in.handovers[s.Key]
 		if !known {
+			// Not handed over by this operator (a restart): in flight if another
+			// node masters it, or none does (between the old master's entry and
+			// the new one's; also a router new to this operator, whose top is
+			// about to take it over and add its addresses).
 			h = handover{age: m.in.ages[s.Key], holder: m.otherMaster(s.Key, top)}
-			if h.holder == "" {
+			if h.holder == "" && (m.in.masters == nil || m.namedMaster(s.Key)) {
 				continue
 			}
 		}
@@ -563,6 +575,17 @@ func (m *mover) handoversInFlight() map[string]bool {
 		}
 	}
 	return busy
+}
+
+// namedMaster reports whether KeepalivedMastership names a master of the status'
+// instance key (either family).
+func (m *mover) namedMaster(key string) bool {
+	for _, k := range []string{key, key + "/ipv4", key + "/ipv6"} {
+		if m.in.masters[k] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // otherMaster is a node other than top that KeepalivedMastership names master of the
