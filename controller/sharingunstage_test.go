@@ -381,6 +381,15 @@ func TestSharedJoinHandoversPaced(t *testing.T) {
 		return err
 	})
 	settled := time.Since(start)
+	// The watch may deliver the last status after the API server answered the read.
+	final := getGroup(t, ns, "g").Status.Instances
+	eventually(t, 30*time.Second, func() error {
+		written, _ := log.snapshot()
+		if !reflect.DeepEqual(written[len(written)-1].Instances, final) {
+			return fmt.Errorf("the watch has not delivered the final status yet (%d statuses)", len(written))
+		}
+		return nil
+	})
 
 	written, errs := log.snapshot()
 	for _, e := range errs {
