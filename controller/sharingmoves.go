@@ -386,8 +386,8 @@ func stageStep(p *plan, in moveInputs, a adoption) *mover {
 	for i, n := range p.nodes {
 		m.names[i] = n.Name
 	}
-	m.slot = m.inFlightConversion(byRouter)
 	m.busy = m.handoversInFlight()
+	m.slot = m.inFlightConversion(byRouter)
 	if a.router != "" {
 		m.slot = a.router // the adopting router is the conversion of this write
 	}
@@ -485,8 +485,9 @@ func (m *mover) router(key string, members []string) string {
 }
 
 // inFlightConversion is the first router of the status, in key order, that is not
-// ready and lists a member that a conversion's source (converts) still lists too: it
-// keeps the conversion's one slot until its write 2.
+// ready (or is held back from its handover, heldBack) and lists a member that a
+// conversion's source (converts) still lists too: it keeps the conversion's one slot
+// until its write 2.
 func (m *mover) inFlightConversion(byRouter map[string][]string) string {
 	for _, t := range m.p.instances {
 		if m.cur[t.Key] == nil || !strings.HasPrefix(t.Key, sharing.RouterKeyPrefix) {
@@ -494,7 +495,7 @@ func (m *mover) inFlightConversion(byRouter map[string][]string) string {
 		}
 		for _, mem := range byRouter[t.Key] {
 			addrs := m.p.members[mem]
-			if m.listedIn(addrs, t.Key) && m.converts(m.sources(addrs, t.Key)) && !m.ready(t.Key) {
+			if m.listedIn(addrs, t.Key) && m.converts(m.sources(addrs, t.Key)) && (!m.ready(t.Key) || m.heldBack(t.Key, m.cur[t.Key])) {
 				return t.Key
 			}
 		}
@@ -608,8 +609,8 @@ func (m *mover) otherMaster(key, top string) string {
 // write rather than all its new routers' at once. A router that may not go yet stays
 // as it is, staged, its members in both instances. Every other router may go.
 func (m *mover) unstage(key string, b *v1alpha1.Instance) bool {
-	holder, top := m.top(b, m.in.nodes), m.top(m.tgt[key], m.names)
-	if holder == "" || top == "" || holder == top || !m.hasMembersInFlight(b) {
+	holder, top, handover := m.handover(key, b)
+	if !handover {
 		return true
 	}
 	if m.busy[holder] || m.busy[top] {
@@ -623,6 +624,21 @@ func (m *mover) unstage(key string, b *v1alpha1.Instance) bool {
 	}
 	m.res.unstaged[key] = holder
 	return true
+}
+
+// handover reports whether the status' router key (b) is staged for a node other than
+// its planned top and lists members in flight, so that its next write 2 hands its
+// mastership over, and names both nodes.
+func (m *mover) handover(key string, b *v1alpha1.Instance) (holder, top string, ok bool) {
+	holder, top = m.top(b, m.in.nodes), m.top(m.tgt[key], m.names)
+	return holder, top, holder != "" && top != "" && holder != top && m.hasMembersInFlight(b)
+}
+
+// heldBack reports whether the status' router key (b) waits for its write 2 because it
+// would be a handover and one of its nodes is in another (busy).
+func (m *mover) heldBack(key string, b *v1alpha1.Instance) bool {
+	holder, top, ok := m.handover(key, b)
+	return ok && (m.busy[holder] || m.busy[top])
 }
 
 // hasMembersInFlight reports whether the status' instance b lists an address that

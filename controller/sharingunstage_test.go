@@ -437,3 +437,101 @@ func TestSharedJoinHandoversPaced(t *testing.T) {
 	t.Logf("join of %d Services: %d statuses with 4 nodes over %v (write 1 to the plan), settled %v after the node was made; handovers in order %v",
 		n, writes, took.Round(time.Millisecond), settled.Round(time.Millisecond), handed)
 }
+
+// TestStageMovesConversionHandoversPaced: 250 per-Service instances convert (§5) while
+// KeepalivedMastership names, for each, a node other than its top (its top was down,
+// or preempt is off), so the shared routers are staged for that node and each
+// conversion ends in a handover. Still one router converts at a time, a router held
+// back from its handover keeping the conversion's turn, and no node takes part in a
+// handover while another of its handovers is in flight (here for three writes: the
+// new top slow to preempt, while the next router is ready).
+func TestStageMovesConversionHandoversPaced(t *testing.T) {
+	g, services, nodes, vips := perServiceGroup(t, 250, 250)
+	s := &clockStepper{now: time.Unix(1e9, 0)}
+	masters := map[string]string{}
+	for i := range g.Status.Instances {
+		in := &g.Status.Instances[i]
+		other := "a"
+		if topOf(&g.Status, in) == "a" {
+			other = "b"
+		}
+		masters[in.Key] = other
+	}
+	handovers := 0
+	slow := map[string]int{}
+	inFlight := map[string][2]string{}
+	for w := 0; ; w++ {
+		prev := g.Status.DeepCopy()
+		full, res := s.step(g, services, nodes, masters)
+		if err := checkStep(prev, &g.Status, vips); err != nil {
+			t.Fatalf("write %d: %v", w, err)
+		}
+		perService := map[netip.Addr]bool{}
+		for _, in := range g.Status.Instances {
+			if !strings.HasPrefix(in.Key, "@") {
+				for _, a := range parseVIPs(in.VIPs) {
+					perService[a] = true
+				}
+			}
+		}
+		var converting []string
+		for _, in := range g.Status.Instances {
+			if strings.HasPrefix(in.Key, "@") && slices.ContainsFunc(parseVIPs(in.VIPs), func(a netip.Addr) bool { return perService[a] }) {
+				converting = append(converting, in.Key)
+			}
+		}
+		if len(converting) > 1 {
+			t.Fatalf("write %d: %d routers converting at once: %v", w, len(converting), converting)
+		}
+		// The nodes of the handovers in flight (KeepalivedMastership does not name
+		// the new top yet), then those of this write's.
+		busy := map[string]string{}
+		for k, nodes := range inFlight {
+			if masters[k] == nodes[1] {
+				delete(inFlight, k)
+				continue
+			}
+			busy[nodes[0]], busy[nodes[1]] = k, k
+		}
+		for k, holder := range handedOver(prev, &g.Status, full) {
+			handovers++
+			top := topOf(&g.Status, instanceByKey(&g.Status, k))
+			for _, n := range []string{holder, top} {
+				if other, dup := busy[n]; dup {
+					t.Fatalf("write %d: node %s in two handovers, %s and %s", w, n, other, k)
+				}
+				busy[n] = k
+			}
+			inFlight[k] = [2]string{holder, top}
+		}
+		if !res.pending {
+			if !reflect.DeepEqual(g.Status.Instances, full) {
+				t.Fatal("the last write is not the plan")
+			}
+			t.Logf("converted in %d writes, %d of them handovers", w+1, handovers)
+			break
+		}
+		if w > 30 {
+			t.Fatalf("not converted after %d writes", w+1)
+		}
+		// vrrpd: a router's master is its top in the status at once, but a
+		// router handed over takes three writes to name its new top (the joining
+		// top slow to preempt); the per-Service instances keep their masters.
+		for k, n := range statusTops(&g.Status) {
+			if !strings.HasPrefix(k, "@") || masters[k] == n {
+				delete(slow, k)
+				continue
+			}
+			if _, staged := masters[k]; staged && slow[k] < 3 {
+				slow[k]++
+				continue
+			}
+			masters[k] = n
+			delete(slow, k)
+		}
+		s.now = s.now.Add(300 * time.Millisecond)
+	}
+	if handovers == 0 {
+		t.Fatal("no conversion ended in a handover")
+	}
+}
