@@ -321,9 +321,9 @@ type mover struct {
 // mastershipWaitFactor when KeepalivedMastership is served). A router is staged, its
 // top node's priority swapped with the holder's, while it lists a member in flight and
 // the holder is not its top; a staged router that is ready stays staged, as not ready,
-// while its top or its holder takes part in another handover (unstage). A member whose router got no ID stays where it is;
-// when that stalls the conversion (no free ID on the segment), a router adopts a
-// member's per-Service instance (sharingadopt.go).
+// while its top or its holder takes part in another handover (unstage). A member whose
+// router got no ID stays where it is; when that stalls the conversion (no free ID on
+// the segment), a router adopts a member's per-Service instance (sharingadopt.go).
 func stageMoves(p *plan, in moveInputs) moveResult {
 	instances, routerIDs, leftOut := slices.Clone(p.instances), maps.Clone(p.routerIDs), slices.Clone(p.leftOutServices)
 	m := stageStep(p, in, adoption{})
