@@ -26,20 +26,67 @@ import (
 // the instance A that has them (the node that holds them through A holds them through
 // both, vip.Manager counting holders), with B's priorities staged so that this node
 // becomes B's master when B's own top is another node; the second, once B is ready,
-// drops them from A and gives B its real priorities.
+// drops them from A and gives B its real priorities. A staged B's second write hands
+// its mastership to its top, which preempts and adds all of B's addresses: those
+// handovers are paced, a node taking part in one at a time (unstage), so a joining
+// node, the top of one new router per node that held its members, takes them one
+// router a write.
 //
 // The state in flight is the status itself, not the operator's memory: an address
 // listed in two instances is a move between its writes, and a router whose top in the
 // status is not its planned top is staged for that node. An operator that restarts
 // between the writes reads the same status and carries on. Only when a router appeared
-// is remembered (moveClocks), for the timed condition; a restarted operator starts
-// that clock anew, which delays write 2 by at most one wait and never hastens it.
+// is remembered (moveClocks), for the timed condition, and when this operator handed a
+// staged router over (the handover's own timed condition, without KeepalivedMastership);
+// a restarted operator starts those clocks anew, which delays a step by at most one
+// wait and never hastens it.
 
 // moveClocks remembers, per group, when each instance key was first seen in its status
-// or written to it.
+// or written to it, and when this operator wrote each handover (a staged router given
+// its real priorities, handing mastership from the node it was staged for to its top).
 type moveClocks struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]map[string]time.Time
+	mu     sync.Mutex
+	since  map[types.NamespacedName]map[string]time.Time
+	handed map[types.NamespacedName]map[string]handedAt
+}
+
+// handedAt is when a router was un-staged and the node it had been staged for.
+type handedAt struct {
+	at     time.Time
+	holder string
+}
+
+// handovers returns how long ago each router of status was un-staged by this
+// operator, and from which node.
+func (c *moveClocks) handovers(group types.NamespacedName, status []v1alpha1.Instance, now time.Time) map[string]handover {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]handover{}
+	for _, in := range status {
+		if h, ok := c.handed[group][in.Key]; ok {
+			out[in.Key] = handover{age: now.Sub(h.at), holder: h.holder}
+		}
+	}
+	return out
+}
+
+// handing records the handovers a write is about to make (router key: the node it was
+// staged for).
+func (c *moveClocks) handing(group types.NamespacedName, unstaged map[string]string, now time.Time) {
+	if len(unstaged) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handed == nil {
+		c.handed = map[types.NamespacedName]map[string]handedAt{}
+	}
+	if c.handed[group] == nil {
+		c.handed[group] = map[string]handedAt{}
+	}
+	for k, h := range unstaged {
+		c.handed[group][k] = handedAt{at: now, holder: h}
+	}
 }
 
 // observe returns how long each of the status' instance keys has been there (a key
@@ -82,12 +129,18 @@ func (c *moveClocks) written(group types.NamespacedName, instances []v1alpha1.In
 		next[in.Key] = t
 	}
 	c.since[group] = next
+	for k := range c.handed[group] {
+		if _, ok := next[k]; !ok {
+			delete(c.handed[group], k)
+		}
+	}
 }
 
 func (c *moveClocks) forget(group types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.since, group)
+	delete(c.handed, group)
 }
 
 // stageSharedMoves turns a shared plan into the next status write (stageMoves) and
@@ -99,14 +152,23 @@ func (r *GroupReconciler) stageSharedMoves(ctx context.Context, g *v1alpha1.Keep
 		return 0, err
 	}
 	key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
-	ages := r.moveClocks.observe(key, g.Status.Instances, now)
-	names := make([]string, len(g.Status.Nodes))
-	for i, n := range g.Status.Nodes {
+	res := r.moveClocks.stage(key, &g.Status, p, masters, now)
+	return res.requeue(masters != nil), nil
+}
+
+// stage is stageMoves from the group's status st with the clocks of group, which it
+// then moves on to the step written at now.
+func (c *moveClocks) stage(group types.NamespacedName, st *v1alpha1.KeepalivedGroupStatus, p *plan, masters map[string]string, now time.Time) moveResult {
+	ages := c.observe(group, st.Instances, now)
+	names := make([]string, len(st.Nodes))
+	for i, n := range st.Nodes {
 		names[i] = n.Name
 	}
-	res := stageMoves(p, moveInputs{status: g.Status.Instances, nodes: names, masters: masters, ages: ages})
-	r.moveClocks.written(key, p.instances, now)
-	return res.requeue(masters != nil), nil
+	handovers := c.handovers(group, st.Instances, now)
+	res := stageMoves(p, moveInputs{status: st.Instances, nodes: names, masters: masters, ages: ages, handovers: handovers})
+	c.written(group, p.instances, now)
+	c.handing(group, res.unstaged, now)
+	return res
 }
 
 // masters reads the group's KeepalivedMastership: the node each virtual router's
@@ -143,6 +205,17 @@ type moveInputs struct {
 	masters map[string]string
 	// ages says how long each status instance has been there.
 	ages map[string]time.Duration
+	// handovers are the routers this operator un-staged (handover), by key; a
+	// restarted operator has none and reads the handovers in flight from
+	// KeepalivedMastership alone.
+	handovers map[string]handover
+}
+
+// handover is a staged router given its real priorities by an earlier write: how long
+// ago, and the node it had been staged for (which held its addresses then).
+type handover struct {
+	age    time.Duration
+	holder string
 }
 
 // moveResult says whether the written status is a step short of the plan, and how
@@ -151,6 +224,9 @@ type moveResult struct {
 	pending bool
 	due     time.Duration
 	poll    time.Duration
+	// unstaged are the staged routers this write gives their real priorities while
+	// their top is another node (a handover), with the node each was staged for.
+	unstaged map[string]string
 }
 
 // requeue is when to reconcile again: with KeepalivedMastership served, poll it every
@@ -218,6 +294,11 @@ type mover struct {
 	byRouter map[string][]string
 	// adopt is the router adopting a member's instance in this write, if any.
 	adopt adoption
+	// names are the plan's nodes' names (the order of its priorities).
+	names []string
+	// busy are the nodes taking part in a handover in flight or made by this write
+	// (handoversInFlight, unstage): a node is in at most one at a time.
+	busy map[string]bool
 }
 
 // stageMoves replaces p's instances and routerIDs with the next step from the status
@@ -239,9 +320,10 @@ type mover struct {
 // holder, or its real top) as master of each of its families, or after moveWait (times
 // mastershipWaitFactor when KeepalivedMastership is served). A router is staged, its
 // top node's priority swapped with the holder's, while it lists a member in flight and
-// the holder is not its top. A member whose router got no ID stays where it is;
-// when that stalls the conversion (no free ID on the segment), a router adopts a
-// member's per-Service instance (sharingadopt.go).
+// the holder is not its top; a staged router that is ready stays staged, as not ready,
+// while its top or its holder takes part in another handover (unstage). A member whose
+// router got no ID stays where it is; when that stalls the conversion (no free ID on
+// the segment), a router adopts a member's per-Service instance (sharingadopt.go).
 func stageMoves(p *plan, in moveInputs) moveResult {
 	instances, routerIDs, leftOut := slices.Clone(p.instances), maps.Clone(p.routerIDs), slices.Clone(p.leftOutServices)
 	m := stageStep(p, in, adoption{})
@@ -300,6 +382,11 @@ func stageStep(p *plan, in moveInputs, a adoption) *mover {
 		slices.Sort(ms)
 	}
 	m.byRouter = byRouter
+	m.names = make([]string, len(p.nodes))
+	for i, n := range p.nodes {
+		m.names[i] = n.Name
+	}
+	m.busy = m.handoversInFlight()
 	m.slot = m.inFlightConversion(byRouter)
 	if a.router != "" {
 		m.slot = a.router // the adopting router is the conversion of this write
@@ -336,7 +423,7 @@ func sameInstances(a, b []v1alpha1.Instance) bool {
 // staged for ("" when it gets its real priorities).
 func (m *mover) router(key string, members []string) string {
 	b := m.cur[key]
-	ready := b != nil && m.ready(key)
+	ready := b != nil && m.ready(key) && m.unstage(key, b)
 	var h string
 	switch {
 	case b != nil && !ready:
@@ -398,8 +485,9 @@ func (m *mover) router(key string, members []string) string {
 }
 
 // inFlightConversion is the first router of the status, in key order, that is not
-// ready and lists a member that a conversion's source (converts) still lists too: it
-// keeps the conversion's one slot until its write 2.
+// ready (or is held back from its handover, heldBack) and lists a member that a
+// conversion's source (converts) still lists too: it keeps the conversion's one slot
+// until its write 2.
 func (m *mover) inFlightConversion(byRouter map[string][]string) string {
 	for _, t := range m.p.instances {
 		if m.cur[t.Key] == nil || !strings.HasPrefix(t.Key, sharing.RouterKeyPrefix) {
@@ -407,7 +495,7 @@ func (m *mover) inFlightConversion(byRouter map[string][]string) string {
 		}
 		for _, mem := range byRouter[t.Key] {
 			addrs := m.p.members[mem]
-			if m.listedIn(addrs, t.Key) && m.converts(m.sources(addrs, t.Key)) && !m.ready(t.Key) {
+			if m.listedIn(addrs, t.Key) && m.converts(m.sources(addrs, t.Key)) && (!m.ready(t.Key) || m.heldBack(t.Key, m.cur[t.Key])) {
 				return t.Key
 			}
 		}
@@ -445,6 +533,123 @@ func routerDepth(key string) (int, bool) {
 		return 0, true
 	}
 	return strings.Count(rest, ",") + 1, true
+}
+
+// handoversInFlight returns the nodes taking part in a handover still in flight: a
+// router of the status and the plan that has its real priorities, whose top
+// KeepalivedMastership does not name master yet, and which this operator un-staged
+// less than moveWait ago (handovers) or, not remembered (a restarted operator), whose
+// key it has seen for less than moveWait while KeepalivedMastership names another node
+// its master, or no node. Both its top (which preempts) and the node it was staged for
+// (which releases), when known, are busy.
+func (m *mover) handoversInFlight() map[string]bool {
+	busy := map[string]bool{}
+	for i := range m.in.status {
+		s := &m.in.status[i]
+		t := m.tgt[s.Key]
+		if t == nil || !strings.HasPrefix(s.Key, sharing.RouterKeyPrefix) {
+			continue
+		}
+		top := m.top(s, m.in.nodes)
+		if top == "" || top != m.top(t, m.names) || (m.in.masters != nil && m.mastered(s, top)) {
+			continue // staged still, or its top masters it: no handover in flight
+		}
+		h, known := m.in.handovers[s.Key]
+		if !known {
+			// Not handed over by this operator (a restart): in flight if another
+			// node masters it, or none does (between the old master's entry and
+			// the new one's; also a router new to this operator, whose top is
+			// about to take it over and add its addresses).
+			h = handover{age: m.in.ages[s.Key], holder: m.otherMaster(s.Key, top)}
+			if h.holder == "" && (m.in.masters == nil || m.namedMaster(s.Key)) {
+				continue
+			}
+		}
+		limit := moveWait(s.Settings)
+		if h.age >= limit {
+			continue
+		}
+		m.dueIn(limit - h.age)
+		busy[top] = true
+		if h.holder != "" {
+			busy[h.holder] = true
+		}
+	}
+	return busy
+}
+
+// namedMaster reports whether KeepalivedMastership names a master of the status'
+// instance key (either family).
+func (m *mover) namedMaster(key string) bool {
+	for _, k := range []string{key, key + "/ipv4", key + "/ipv6"} {
+		if m.in.masters[k] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// otherMaster is a node other than top that KeepalivedMastership names master of the
+// status' instance key (either family), "" when none.
+func (m *mover) otherMaster(key, top string) string {
+	for _, k := range []string{key, key + "/ipv4", key + "/ipv6"} {
+		if n := m.in.masters[k]; n != "" && n != top {
+			return n
+		}
+	}
+	return ""
+}
+
+// unstage decides whether router key, ready in the status as b, may take its next
+// step now. A router staged for a node other than its top, with members in flight
+// (listed in it and in their old instance), hands its mastership to its top when it
+// gets its real priorities (write 2 of §4 case 2); the top then preempts and adds all
+// its addresses. Those handovers are paced: a node takes part in one at a time, as the
+// top or as the node staged for, so a joining node preempts one router's addresses per
+// write rather than all its new routers' at once. A router that may not go yet stays
+// as it is, staged, its members in both instances. Every other router may go.
+func (m *mover) unstage(key string, b *v1alpha1.Instance) bool {
+	holder, top, handover := m.handover(key, b)
+	if !handover {
+		return true
+	}
+	if m.busy[holder] || m.busy[top] {
+		m.res.pending = true
+		return false
+	}
+	m.busy[holder], m.busy[top] = true, true
+	m.dueIn(moveWait(b.Settings)) // the timed end of this handover, for the routers it holds back
+	if m.res.unstaged == nil {
+		m.res.unstaged = map[string]string{}
+	}
+	m.res.unstaged[key] = holder
+	return true
+}
+
+// handover reports whether the status' router key (b) is staged for a node other than
+// its planned top and lists members in flight, so that its next write 2 hands its
+// mastership over, and names both nodes.
+func (m *mover) handover(key string, b *v1alpha1.Instance) (holder, top string, ok bool) {
+	holder, top = m.top(b, m.in.nodes), m.top(m.tgt[key], m.names)
+	return holder, top, holder != "" && top != "" && holder != top && m.hasMembersInFlight(b)
+}
+
+// heldBack reports whether the status' router key (b) waits for its write 2 because it
+// would be a handover and one of its nodes is in another (busy).
+func (m *mover) heldBack(key string, b *v1alpha1.Instance) bool {
+	holder, top, ok := m.handover(key, b)
+	return ok && (m.busy[holder] || m.busy[top])
+}
+
+// hasMembersInFlight reports whether the status' instance b lists an address that
+// another instance of the status lists too.
+func (m *mover) hasMembersInFlight(b *v1alpha1.Instance) bool {
+	for _, a := range parseVIPs(b.VIPs) {
+		if len(m.curOf[a]) > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *mover) slotFree(key string, conv bool) bool {
