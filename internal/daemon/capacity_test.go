@@ -47,17 +47,21 @@ func TestDeferTakeover(t *testing.T) {
 		d.timer = tt
 		in := c.byVRID[1]
 		deadline := in.sm.Deadline()
+		grace := graceFor(in.cfg.AdvertInterval)
+		if got := d.takeoverGrace(deadline); got != grace {
+			t.Fatalf("grace %v for the due instance at %v adverts, want %v", got, in.cfg.AdvertInterval, grace)
+		}
 		d.unhandled.Add(1) // read, on its way to the loop
 		if !d.deferTakeover(deadline) {
 			t.Fatal("took over with a batch unhandled")
 		}
-		if !d.deferTakeover(deadline.Add(takeoverGrace / 2)) {
+		if !d.deferTakeover(deadline.Add(grace / 2)) {
 			t.Fatal("gave up waiting within the grace")
 		}
-		if d.deferTakeover(deadline.Add(takeoverGrace)) {
+		if d.deferTakeover(deadline.Add(grace)) {
 			t.Fatal("still waiting after the grace")
 		}
-		d.fireTimers(deadline.Add(takeoverGrace))
+		d.fireTimers(deadline.Add(grace))
 		if got := in.sm.State(); got != vrrp.StateMaster {
 			t.Fatalf("state %v, want MASTER once the grace ran out", got)
 		}
@@ -162,6 +166,22 @@ func TestMassTakeoverTransitionsFirst(t *testing.T) {
 	for _, ic := range ics {
 		if w := "log (" + ic.Name + ") Entering MASTER STATE"; !strings.Contains(all, w) {
 			t.Errorf("%q never logged:\n%s", w, all)
+		}
+	}
+}
+
+// TestTakeoverGraceScalesWithInterval: the grace a due Master_Down_Timer gives unread
+// packets is a tenth of the advert interval, 1 ms at 10 ms adverts (a backup's margin there
+// is 26 ms) up to 20 ms at 200 ms and beyond.
+func TestTakeoverGraceScalesWithInterval(t *testing.T) {
+	for _, c := range []struct{ interval, want time.Duration }{
+		{3 * time.Millisecond, time.Millisecond},
+		{10 * time.Millisecond, time.Millisecond},
+		{100 * time.Millisecond, 10 * time.Millisecond},
+		{time.Second, 20 * time.Millisecond},
+	} {
+		if got := graceFor(c.interval); got != c.want {
+			t.Errorf("grace at %v adverts: %v, want %v", c.interval, got, c.want)
 		}
 	}
 }

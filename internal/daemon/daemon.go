@@ -513,8 +513,35 @@ func (d *Daemon) fire() {
 }
 
 // takeoverGrace bounds how long a due Master_Down_Timer waits for unread packets to be
-// read (deferTakeover), counted from the first wake-up that found them.
-const takeoverGrace = time.Millisecond
+// read (deferTakeover), counted from the first wake-up that found them: a tenth of the
+// shortest advert interval among the due ones, from minTakeoverGrace (at 10 ms adverts a
+// backup's margin over one interval is 26 ms) to maxTakeoverGrace. One millisecond at
+// every interval was too little on a loaded host after a long reload: issue 31's leave
+// at 2,000 Services had a host's reader not scheduled for 9 ms with the live master's
+// adverts in the socket, and the host took its routers over; at 100 ms adverts a
+// backup's patience is 320 ms, and 10 ms of it are cheap.
+func (d *Daemon) takeoverGrace(now time.Time) time.Duration {
+	iv := time.Duration(0)
+	d.timers.AnyDue(now, func(key int) bool {
+		if d.isMasterDown(key) {
+			if i := d.owners[key].in.cfg.AdvertInterval; iv == 0 || i < iv {
+				iv = i
+			}
+		}
+		return false // visit every due one
+	})
+	return graceFor(iv)
+}
+
+const (
+	minTakeoverGrace = time.Millisecond
+	maxTakeoverGrace = 20 * time.Millisecond
+)
+
+// graceFor is the takeover grace for an advert interval (takeoverGrace).
+func graceFor(interval time.Duration) time.Duration {
+	return min(max(interval/10, minTakeoverGrace), maxTakeoverGrace)
+}
 
 // deferTakeover keeps a backup from taking over while the advertisements that would
 // have stopped it sit unread: in a batch a reader handed over but the loop has not
@@ -526,7 +553,7 @@ const takeoverGrace = time.Millisecond
 // batches are handled here and now; for a queued packet the timer thread lets go of the
 // lock and the CPU for a moment (deferStep) so the reader and the loop can run, at most
 // takeoverGrace in all. A master that really went silent leaves nothing unread for its
-// VRID, and other VRIDs' traffic delays its takeover by no more than takeoverGrace.
+// VRID, and other VRIDs' traffic delays its takeover by no more than that grace.
 // It reports whether it deferred (the caller then fires nothing now).
 func (d *Daemon) deferTakeover(now time.Time) bool {
 	const deferStep = 100 * time.Microsecond
@@ -549,7 +576,7 @@ func (d *Daemon) deferTakeover(now time.Time) bool {
 		d.graceFrom = time.Time{}
 		return false
 	}
-	if waited := now.Sub(d.graceFrom); waited >= takeoverGrace {
+	if waited := now.Sub(d.graceFrom); waited >= d.takeoverGrace(now) {
 		// The reader did not get to the socket in time: the process, or its reader, was
 		// not scheduled. Worth a line: a takeover now may be a false one, and the line
 		// says why.
