@@ -122,25 +122,11 @@ func TestTakeoverStopsAddingOnABetterMaster(t *testing.T) {
 	h := newFakeHost()
 	d := newTestDaemon(t, h)
 	const n = 40 // five chunks, all in the advert: the announcement would follow the last
-	var vips []string
-	for i := range n {
-		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
-	}
+	vips := manyVIPs(n)
 	startDaemon(t, d, testInstance("VI_1", 1, 100, vips...))
 	in := d.byName["VI_1"]
 	h.events = nil
-	s := h.socks[0]
-	holds := 0
-	h.onHold = func() {
-		if holds++; holds != 2 {
-			return
-		}
-		s.in <- []transport.Packet{peerAdvert(t, 1, 150, vips...)}
-		for len(d.batches) == 0 {
-			time.Sleep(time.Millisecond) // the reader hands it over
-		}
-		h.events = append(h.events, "advert arrived")
-	}
+	h.onHold = arriveOnCall(t, d, h, 2, true, peerAdvert(t, 1, 150, vips...))
 	advance(d, takeover(100))
 	h.onHold = nil
 	if in.sm.State() != vrrp.StateBackup || in.sm.Timer() != vrrp.TimerMasterDown || in.sm.Master() != peer {
@@ -176,24 +162,10 @@ func TestTakeoverStopsAddingOnABetterMaster(t *testing.T) {
 func TestPendingTakeoverDroppedOnABetterMaster(t *testing.T) {
 	h := newFakeHost()
 	d := newTestDaemon(t, h)
-	var vips []string
-	for i := range 40 {
-		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
-	}
-	startDaemon(t, d, testInstance("VI_1", 1, 101, vips...), testInstance("VI_2", 2, 100, "10.99.0.200/24"))
+	startDaemon(t, d, testInstance("VI_1", 1, 101, manyVIPs(40)...), testInstance("VI_2", 2, 100, "10.99.0.200/24"))
 	vi2 := d.byName["VI_2"]
 	h.events = nil
-	s := h.socks[0]
-	holds := 0
-	h.onHold = func() {
-		if holds++; holds != 2 {
-			return
-		}
-		s.in <- []transport.Packet{peerAdvert(t, 2, 150, "10.99.0.200/24")}
-		for len(d.batches) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	h.onHold = arriveOnCall(t, d, h, 2, false, peerAdvert(t, 2, 150, "10.99.0.200/24"))
 	d.fireTimers(takeover(100)) // both Master_Down_Timers due in one wake-up
 	h.onHold = nil
 	if got := publishedStates(d); got != "VI_1=MASTER VI_2=BACKUP" {
@@ -227,29 +199,14 @@ func TestPendingTakeoverDroppedOnABetterMaster(t *testing.T) {
 func TestReloadDefersMastersPackets(t *testing.T) {
 	h := newFakeHost()
 	d := newTestDaemon(t, h)
-	var vips []string
-	for i := range 40 {
-		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
-	}
 	keep := testInstance("VI_1", 1, 100, "10.99.0.200/24")
-	startDaemon(t, d, keep, testInstance("VI_2", 2, 100, vips...))
+	startDaemon(t, d, keep, testInstance("VI_2", 2, 100, manyVIPs(40)...))
 	advance(d, takeover(100))
 	if got := publishedStates(d); got != "VI_1=MASTER VI_2=MASTER" {
 		t.Fatalf("before the reload: %s", got)
 	}
 	h.events = nil
-	s := h.socks[0]
-	releases := 0
-	h.onRelease = func() {
-		if releases++; releases != 2 {
-			return
-		}
-		s.in <- []transport.Packet{peerAdvert(t, 1, 150, "10.99.0.200/24")}
-		for len(d.batches) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		h.events = append(h.events, "advert arrived")
-	}
+	h.onRelease = arriveOnCall(t, d, h, 2, true, peerAdvert(t, 1, 150, "10.99.0.200/24"))
 	if err := d.reload(&config.Config{Instances: []config.Instance{keep}}, takeover(100).Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +214,7 @@ func TestReloadDefersMastersPackets(t *testing.T) {
 	if got := publishedStates(d); got != "VI_1=BACKUP" {
 		t.Errorf("after the reload: %s, want VI_1 stepped down to the better master", got)
 	}
-	arrived, lastRemove, stepDown := slices.Index(h.events, "advert arrived"), -1, -1
+	arrived, lastRemove, stepDown := slices.Index(h.events, "adverts arrived"), -1, -1
 	for i, e := range h.events {
 		switch {
 		case strings.HasPrefix(e, "remove ") && strings.Contains(e, "10.99.0.200/24"):
@@ -308,5 +265,33 @@ func TestOwnAdvertsDoNotStopTheAdd(t *testing.T) {
 	}
 	if held := len(h.heldList()); held != n+1 {
 		t.Errorf("%d addresses held after the takeover, want all %d", held, n+1)
+	}
+}
+
+// manyVIPs are n IPv4 VIPs from 10.99.0.100/24 on.
+func manyVIPs(n int) []string {
+	var vips []string
+	for i := range n {
+		vips = append(vips, fmt.Sprintf("10.99.0.%d/24", 100+i))
+	}
+	return vips
+}
+
+// arriveOnCall returns a hook for fakeHost.onHold or onRelease that, at its nth call, has
+// the reader hand pkts over (waiting until the batch is queued for the loop) and notes
+// "adverts arrived" in h.events when note is set.
+func arriveOnCall(t *testing.T, d *Daemon, h *fakeHost, nth int, note bool, pkts ...transport.Packet) func() {
+	calls := 0
+	return func() {
+		if calls++; calls != nth {
+			return
+		}
+		h.socks[0].in <- pkts
+		for len(d.batches) == 0 {
+			time.Sleep(time.Millisecond) // the reader hands it over
+		}
+		if note {
+			h.events = append(h.events, "adverts arrived")
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -122,11 +121,7 @@ func TestFlushedVIPReadded(t *testing.T) {
 func TestRestoreConfirmsAndGroupsReadds(t *testing.T) {
 	h := newFakeHost()
 	d := newRecordingDaemon(t, h)
-	var vips []string
-	for i := range 40 {
-		vips = append(vips, fmt.Sprintf("10.99.0.%d/32", 100+i))
-	}
-	startDaemon(t, d, testInstance("VI_1", 1, 100, vips...))
+	startDaemon(t, d, testInstance("VI_1", 1, 100, manyVIPs(40)...))
 	at := takeover(100)
 	advance(d, at)
 	all := d.byName["VI_1"].vips.vips
