@@ -295,3 +295,35 @@ func arriveOnCall(t *testing.T, d *Daemon, h *fakeHost, nth int, note bool, pkts
 		}
 	}
 }
+
+// TestTakeoverAdvertisesBetweenItsOwnChunks: a router taking over with forty addresses at
+// 10 ms adverts sends its own adverts between the chunks of its own add, not only once
+// the last address is in: its backups wait three intervals, and a loaded host's add of a
+// shared router's addresses lasts longer.
+func TestTakeoverAdvertisesBetweenItsOwnChunks(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	ic := testInstance("VI_1", 1, 100, manyVIPs(40)...)
+	ic.AdvertInterval = 10 * time.Millisecond
+	startDaemon(t, d, ic)
+	h.events = nil
+	h.addDelay = 6 * time.Millisecond // five chunks: 30 ms, three of its intervals
+	advance(d, t0.Add(vrrp.MasterDownInterval(100, 10*time.Millisecond)))
+	firstAdd, lastAdd, between := -1, -1, 0
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "add ") {
+			if firstAdd < 0 {
+				firstAdd = i
+			}
+			lastAdd = i
+		}
+	}
+	for _, e := range h.events[max(firstAdd, 0):max(lastAdd, 0)] {
+		if e == "advert vrid 1 priority 100" {
+			between++
+		}
+	}
+	if firstAdd < 0 || between == 0 {
+		t.Errorf("no advert of its own between the chunks of its takeover:\n%s", strings.Join(h.events, "\n"))
+	}
+}

@@ -205,6 +205,7 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 		in.acted++
 	}
 	gen := in.acted
+	d.armAhead(in, acts)
 	for i := range acts {
 		if in.acted != gen {
 			return // superseded while it added or removed VIPs (busyread.go)
@@ -249,6 +250,25 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	}
 	if len(d.trk.other.dirty) > 0 {
 		d.syncDirty(now)
+	}
+}
+
+// armAhead arms the timer that acts end with before the rest is carried out: a new
+// master's Adver_Timer comes after its VIPs in the state machine's list, and a takeover of
+// hundreds of addresses (holdChunked) then sent no advert of its own until the last was
+// in, past its backups' patience on a loaded host (issue 31's join lab: a router's first
+// master went silent 370 ms while it added, and the joining node took the router too).
+// Armed ahead, its adverts go out between the chunks. The list's own ArmTimer sets the
+// same deadline again.
+func (d *Daemon) armAhead(in *instance, acts []vrrp.Action) {
+	for i := len(acts) - 1; i >= 0; i-- {
+		switch acts[i].Kind {
+		case vrrp.ActionArmTimer:
+			d.timers.Set(in.timerKey, acts[i].At)
+			return
+		case vrrp.ActionStopTimer:
+			return
+		}
 	}
 }
 
