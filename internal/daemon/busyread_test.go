@@ -326,4 +326,16 @@ func TestTakeoverAdvertisesBetweenItsOwnChunks(t *testing.T) {
 	if firstAdd < 0 || between == 0 {
 		t.Errorf("no advert of its own between the chunks of its takeover:\n%s", strings.Join(h.events, "\n"))
 	}
+	// And it goes on advertising: the list's closing ArmTimer, carried out after the
+	// adverts between the chunks moved the deadline, must not set the heap back.
+	in := d.byName["VI_1"]
+	at, ok := d.timers.Armed(in.timerKey)
+	if !ok || !at.Equal(in.sm.Deadline()) {
+		t.Fatalf("after the takeover the heap has %v (armed %v), the state machine's Adver_Timer is at %v", at.Sub(t0), ok, in.sm.Deadline().Sub(t0))
+	}
+	h.events, h.addDelay = nil, 0
+	advance(d, in.sm.Deadline().Add(45*time.Millisecond))
+	if n := strings.Count(strings.Join(h.events, "\n"), "advert vrid 1 priority 100"); n < 4 {
+		t.Errorf("%d adverts in the 45 ms after the takeover at 10 ms adverts, want 5", n)
+	}
 }

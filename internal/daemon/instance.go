@@ -229,7 +229,7 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 			d.startAnnounce(in, now) // all its addresses, not only a.VIPs
 			d.hops.announce = time.Since(now)
 		case vrrp.ActionArmTimer:
-			d.timers.Set(in.timerKey, a.At)
+			d.armTimer(in)
 		case vrrp.ActionStopTimer:
 			d.timers.Stop(in.timerKey)
 		}
@@ -258,18 +258,31 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 // hundreds of addresses (holdChunked) then sent no advert of its own until the last was
 // in, past its backups' patience on a loaded host (issue 31's join lab: a router's first
 // master went silent 370 ms while it added, and the joining node took the router too).
-// Armed ahead, its adverts go out between the chunks. The list's own ArmTimer sets the
-// same deadline again.
+// Armed ahead, its adverts go out between the chunks; the list's own ArmTimer then sets
+// the heap to wherever they moved the state machine's deadline.
 func (d *Daemon) armAhead(in *instance, acts []vrrp.Action) {
 	for i := len(acts) - 1; i >= 0; i-- {
 		switch acts[i].Kind {
 		case vrrp.ActionArmTimer:
-			d.timers.Set(in.timerKey, acts[i].At)
+			d.armTimer(in)
 			return
 		case vrrp.ActionStopTimer:
 			return
 		}
 	}
+}
+
+// armTimer puts the state machine's running timer in the heap, at the state machine's
+// deadline rather than the action's: a list carried out in pieces (a takeover's chunks,
+// with adverts sent between them) may have moved it since, and the heap set back to the
+// action's passed deadline would fire once for nothing and lose the timer (the failover
+// lab's new master then went silent after its takeover).
+func (d *Daemon) armTimer(in *instance) {
+	if in.sm == nil || in.sm.Timer() == vrrp.TimerNone {
+		d.timers.Stop(in.timerKey)
+		return
+	}
+	d.timers.Set(in.timerKey, in.sm.Deadline())
 }
 
 // supersedes reports whether acts change what an earlier action list of the same
