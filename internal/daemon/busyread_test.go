@@ -339,3 +339,36 @@ func TestTakeoverAdvertisesBetweenItsOwnChunks(t *testing.T) {
 		t.Errorf("%d adverts in the 45 ms after the takeover at 10 ms adverts, want 5", n)
 	}
 }
+
+// TestBreakFirstHoldsExcludedBack (issue 31's join lab): a break-first preemption (the
+// Kubernetes mode's) adds none of the router's addresses at the takeover, its excluded
+// VIPs included, and all of them when its Adver_Timer adds the VIPs, HandoffDelay later:
+// the excluded ones used to go on at once, beside the preempted master's.
+func TestBreakFirstHoldsExcludedBack(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	ic := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	ic.BreakFirstPreempt = true
+	for i := range 20 {
+		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", 1+i)), Dev: "eth0"})
+	}
+	startDaemon(t, d, ic)
+	in := d.byName["VI_1"]
+	// A lower-priority master advertises: VI_1 lets its Master_Down_Timer run out, then
+	// preempts break-first.
+	heard := t0.Add(time.Second)
+	p := peerAdvert(t, 1, 100, "10.99.0.100/24")
+	d.handleBatch(&batch{conn: in.conn, tc: in.conn.tc, pkts: []transport.Packet{p}, n: 1}, heard)
+	takeoverAt := in.sm.Deadline()
+	advance(d, takeoverAt)
+	if in.sm.State() != vrrp.StateMaster || !in.sm.VIPsPending() {
+		t.Fatalf("after the Master_Down_Timer: %v, VIPs pending %v; want a break-first MASTER", in.sm.State(), in.sm.VIPsPending())
+	}
+	if held := h.heldList(); len(held) != 0 {
+		t.Errorf("at the break-first takeover %d addresses are on the interface, want none yet: %v", len(held), held[:min(len(held), 3)])
+	}
+	advance(d, takeoverAt.Add(vrrp.HandoffDelay(ic.AdvertInterval)))
+	if held := len(h.heldList()); held != 21 {
+		t.Errorf("after the handoff delay %d addresses are held, want the VIP and its 20 excluded", held)
+	}
+}

@@ -236,8 +236,13 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	}
 	if in.sm != nil {
 		master := in.sm.State() == vrrp.StateMaster
-		if master != in.holdsExcluded && len(in.cfg.ExcludedVIPs) > 0 {
-			d.excluded(in, master)
+		// A break-first master holds its excluded VIPs with its VIPs, when its Adver_Timer
+		// adds them (vrrp.Instance.VIPsPending), not at the takeover: a shared router's
+		// hundreds beyond what an advert carries went on at once, beside the preempted
+		// master's (issue 31's join lab).
+		holding := master && !in.sm.VIPsPending()
+		if holding != in.holdsExcluded && len(in.cfg.ExcludedVIPs) > 0 {
+			d.excluded(in, holding)
 			if in.acted != gen {
 				return
 			}
