@@ -372,3 +372,32 @@ func TestBreakFirstHoldsExcludedBack(t *testing.T) {
 		t.Errorf("after the handoff delay %d addresses are held, want the VIP and its 20 excluded", held)
 	}
 }
+
+// TestTakeoverAnnouncesBeforeItsExcludedVIPs: a takeover adds its advertised VIPs,
+// announces, and then adds its excluded VIPs; its own adverts sent between the chunks
+// (10 ms adverts) do not add the excluded ones first, which held the failover lab's
+// announcements back until all of a shared router's addresses were in.
+func TestTakeoverAnnouncesBeforeItsExcludedVIPs(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	ic := testInstance("VI_1", 1, 100, manyVIPs(40)...)
+	ic.AdvertInterval = 10 * time.Millisecond
+	for i := range 40 {
+		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", 1+i)), Dev: "eth0"})
+	}
+	startDaemon(t, d, ic)
+	h.addDelay = 6 * time.Millisecond
+	announcedAtExcluded := -1
+	h.onHold = func() {
+		if announcedAtExcluded < 0 && strings.Contains(h.events[len(h.events)-1], "10.99.1.") {
+			announcedAtExcluded = len(h.announced)
+		}
+	}
+	advance(d, t0.Add(vrrp.MasterDownInterval(100, 10*time.Millisecond)))
+	if announcedAtExcluded != 1 {
+		t.Errorf("%d announcements when the first excluded VIP went on, want the takeover's one first", announcedAtExcluded)
+	}
+	if held := len(h.heldList()); held != 80 {
+		t.Errorf("%d addresses held after the takeover, want 80", held)
+	}
+}

@@ -63,6 +63,9 @@ type instance struct {
 	// VIPs) reads an advertisement that makes the state machine act so again
 	// (busyread.go) stops where it is: the newer list has done what the state now needs.
 	acted uint64
+	// executing is how many of its action lists executeActs is in: more than one while an
+	// advert goes out between the chunks of its own list's VIPs.
+	executing int
 
 	trackFault bool           // a weight-0 vrrp_script holds it in FAULT (track.go)
 	quietFault bool           // that FAULT only waits for first results: not notified
@@ -201,6 +204,8 @@ func (d *Daemon) execute(in *instance, now time.Time) { d.executeActs(in, d.acts
 // place among the actions.
 func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 	defer d.logTransitions()
+	in.executing++
+	defer func() { in.executing-- }()
 	if supersedes(acts) {
 		in.acted++
 	}
@@ -234,7 +239,11 @@ func (d *Daemon) executeActs(in *instance, acts []vrrp.Action, now time.Time) {
 			d.timers.Stop(in.timerKey)
 		}
 	}
-	if in.sm != nil {
+	// What follows from the state, unless this is an advert sent between the chunks of
+	// the same instance's own list (armAhead): that list carries it out at its end, after
+	// its announcement, and the excluded VIPs added here first held the failover lab's
+	// announcements back until all of a shared router's addresses were in.
+	if in.sm != nil && (in.executing == 1 || supersedes(acts)) {
 		master := in.sm.State() == vrrp.StateMaster
 		// A break-first master holds its excluded VIPs with its VIPs, when its Adver_Timer
 		// adds them (vrrp.Instance.VIPsPending), not at the takeover: a shared router's
