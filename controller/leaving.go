@@ -81,19 +81,31 @@ func (c *leaveClocks) observe(group types.NamespacedName, leaving []v1alpha1.Gro
 	if c.since == nil {
 		c.since = map[types.NamespacedName]map[string]time.Time{}
 	}
-	seen := c.since[group]
-	next := make(map[string]time.Time, len(leaving))
-	ages := make(map[string]time.Duration, len(leaving))
-	for _, n := range leaving {
-		t, ok := seen[n.Name]
+	names := make([]string, len(leaving))
+	for i, n := range leaving {
+		names[i] = n.Name
+	}
+	next := carryClocks(c.since[group], names, now)
+	c.since[group] = next
+	ages := make(map[string]time.Duration, len(next))
+	for k, t := range next {
+		ages[k] = now.Sub(t)
+	}
+	return ages
+}
+
+// carryClocks is seen's start times for keys, a key not in seen starting at now; the
+// keys not listed are forgotten (leaveClocks, moveClocks.written).
+func carryClocks(seen map[string]time.Time, keys []string, now time.Time) map[string]time.Time {
+	next := make(map[string]time.Time, len(keys))
+	for _, k := range keys {
+		t, ok := seen[k]
 		if !ok {
 			t = now
 		}
-		next[n.Name] = t
-		ages[n.Name] = now.Sub(t)
+		next[k] = t
 	}
-	c.since[group] = next
-	return ages
+	return next
 }
 
 // drainStep decides which leaving nodes stay (excluded as v1alpha1.ExclusionLeaving)

@@ -119,15 +119,11 @@ func (c *moveClocks) observe(group types.NamespacedName, status []v1alpha1.Insta
 func (c *moveClocks) written(group types.NamespacedName, instances []v1alpha1.Instance, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	seen := c.since[group]
-	next := make(map[string]time.Time, len(instances))
-	for _, in := range instances {
-		t, ok := seen[in.Key]
-		if !ok {
-			t = now
-		}
-		next[in.Key] = t
+	keys := make([]string, len(instances))
+	for i, in := range instances {
+		keys[i] = in.Key
 	}
+	next := carryClocks(c.since[group], keys, now)
 	c.since[group] = next
 	for k := range c.handed[group] {
 		if _, ok := next[k]; !ok {
