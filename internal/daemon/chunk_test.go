@@ -277,3 +277,65 @@ func TestReloadExcludedVIPsDiffed(t *testing.T) {
 		t.Errorf("the reload added %d addresses, want at most 12:\n%s", added, strings.Join(h.vipCalls, "\n"))
 	}
 }
+
+// TestAdvertDueInATakeoversWakeUpKeepsItsTimer (issue 31's leave lab): a master's
+// Adver_Timer that falls due in the same wake-up as another instance's takeover, just
+// after it, is sent with the takeover's advertisement and re-armed at once, not after the
+// takeover's hundreds of addresses are in. Armed only when its own list's turn came, it
+// was off the heap for all of them: a survivor taking over the leaving node's router
+// went silent 420 ms in one of its own, and that router's backup took it over beside it.
+func TestAdvertDueInATakeoversWakeUpKeepsItsTimer(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	master := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	master.AdvertInterval = 100 * time.Millisecond
+	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
+	const n = 300
+	for i := range n {
+		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
+	}
+	startDaemon(t, d, master, many)
+	// Run up to VI_1's first Adver_Timer after VI_2's Master_Down_Timer, and fire both
+	// in one wake-up then, the takeover first.
+	down := takeover(100)
+	advance(d, down.Add(-time.Millisecond))
+	vi1 := d.byName["VI_1"]
+	for {
+		next, ok := d.timers.Armed(vi1.timerKey)
+		if !ok {
+			t.Fatal("VI_1 has no Adver_Timer armed")
+		}
+		if next.After(down) {
+			h.events = nil
+			h.addDelay = 4 * time.Millisecond // each Hold; 38 Holds outlast VI_1's interval
+			d.fireTimers(next)
+			break
+		}
+		d.fireTimers(next)
+	}
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("after VI_2's takeover: %s", s)
+	}
+	firstAdd, lastAdd, adverts, between := -1, -1, 0, 0
+	for i, e := range h.events {
+		if strings.HasPrefix(e, "add ") && strings.Contains(e, "/32") {
+			if firstAdd < 0 {
+				firstAdd = i
+			}
+			lastAdd = i
+		}
+		if e == "advert vrid 1 priority 150" {
+			adverts++
+			if firstAdd >= 0 && lastAdd == i-1 {
+				between++ // right after a chunk: sent from within the add
+			}
+		}
+	}
+	if adverts == 0 || firstAdd < 0 {
+		t.Fatalf("VI_1 sent %d adverts, VI_2 added from event %d:\n%s", adverts, firstAdd, strings.Join(h.events, "\n"))
+	}
+	if between == 0 {
+		t.Errorf("VI_1's Adver_Timer fell due with VI_2's takeover and sent nothing between the %d chunks of VI_2's %d addresses (%v):\n%s",
+			(n+holdChunk-1)/holdChunk, n, time.Duration((n+holdChunk-1)/holdChunk)*h.addDelay, strings.Join(h.events, "\n"))
+	}
+}

@@ -719,6 +719,12 @@ func (d *Daemon) fireTimers(now time.Time) {
 			f.late = timerWoke.Sub(f.deadline)
 			f.acts = sm.HandleTimer(now, f.acts[:0])
 			f.acted = o.in.acted
+			// Its next timer goes into the heap now, not when its list's turn comes: a
+			// master's Adver_Timer due just behind a takeover of hundreds of addresses
+			// would be off the heap until they are all in, and send nothing between
+			// their chunks (issue 31's leave lab: 420 ms of silence, and a backup took
+			// the router over beside it).
+			d.armAhead(o.in, f.acts)
 			f.next = 0
 			for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionSendAdvert {
 				d.send(o.in, f.acts[f.next].Priority)
