@@ -208,3 +208,70 @@ func TestBreakFirstPreemptEveryTime(t *testing.T) {
 		t.Errorf("silent master: %s", describe(got))
 	}
 }
+
+// breakFirstPending is a BreakFirstPreempt backup at 254 that has just preempted a master
+// at 253 (heard at 2 s): Master, its VIPs not yet added; the takeover's time.
+func breakFirstPending(t *testing.T, noAdvert bool) (*Instance, *Advertisement, time.Time) {
+	t.Helper()
+	c := v2Config(254)
+	c.BreakFirstPreempt = true
+	c.LowerPrioNoAdvert = noAdvert
+	i := backupAt(t, c)
+	lower := advertFor(c, 253)
+	i.HandleAdvert(at(2*time.Second), lower, higher, nil)
+	took := i.Deadline()
+	i.HandleTimer(took, nil)
+	if i.State() != StateMaster || !i.VIPsPending() {
+		t.Fatalf("not a break-first master: %v, pending %v", i.State(), i.VIPsPending())
+	}
+	if want := took.Add(HandoffDelay(c.AdvertInterval)); !i.Deadline().Equal(want) {
+		t.Fatalf("VIPs due at %v, want HandoffDelay after the takeover, %v", i.Deadline().Sub(t0), want.Sub(t0))
+	}
+	return i, lower, took
+}
+
+func TestBreakFirstWaitsWhileThePreemptedMasterIsHeard(t *testing.T) {
+	// The preempted master's advertisement arrives after the takeover (it had not heard
+	// ours yet): this router answers it at once and adds the VIPs HandoffDelay after it,
+	// not after its own advertisement.
+	i, lower, took := breakFirstPending(t, false)
+	heard := took.Add(200 * time.Millisecond)
+	wait := HandoffDelay(i.Config().AdvertInterval)
+	expect(t, "the preempted master still advertising", i.HandleAdvert(heard, lower, higher, nil),
+		fmt.Sprintf("Send(254) Arm(Adver_Timer@%v)", heard.Add(wait).Sub(t0)))
+	expect(t, "the old deadline", i.HandleTimer(took.Add(wait), nil), "")
+	if !i.VIPsPending() {
+		t.Fatal("VIPs added at the first deadline, beside a master heard since")
+	}
+	got := i.HandleTimer(heard.Add(wait), nil)
+	if !strings.Contains(describe(got), "Add[10.99.0.100/24 10.99.0.101/24]") || i.VIPsPending() {
+		t.Errorf("HandoffDelay after the last advertisement heard: %s", describe(got))
+	}
+}
+
+func TestBreakFirstAddsAfterOneMasterDownIntervalAtMost(t *testing.T) {
+	// A preempted master that never hears this router keeps advertising: the VIPs go on
+	// one Master_Down_Interval after the takeover anyway (make before break, as RFC 5798
+	// does every time), not never. With lower_prio_no_advert nothing is sent in answer.
+	for _, noAdvert := range []bool{false, true} {
+		i, lower, took := breakFirstPending(t, noAdvert)
+		by := took.Add(i.MasterDownInterval())
+		var added time.Time
+		for now := took.Add(100 * time.Millisecond); now.Before(by.Add(2 * time.Second)); now = now.Add(100 * time.Millisecond) {
+			got := i.HandleAdvert(now, lower, higher, nil)
+			if noAdvert == strings.Contains(describe(got), "Send(") {
+				t.Fatalf("lower_prio_no_advert %v: answer to a lower priority %s", noAdvert, describe(got))
+			}
+			if i.Deadline().After(by) {
+				t.Fatalf("VIPs due at %v, past one Master_Down_Interval after the takeover (%v)", i.Deadline().Sub(t0), by.Sub(t0))
+			}
+			if got := i.HandleTimer(now, nil); strings.Contains(describe(got), "Add[") {
+				added = now
+				break
+			}
+		}
+		if added.IsZero() || added.Before(by) || added.Sub(by) > 100*time.Millisecond {
+			t.Errorf("lower_prio_no_advert %v: VIPs added at %v, want at the first wake-up from %v", noAdvert, added.Sub(t0), by.Sub(t0))
+		}
+	}
+}

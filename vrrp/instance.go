@@ -43,10 +43,12 @@ type Instance struct {
 	// end of a takeover) and cleared when it next becomes Master: its first preemption
 	// then breaks before it makes (takeOverBreakFirst). lowerHeardAt is when a
 	// lower-priority master's advertisement was last discarded (preemption pending).
-	// pendingVIPs: Master, but the VIPs are added only when the Adver_Timer fires.
+	// pendingVIPs: Master, but the VIPs are added only when the Adver_Timer fires, at
+	// the latest at handoffBy (extendHandoff).
 	afterHandover bool
 	lowerHeardAt  time.Time
 	pendingVIPs   bool
+	handoffBy     time.Time
 
 	counters Counters
 }
@@ -336,16 +338,19 @@ func (i *Instance) stop(out []Action) []Action {
 // Adver_Timer next fires (a break-first takeover, takeOverBreakFirst).
 func (i *Instance) VIPsPending() bool { return i.pendingVIPs }
 
-// HandoffDelay is how long a break-first takeover waits between its first advertisement
-// and adding the VIPs, for an instance advertising every interval: time for the master
-// it preempts to receive the advertisement and remove them. Exported for vrrpd's reload
-// hold-back (internal/daemon, holdback.go), which waits for another node's release. That is well under a millisecond on a quiet LAN, but the migration lab
+// HandoffDelay is how long a break-first takeover waits between its advertisement and
+// adding the VIPs, for an instance advertising every interval: time for the master it
+// preempts to receive the advertisement and remove them. Exported for vrrpd's reload
+// hold-back (internal/daemon, holdback.go), which waits for another node's release. That
+// is well under a millisecond on a quiet LAN, but loaded hosts take tens: the migration lab
 // (test/e2e) measured a loaded keepalived stepping down 142 ms after the advertisement,
-// and a 50 ms wait put the VIP on two nodes for 190 ms; so half an interval, up to 250 ms:
-// a planned move leaves the VIPs unserved that long at most (at 1 s adverts), against a
-// failover's three intervals.
+// and issue 31's join lab a vrrpd stepping down 60-90 ms after it, beside a 50 ms wait
+// (half its 100 ms interval), with 179 addresses on two hosts in between. So one interval,
+// up to 250 ms: a planned move leaves the VIPs unserved about that long (extendHandoff
+// stretches it only while the preempted master is still heard), against a failover's
+// three intervals and more.
 func HandoffDelay(interval time.Duration) time.Duration {
-	return min(250*time.Millisecond, interval/2)
+	return min(250*time.Millisecond, interval)
 }
 
 // takeOverBreakFirst is becomeMaster for the first preemption after a takeover, or for
@@ -358,9 +363,28 @@ func HandoffDelay(interval time.Duration) time.Duration {
 func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
 	i.enterMaster()
 	i.pendingVIPs = true
+	i.handoffBy = now.Add(i.MasterDownInterval())
 	out = i.send(i.priority, out)
 	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})
 	return i.arm(TimerAdvert, now.Add(HandoffDelay(i.cfg.AdvertInterval)), out)
+}
+
+// extendHandoff is a break-first master, its VIPs still to be added, hearing a lower
+// priority (or 0) from another router: most likely the master it preempts, which sent
+// that before it heard this router's advertisement or while it resigns, and holds the
+// VIPs still. The wait for it to let go starts again from now, so the VIPs go on
+// HandoffDelay after the last sign of it rather than beside it. A router that never
+// hears this one would hold them for good: at handoffBy (one Master_Down_Interval after
+// the takeover) they are added anyway, RFC 5798's make-before-break.
+func (i *Instance) extendHandoff(now time.Time, out []Action) []Action {
+	at := now.Add(HandoffDelay(i.cfg.AdvertInterval))
+	if at.After(i.handoffBy) {
+		at = i.handoffBy
+	}
+	if !at.After(i.deadline) {
+		return out
+	}
+	return i.arm(TimerAdvert, at, out)
 }
 
 // armAdvert arms the next advertisement an interval from now, unless a break-first

@@ -146,15 +146,21 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 		}
 		return i.arm(TimerMasterDown, now.Add(i.MasterDownInterval()), out)
 	}
-	if a.Priority != 0 && i.cfg.LowerPrioNoAdvert {
-		// RFC 3768 / RFC 5798 §6.4.3: discard a lower priority; Adver_Timer runs on.
+	// RFC 3768 / RFC 5798 §6.4.3 discard a lower priority (Config.LowerPrioNoAdvert):
+	// Adver_Timer runs on. Priority 0 (RFC 5798) or a lower priority (RFC 9568;
+	// keepalived 2.2.7 in v2 and v3 alike unless lower_prio_no_advert): advertise at once,
+	// so a departing master's backups or a lower-priority router that thinks it is master
+	// hear from us without waiting for Adver_Timer.
+	quiet := a.Priority != 0 && i.cfg.LowerPrioNoAdvert
+	if !quiet {
+		out = i.send(i.priority, out)
+	}
+	if i.pendingVIPs {
+		return i.extendHandoff(now, out)
+	}
+	if quiet {
 		return out
 	}
-	// Priority 0 (RFC 5798) or a lower priority (RFC 9568; keepalived 2.2.7 in v2 and
-	// v3 alike unless lower_prio_no_advert): advertise at once, so a departing master's
-	// backups or a lower-priority router that thinks it is master hear from us without
-	// waiting for Adver_Timer.
-	out = i.send(i.priority, out)
 	return i.armAdvert(now, out)
 }
 

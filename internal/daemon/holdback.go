@@ -28,7 +28,7 @@ const minReloadHoldBack = 50 * time.Millisecond
 
 // reloadHoldBack is how long a master advertising every interval holds back an address
 // a reload gives it while no instance here held it: the break-first takeover's
-// vrrp.HandoffDelay (half an interval, at most 250 ms), at least minReloadHoldBack.
+// vrrp.HandoffDelay (one interval, at most 250 ms), at least minReloadHoldBack.
 func reloadHoldBack(interval time.Duration) time.Duration {
 	return max(vrrp.HandoffDelay(interval), minReloadHoldBack)
 }

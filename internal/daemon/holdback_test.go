@@ -16,13 +16,14 @@ import (
 )
 
 // TestReloadHoldBackDuration: the hold-back is the break-first takeover's handoff delay
-// (half an interval, at most 250 ms), never under 50 ms.
+// (one interval, at most 250 ms), never under 50 ms.
 func TestReloadHoldBackDuration(t *testing.T) {
 	for _, c := range []struct{ interval, want time.Duration }{
 		{10 * time.Millisecond, 50 * time.Millisecond},
-		{100 * time.Millisecond, 50 * time.Millisecond},
-		{160 * time.Millisecond, 80 * time.Millisecond},
-		{200 * time.Millisecond, 100 * time.Millisecond},
+		{40 * time.Millisecond, 50 * time.Millisecond},
+		{100 * time.Millisecond, 100 * time.Millisecond},
+		{200 * time.Millisecond, 200 * time.Millisecond},
+		{300 * time.Millisecond, 250 * time.Millisecond},
 		{time.Second, 250 * time.Millisecond},
 		{3 * time.Second, 250 * time.Millisecond},
 	} {
