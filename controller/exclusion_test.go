@@ -191,3 +191,38 @@ func TestExclusionTakesNodeOut(t *testing.T) {
 		eventually(t, 10*time.Second, func() error { return wantExcluded("") })
 	}
 }
+
+// TestLeavingPriorities: a node leaving a shared group that ranks first in an instance
+// steps down to one under the next node (which preempts it), above the third; ranked
+// lower, or without room between the next two, or with nobody left, it resigns (0). An
+// excluded node that ranks first still resigns.
+func TestLeavingPriorities(t *testing.T) {
+	leaving := func(excl ...string) []v1alpha1.GroupNode {
+		var out []v1alpha1.GroupNode
+		for i, e := range excl {
+			out = append(out, v1alpha1.GroupNode{Name: fmt.Sprintf("n%d", i), Excluded: e})
+		}
+		return out
+	}
+	L, X := v1alpha1.ExclusionLeaving, v1alpha1.ExclusionLabel
+	for _, c := range []struct {
+		name  string
+		prios []uint8
+		nodes []v1alpha1.GroupNode
+		want  []uint8
+	}{
+		{"leaving top", []uint8{254, 204, 79}, leaving(L, "", ""), []uint8{203, 204, 79}},
+		{"leaving top, ranked last in the slice", []uint8{79, 204, 254, 29}, leaving("", "", L, ""), []uint8{79, 204, 203, 29}},
+		{"leaving second", []uint8{254, 204, 79}, leaving("", L, ""), []uint8{254, 0, 79}},
+		{"leaving top, adjacent next two", []uint8{254, 120, 119}, leaving(L, "", ""), []uint8{0, 120, 119}},
+		{"leaving top, one node left", []uint8{254, 204}, leaving(L, ""), []uint8{203, 204}},
+		{"leaving top, nobody left", []uint8{254}, leaving(L), []uint8{0}},
+		{"leaving top, the next excluded", []uint8{254, 204, 79}, leaving(L, X, ""), []uint8{78, 0, 79}},
+		{"excluded top", []uint8{254, 204, 79}, leaving(X, "", ""), []uint8{0, 204, 79}},
+	} {
+		prios := slices.Clone(c.prios)
+		if got := excludedPriorities(prios, c.nodes); !slices.Equal(got, c.want) || !slices.Equal(prios, c.prios) {
+			t.Errorf("%s: %v (input now %v), want %v and the input untouched", c.name, got, prios, c.want)
+		}
+	}
+}

@@ -23,9 +23,12 @@ import (
 //
 //   - write 1 keeps the node in status.nodes, excluded (v1alpha1.ExclusionLeaving): it
 //     keeps its rank, so no router changes key and no member changes router, and it
-//     gets priority 0 everywhere (excludedPriorities), so its vrrpd resigns and each
-//     router it masters fails over whole to the router's next node, as for any
-//     excluded or failed node;
+//     gets, in each router it masters, a priority one under the router's next
+//     node's (excludedPriorities, leavingPriority), and 0 in the others: the next
+//     node preempts it and takes the router over whole, breaking before it makes,
+//     while the node after that keeps hearing a master above it (a resignation,
+//     priority 0 everywhere, made those two race a Skew_Time apart, and the
+//     movement lab saw both take a router on a loaded host);
 //   - write 2, once KeepalivedMastership names the node master of none of the group's
 //     instances (and names a master of each), or after the timed fallback, drops it:
 //     at 2 exact ranks a member of @c/m1,x then moves to @c/x,y, both mastered by x

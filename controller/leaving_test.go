@@ -92,8 +92,9 @@ func TestLeavingOnlyShared(t *testing.T) {
 // leaveWrite1 checks a status written while the node at index victim leaves: the same
 // nodes in the same order, the victim excluded as leaving and the others not, the same
 // instances (keys, router IDs, addresses) and routerIDs as before, and each instance's
-// priorities as before but the victim's, which is 0. It returns how many instances
-// ranked the victim before.
+// priorities as before but the victim's: one under the next node's where it ranked first
+// (and that is above the third's), 0 elsewhere. It returns how many instances ranked the
+// victim before.
 func leaveWrite1(before, st *v1alpha1.KeepalivedGroupStatus, victim int) (int, error) {
 	if len(st.Nodes) != len(before.Nodes) {
 		return 0, fmt.Errorf("%d nodes, want %d", len(st.Nodes), len(before.Nodes))
@@ -127,7 +128,17 @@ func leaveWrite1(before, st *v1alpha1.KeepalivedGroupStatus, victim int) (int, e
 		if want[victim] != v1alpha1.PriorityNotMember {
 			ranked++
 		}
+		wasTop := slices.Max(want) == want[victim] && want[victim] != v1alpha1.PriorityNotMember
 		want[victim] = v1alpha1.PriorityNotMember
+		if wasTop {
+			// Handed over: one under the next node, when that is above the third.
+			rest := slices.Clone(want)
+			slices.Sort(rest)
+			slices.Reverse(rest)
+			if len(rest) > 1 && rest[0]-1 > rest[1] {
+				want[victim] = rest[0] - 1
+			}
+		}
 		if !slices.Equal(p, want) {
 			return 0, fmt.Errorf("instance %s: priorities %v, want %v", in.Key, p, want)
 		}
@@ -183,9 +194,9 @@ func dropLabel(t *testing.T, name, key string) {
 }
 
 // TestSharedLeaveDrainsFirst: a node's label is removed in a 4-node Shared group of
-// 300 Services. Write 1 keeps the node, excluded as leaving, with priority 0 in every
-// instance that ranked it and every router's key, ID and members unchanged (VRRP moves
-// its routers whole to their next node); the operator is restarted and, while
+// 300 Services. Write 1 keeps the node, excluded as leaving, one under the next node in
+// the routers it masters and 0 in the others, and every router's key, ID and members
+// unchanged (VRRP moves its routers whole to their next node, which preempts it); the operator is restarted and, while
 // KeepalivedMastership still names the node master of its routers, keeps it; once
 // KeepalivedMastership names the write-1 tops (as the vrrpd that took over would), the
 // next write drops the node, sooner than the timed fallback, and every member is in a
@@ -251,7 +262,7 @@ func TestSharedLeaveDrainsFirst(t *testing.T) {
 		t.Fatalf("the restarted operator dropped the node while KeepalivedMastership names it: %d nodes", len(st.Nodes))
 	}
 
-	// vrrpd's view after write 1: the leaving node resigned, each of its routers is
+	// vrrpd's view after write 1: the leaving node was preempted, each of its routers is
 	// mastered by its top in write 1 (its second before).
 	masters = map[string]string{}
 	took := 0

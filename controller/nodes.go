@@ -84,10 +84,21 @@ func exclusion(n *corev1.Node) string {
 // after its Skew_Time at the priority it already had, and nobody else's
 // configuration changes with the exclusion. prios is not modified (it may be
 // the priority memo's).
+//
+// A node leaving a shared group (v1alpha1.ExclusionLeaving) that ranks first
+// is handed over instead (leavingPriority): it steps down to just under the
+// next node, which preempts it.
 func excludedPriorities(prios []uint8, nodes []v1alpha1.GroupNode) []uint8 {
 	var out []uint8
+	top, leavingTop := -1, false
 	for i, n := range nodes {
-		if n.Excluded == "" || i >= len(prios) {
+		if i >= len(prios) {
+			break
+		}
+		if top < 0 || prios[i] > prios[top] {
+			top, leavingTop = i, n.Excluded == v1alpha1.ExclusionLeaving
+		}
+		if n.Excluded == "" {
 			continue
 		}
 		if out == nil {
@@ -98,7 +109,36 @@ func excludedPriorities(prios []uint8, nodes []v1alpha1.GroupNode) []uint8 {
 	if out == nil {
 		return prios
 	}
+	if leavingTop {
+		out[top] = leavingPriority(out)
+	}
 	return out
+}
+
+// leavingPriority is the priority of a leaving node that ranks first in an
+// instance whose other priorities (the leaving node's 0 among them) are
+// prios: one under the next node's, when that stays above the third's. A
+// resignation (priority 0) made the next node and the one after it race, a
+// Skew_Time apart: issue 31's leave lab saw the third take a router of 350
+// addresses beside the second on a loaded host. Preempted instead, the
+// leaving node serves its addresses until the next node's takeover, which
+// breaks before it makes (vrrp.Config.BreakFirstPreempt), and the third keeps
+// hearing a master above it throughout. Without room between the two (a
+// countdown of adjacent priorities, or no next node) it resigns as before.
+func leavingPriority(prios []uint8) uint8 {
+	var second, third uint8
+	for _, p := range prios {
+		switch {
+		case p > second:
+			second, third = p, second
+		case p > third:
+			third = p
+		}
+	}
+	if second == 0 || second-1 <= third {
+		return v1alpha1.PriorityNotMember
+	}
+	return second - 1
 }
 
 // nodeToGroups enqueues the groups whose nodeSelector matches a Node (before
