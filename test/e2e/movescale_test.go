@@ -203,9 +203,9 @@ func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event strin
 	}
 	t.Logf("%s: %d of %d Services changed master, rendezvous ideal %d; settled %v after the change (%d instances)",
 		event, moved, len(watched), ideal, to.Add(-3*time.Second).Sub(from).Round(time.Millisecond), after.routers)
-	t.Logf("%s: %d samples, at most %v apart (the run's longest round %v, %d host reads interrupted); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s)",
+	t.Logf("%s: %d samples, at most %v apart (the run's longest round %v, %d host reads interrupted); %d samples of an address on two hosts; addresses without a holder, longest stretch each (sampled): %s; %d longer than one failover (%v), the longest %v (%s, held again at %s)",
 		event, rec.rounds, rec.gapMax.Round(time.Millisecond), rec.readMax.Round(time.Millisecond), rec.unread, len(rec.doubles), durations(gaps),
-		long, oneFailover.Round(time.Millisecond), rec.unheld[worst].Round(time.Millisecond), worst)
+		long, oneFailover.Round(time.Millisecond), rec.unheld[worst].Round(time.Millisecond), worst, rec.unheldEnd[worst].Format("15:04:05.000"))
 	for i, d := range rec.doubles {
 		if i == 20 {
 			t.Logf("... %d more", len(rec.doubles)-20)

@@ -237,7 +237,10 @@ type holderRecord struct {
 	// unheld is, per address, the longest time between a round that saw it held and the
 	// next that did (an upper bound of the time no host held it, by up to one round gap).
 	unheld map[netip.Addr]time.Duration
-	unread int
+	// unheldEnd is when each address's longest stretch in unheld ended (the round that
+	// saw it held again), to find it in the daemons' logs.
+	unheldEnd map[netip.Addr]time.Time
+	unread    int
 	errs   []error
 }
 
@@ -245,7 +248,7 @@ type holderRecord struct {
 func (s *holderSampler) record(from, to time.Time) holderRecord {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := holderRecord{readMax: s.readMax, unheld: map[netip.Addr]time.Duration{}, unread: s.unread, errs: s.errs}
+	r := holderRecord{readMax: s.readMax, unheld: map[netip.Addr]time.Duration{}, unheldEnd: map[netip.Addr]time.Time{}, unread: s.unread, errs: s.errs}
 	// Rounds and the longest time between two in [from, to]: the sampling's resolution
 	// there (a loaded machine can hold the sampler back for a second at other times).
 	prev := from
@@ -268,8 +271,8 @@ func (s *holderSampler) record(from, to time.Time) holderRecord {
 		for _, c := range s.changes[i] {
 			switch {
 			case c.mask != 0 && !held:
-				if !lastHeld.IsZero() && c.at.After(from) && !lastHeld.After(to) {
-					r.unheld[v] = max(r.unheld[v], c.at.Sub(lastHeld))
+				if !lastHeld.IsZero() && c.at.After(from) && !lastHeld.After(to) && c.at.Sub(lastHeld) > r.unheld[v] {
+					r.unheld[v], r.unheldEnd[v] = c.at.Sub(lastHeld), c.at
 				}
 				held = true
 			case c.mask == 0 && held:
@@ -279,8 +282,8 @@ func (s *holderSampler) record(from, to time.Time) holderRecord {
 				held = false
 			}
 		}
-		if !held && !lastHeld.IsZero() && !lastHeld.After(to) {
-			r.unheld[v] = max(r.unheld[v], s.last.Sub(lastHeld))
+		if !held && !lastHeld.IsZero() && !lastHeld.After(to) && s.last.Sub(lastHeld) > r.unheld[v] {
+			r.unheld[v], r.unheldEnd[v] = s.last.Sub(lastHeld), s.last
 		}
 	}
 	return r
