@@ -88,6 +88,16 @@ func (d *Daemon) readWhileBusy() {
 		d.adv, d.busyAdv = d.busyAdv, d.adv
 		d.busyReading = false
 	}()
+	for b := d.current; b != nil && !d.reloading && d.currentNext < b.n && b.tc == b.conn.tc; {
+		// The rest of the batch the loop is handling (handleBatch) first: it arrived
+		// before anything still to be read.
+		p := &b.pkts[d.currentNext]
+		d.currentNext++
+		if d.handlePacket(b.conn, p, arrivedAt(p, d.wakeNow())) {
+			d.advertsBetween(d.wake.now, d.wake.woke)
+		}
+		d.dirty = true
+	}
 	for len(d.deferred) < maxDeferred {
 		b, ok := d.nextBatch()
 		if !ok {

@@ -401,3 +401,54 @@ func TestTakeoverAnnouncesBeforeItsExcludedVIPs(t *testing.T) {
 		t.Errorf("%d addresses held after the takeover, want 80", held)
 	}
 }
+
+// TestBatchOfStepDownsReadsOnBetweenChunks (issue 31's leave lab): one batch carries a
+// better master's advert for each of two masters here, each with 40 addresses (five
+// chunks). The first steps down and releases its addresses; the second's advert, next in
+// the same batch, is handled between the first's chunks, not after the last: its new
+// master adds its addresses a handoff delay after its own advert, and a host that goes
+// on holding them for the whole of another router's release holds them beside it.
+func TestBatchOfStepDownsReadsOnBetweenChunks(t *testing.T) {
+	h := newFakeHost()
+	d := newTestDaemon(t, h)
+	const n = 40
+	one, two := manyVIPs(n), make([]string, 0, n)
+	for i := range n {
+		two = append(two, fmt.Sprintf("10.99.1.%d/24", 100+i))
+	}
+	startDaemon(t, d, testInstance("VI_1", 1, 100, one...), testInstance("VI_2", 2, 100, two...))
+	advance(d, takeover(100))
+	if s := publishedStates(d); s != "VI_1=MASTER VI_2=MASTER" {
+		t.Fatalf("before the better masters: %s", s)
+	}
+	h.events = nil
+	h.onRelease = func() { time.Sleep(time.Millisecond) }
+	in := d.byName["VI_1"]
+	pkts := []transport.Packet{peerAdvert(t, 1, 150, one...), peerAdvert(t, 2, 150, two...)}
+	d.handleBatch(&batch{conn: in.conn, tc: in.conn.tc, pkts: pkts, n: len(pkts)}, takeover(100).Add(100*time.Millisecond))
+	if s := publishedStates(d); s != "VI_1=BACKUP VI_2=BACKUP" {
+		t.Fatalf("after the better masters: %s", s)
+	}
+	lastOne, firstTwo := -1, -1
+	for i, e := range h.events {
+		if !strings.HasPrefix(e, "remove ") {
+			continue
+		}
+		if strings.Contains(e, "10.99.0.") {
+			lastOne = i
+		}
+		if strings.Contains(e, "10.99.1.") && firstTwo < 0 {
+			firstTwo = i
+		}
+	}
+	if lastOne < 0 || firstTwo < 0 {
+		t.Fatalf("removes of VI_1 up to event %d, of VI_2 from %d:\n%s", lastOne, firstTwo, strings.Join(h.events, "\n"))
+	}
+	if firstTwo > lastOne {
+		t.Errorf("VI_2 stepped down after all of VI_1's %d addresses were released (events %d, %d): the rest of the batch waited for the release:\n%s",
+			n, lastOne, firstTwo, strings.Join(h.events, "\n"))
+	}
+	if held := h.heldList(); len(held) != 0 {
+		t.Errorf("%d addresses left: %v", len(held), held[:min(len(held), 5)])
+	}
+}

@@ -155,6 +155,10 @@ type Daemon struct {
 	busyReading bool
 	reloading   bool // reload is under way: readWhileBusy steps no master down
 	deferred    []deferredPacket
+	// current is the batch handleBatch is handling and currentNext its next packet:
+	// readWhileBusy handles the rest of it first.
+	current     *batch
+	currentNext int
 	// transitions wait for executeActs' end to be logged (logTransitions), reused.
 	transitions []loggedTransition
 
