@@ -95,6 +95,11 @@ type Config struct {
 	// takes its VIPs back without a moment on two nodes, at the price of HandoffDelay
 	// without a holder at that planned move.
 	BreakFirstPreempt bool
+	// HandoffAddresses is how many addresses a master of this router holds and a
+	// break-first takeover waits for the preempted master to remove (handoffWait): its
+	// VIPs and the addresses beyond them that the daemon adds on MASTER without
+	// advertising them (keepalived's virtual_ipaddress_excluded). Zero counts the VIPs.
+	HandoffAddresses int
 	// VIPs are the virtual addresses, all of one family (IPv4 only for v2), at most MaxVIPs,
 	// without duplicates. The prefix length says how to add them to the interface.
 	VIPs []netip.Prefix

@@ -140,9 +140,9 @@ func TestFirstPreemptionAfterHandoverBreaksFirst(t *testing.T) {
 	lower := advertFor(n, 253)
 	expect(t, "lower master", i.HandleAdvert(at(2*time.Second), lower, higher, nil), "")
 	got := i.HandleTimer(i.Deadline(), nil)
-	expect(t, "preempt", got, "Send(254) State(BACKUP->MASTER: master down timer expired) Arm(Adver_Timer@4.2578125s)")
+	expect(t, "preempt", got, "Send(254) State(BACKUP->MASTER: master down timer expired) Arm(Adver_Timer@4.2598125s)") // 250 ms and 1 ms a VIP
 	expect(t, "handoff", i.HandleTimer(i.Deadline(), nil),
-		"Send(254) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@5.2578125s)")
+		"Send(254) Add[10.99.0.100/24 10.99.0.101/24] Announce[10.99.0.100/24 10.99.0.101/24] Arm(Adver_Timer@5.2598125s)")
 
 	// The next preemption is the RFC's again.
 	expect(t, "higher master", i.HandleAdvert(at(6*time.Second), advertFor(n, 255), higher, nil),
@@ -224,8 +224,8 @@ func breakFirstPending(t *testing.T, noAdvert bool) (*Instance, *Advertisement, 
 	if i.State() != StateMaster || !i.VIPsPending() {
 		t.Fatalf("not a break-first master: %v, pending %v", i.State(), i.VIPsPending())
 	}
-	if want := took.Add(HandoffDelay(c.AdvertInterval)); !i.Deadline().Equal(want) {
-		t.Fatalf("VIPs due at %v, want HandoffDelay after the takeover, %v", i.Deadline().Sub(t0), want.Sub(t0))
+	if want := took.Add(HandoffDelay(c.AdvertInterval) + time.Duration(len(c.VIPs))*HandoffPerAddress); !i.Deadline().Equal(want) {
+		t.Fatalf("VIPs due at %v, want HandoffDelay and HandoffPerAddress a VIP after the takeover, %v", i.Deadline().Sub(t0), want.Sub(t0))
 	}
 	return i, lower, took
 }
@@ -236,7 +236,7 @@ func TestBreakFirstWaitsWhileThePreemptedMasterIsHeard(t *testing.T) {
 	// not after its own advertisement.
 	i, lower, took := breakFirstPending(t, false)
 	heard := took.Add(200 * time.Millisecond)
-	wait := HandoffDelay(i.Config().AdvertInterval)
+	wait := HandoffDelay(i.Config().AdvertInterval) + time.Duration(len(i.Config().VIPs))*HandoffPerAddress
 	expect(t, "the preempted master still advertising", i.HandleAdvert(heard, lower, higher, nil),
 		fmt.Sprintf("Send(254) Arm(Adver_Timer@%v)", heard.Add(wait).Sub(t0)))
 	expect(t, "the old deadline", i.HandleTimer(took.Add(wait), nil), "")
@@ -272,6 +272,35 @@ func TestBreakFirstAddsAfterOneMasterDownIntervalAtMost(t *testing.T) {
 		}
 		if added.IsZero() || added.Before(by) || added.Sub(by) > 100*time.Millisecond {
 			t.Errorf("lower_prio_no_advert %v: VIPs added at %v, want at the first wake-up from %v", noAdvert, added.Sub(t0), by.Sub(t0))
+		}
+	}
+}
+
+func TestBreakFirstWaitGrowsWithTheAddresses(t *testing.T) {
+	// A preempted master of a shared router removes hundreds of addresses: the wait adds
+	// HandoffPerAddress for each (its VIPs, or HandoffAddresses when the daemon holds
+	// more), up to one Master_Down_Interval.
+	for _, c := range []struct {
+		addresses int
+		want      time.Duration
+	}{
+		{0, 250*time.Millisecond + 2*HandoffPerAddress}, // the two VIPs
+		{180, 250*time.Millisecond + 180*HandoffPerAddress},
+		{5000, 0}, // capped: one Master_Down_Interval
+	} {
+		cfg := v2Config(254)
+		cfg.BreakFirstPreempt = true
+		cfg.HandoffAddresses = c.addresses
+		i := backupAt(t, cfg)
+		i.HandleAdvert(at(2*time.Second), advertFor(cfg, 253), higher, nil)
+		took := i.Deadline()
+		i.HandleTimer(took, nil)
+		want := c.want
+		if want == 0 {
+			want = i.MasterDownInterval()
+		}
+		if !i.VIPsPending() || i.Deadline().Sub(took) != want {
+			t.Errorf("%d addresses: VIPs pending %v, due %v after the takeover, want %v", c.addresses, i.VIPsPending(), i.Deadline().Sub(took), want)
 		}
 	}
 }

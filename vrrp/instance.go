@@ -353,6 +353,24 @@ func HandoffDelay(interval time.Duration) time.Duration {
 	return min(250*time.Millisecond, interval)
 }
 
+// HandoffPerAddress is what a break-first takeover adds to HandoffDelay for each address
+// the preempted master removes (Config.HandoffAddresses). The kernel removes an IPv6
+// address in about 0.1 ms on an idle host, but issue 31's join lab (four vrrpd, an API
+// server and a sampler on two cores) saw a preempted master take 200 ms to remove the
+// 180 addresses of a shared router, while the new master, its wait over, added them
+// faster: the later ones were on both hosts. Both go through the list in the same order,
+// so the new master stays behind the old one as long as it starts that much later.
+const HandoffPerAddress = time.Millisecond
+
+// handoffWait is how long a break-first takeover waits before adding the VIPs:
+// HandoffDelay, plus HandoffPerAddress for each address the preempted master removes,
+// at most a Master_Down_Interval (the VIPs are then unserved no longer than a failover
+// leaves them).
+func (i *Instance) handoffWait() time.Duration {
+	n := max(i.cfg.HandoffAddresses, len(i.cfg.VIPs))
+	return min(HandoffDelay(i.cfg.AdvertInterval)+time.Duration(n)*HandoffPerAddress, i.MasterDownInterval())
+}
+
 // takeOverBreakFirst is becomeMaster for the first preemption after a takeover, or for
 // every preemption with Config.BreakFirstPreempt (the Master_Down_Timer ran out while a
 // lower-priority master was advertising): the
@@ -366,7 +384,7 @@ func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
 	i.handoffBy = now.Add(i.MasterDownInterval())
 	out = i.send(i.priority, out)
 	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})
-	return i.arm(TimerAdvert, now.Add(HandoffDelay(i.cfg.AdvertInterval)), out)
+	return i.arm(TimerAdvert, now.Add(i.handoffWait()), out)
 }
 
 // extendHandoff is a break-first master, its VIPs still to be added, hearing a lower
@@ -377,7 +395,7 @@ func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
 // hears this one would hold them for good: at handoffBy (one Master_Down_Interval after
 // the takeover) they are added anyway, RFC 5798's make-before-break.
 func (i *Instance) extendHandoff(now time.Time, out []Action) []Action {
-	at := now.Add(HandoffDelay(i.cfg.AdvertInterval))
+	at := now.Add(i.handoffWait())
 	if at.After(i.handoffBy) {
 		at = i.handoffBy
 	}

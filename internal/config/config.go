@@ -275,5 +275,6 @@ func (a Instance) StateMachineConfig(primary netip.Addr) vrrp.Config {
 		V3ChecksumAsV2:     a.V3ChecksumAsV2,
 		HandoverOnly:       a.HandoverOnly,
 		BreakFirstPreempt:  a.BreakFirstPreempt,
+		HandoffAddresses:   len(a.VIPs) + len(a.ExcludedVIPs),
 	}
 }

@@ -367,7 +367,7 @@ func TestBreakFirstHoldsExcludedBack(t *testing.T) {
 	if held := h.heldList(); len(held) != 0 {
 		t.Errorf("at the break-first takeover %d addresses are on the interface, want none yet: %v", len(held), held[:min(len(held), 3)])
 	}
-	advance(d, takeoverAt.Add(vrrp.HandoffDelay(ic.AdvertInterval)))
+	advance(d, takeoverAt.Add(vrrp.HandoffDelay(ic.AdvertInterval)+time.Duration(len(ic.VIPs)+len(ic.ExcludedVIPs))*vrrp.HandoffPerAddress))
 	if held := len(h.heldList()); held != 21 {
 		t.Errorf("after the handoff delay %d addresses are held, want the VIP and its 20 excluded", held)
 	}
