@@ -17,19 +17,22 @@ import (
 	"github.com/vrrp-operator/vrrp-operator/api/v1alpha1"
 	"github.com/vrrp-operator/vrrp-operator/internal/placement"
 	"github.com/vrrp-operator/vrrp-operator/internal/sharing"
+	"github.com/vrrp-operator/vrrp-operator/internal/testing/vrrpdtest"
 )
 
 // movesSeamless turns issue 31's strict movement assertions on: not one 20 ms sample with
-// an address on two hosts, and no address without a holder for longer than one failover
-// (oneFailover), through a node's join, a node's leave and the switch of a per-Service
-// group to shared routers. Off while the labs are open work (requireScaleLab): with the
-// controller's move phases and vrrpd's hold-back in, a join's counts hold but its
-// preemptions after the second write still show addresses on two hosts for a moment (about
-// 4,000 address-samples at 2,000 Services), and a leave has gaps past one failover.
+// an address on two hosts, and no address without a holder for longer than one failover,
+// through a node's join, a node's leave and the switch of a per-Service group to shared
+// routers. One failover is measured in the same run where the lab can (TestMovementAtScale
+// ends with one: the time its last address took to be held again, which at this scale is
+// mostly the survivors' netlink adds), else oneFailover. Off while the labs are open work
+// (requireScaleLab): on the loaded 2-core lab host a join's or a leave's handover still
+// shows, in some runs, addresses on two hosts for a sample or a few.
 const movesSeamless = false
 
-// oneFailover is the longest one failover of the lab's groups takes: the
-// Master_Down_Interval of a backup at the lowest priority, with 100 ms adverts.
+// oneFailover is the Master_Down_Interval of a backup at the lowest priority with 100 ms
+// adverts: a failover's timer alone, the bound when no failover was measured in the run,
+// and a figure logged beside every movement.
 var oneFailover = masterDown(1)
 
 // TestMovementAtScale is issue 31's "movement": a group with routerSharing: Shared and 2,000
@@ -58,19 +61,20 @@ func TestMovementAtScale(t *testing.T) {
 
 	joined := []string{"m1", "m2", "m3", "m4"}
 	lab := t // the Node and the daemon outlive the subtest
+	var moves []movement
 	ok := t.Run("join", func(t *testing.T) {
 		before, _ := smp.holders()
 		from := time.Now()
 		labNodes(lab, scaleLabel, l.hosts["m4"])
 		daemons["m4"] = l.startDaemon(lab, "m4")
 		after := l.waitPlan(t, 2*time.Minute, 12, joined...)
-		l.checkMovement(t, smp, "m4 joining", before, after, three, joined, from)
+		moves = append(moves, l.checkMovement(t, smp, "m4 joining", before, after, three, joined, from))
 	})
 	if !ok {
 		return
 	}
 	left := []string{"m2", "m3", "m4"}
-	t.Run("leave", func(t *testing.T) {
+	ok = t.Run("leave", func(t *testing.T) {
 		before, _ := smp.holders()
 		from := time.Now()
 		var n corev1.Node
@@ -84,8 +88,79 @@ func TestMovementAtScale(t *testing.T) {
 		}
 		after := l.waitPlan(t, 2*time.Minute, 6, left...)
 		daemons["m1"].MustSignal(t, syscall.SIGTERM)
-		l.checkMovement(t, smp, "m1 leaving", before, after, joined, left, from)
+		moves = append(moves, l.checkMovement(t, smp, "m1 leaving", before, after, joined, left, from))
 	})
+	if !ok {
+		return
+	}
+	// One failover at the same scale, in the same lab: the survivor holding the most
+	// addresses is cut off and killed, and its last address to be held again by another
+	// is the bound of "no address unanswered for longer than one failover".
+	t.Run("failover", func(t *testing.T) {
+		failover := l.killBiggestHolder(t, smp, daemons, left)
+		for _, m := range moves {
+			t.Logf("%s: %d samples with two holders; longest without a holder %v, one failover here %v (its timer alone %v)",
+				m.event, m.doubles, m.longest.Round(time.Millisecond), failover.Round(time.Millisecond), oneFailover.Round(time.Millisecond))
+			if movesSeamless {
+				if m.doubles > 0 {
+					t.Errorf("%s: %d samples with an address on two hosts", m.event, m.doubles)
+				}
+				if m.longest > failover {
+					t.Errorf("%s: an address without a holder for %v, longer than the failover's %v", m.event, m.longest, failover)
+				}
+			}
+		}
+	})
+}
+
+// movement is what checkMovementOf saw of one event: the samples with an address on two
+// hosts and the longest time an address had no holder.
+type movement struct {
+	event   string
+	doubles int
+	longest time.Duration
+}
+
+// killBiggestHolder cuts the lab host among names that holds the most addresses off the
+// switch, SIGKILLs its vrrpd, and returns how long after that the last of its addresses
+// was held by another host.
+func (l *scaleLab) killBiggestHolder(t *testing.T, smp *holderSampler, daemons map[string]*vrrpd, names []string) time.Duration {
+	t.Helper()
+	held, _ := smp.holders()
+	count := map[string][]netip.Addr{}
+	for v, hs := range held {
+		if len(hs) == 1 {
+			count[hs[0]] = append(count[hs[0]], v)
+		}
+	}
+	victim := names[0]
+	for _, n := range names {
+		if len(count[n]) > len(count[victim]) {
+			victim = n
+		}
+	}
+	lost := count[victim]
+	port := switchPort(t, l.lab, l.hosts[victim])
+	smp.ignore(victim)
+	kill := time.Now()
+	if err := port.down(); err != nil {
+		t.Fatal(err)
+	}
+	daemons[victim].MustSignal(t, syscall.SIGKILL)
+	vrrpdtest.WaitFor(t, 30*time.Second, "every address of "+victim+" held by a survivor", func() bool {
+		for _, v := range lost {
+			if smp.heldAfter(v, kill).IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	var last time.Duration
+	for _, v := range lost {
+		last = max(last, smp.heldAfter(v, kill).Sub(kill))
+	}
+	t.Logf("failover: %s cut off and killed holding %d addresses; the last held by a survivor %v after", victim, len(lost), last.Round(time.Millisecond))
+	return last
 }
 
 // TestSwitchToSharedAtScale is issue 31's switch of an existing per-Service cluster to
@@ -126,7 +201,15 @@ func TestSwitchToSharedAtScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := l.waitPlan(t, 2*time.Minute, 6, names...)
-	l.checkMovementOf(t, smp, "the switch to Shared", served, before, after, names, names, from)
+	m := l.checkMovementOf(t, smp, "the switch to Shared", served, before, after, names, names, from)
+	if movesSeamless {
+		if m.doubles > 0 {
+			t.Errorf("%s: %d samples with an address on two hosts", m.event, m.doubles)
+		}
+		if m.longest > oneFailover {
+			t.Errorf("%s: an address without a holder for %v, longer than one failover (%v)", m.event, m.longest, oneFailover)
+		}
+	}
 }
 
 // vipList is the Services' addresses in key order.
@@ -139,17 +222,18 @@ func (l *scaleLab) vipList() []netip.Addr {
 }
 
 // checkMovement is checkMovementOf for every Service.
-func (l *scaleLab) checkMovement(t *testing.T, smp *holderSampler, event string, before map[netip.Addr][]string, after scalePlan, oldNodes, newNodes []string, from time.Time) {
+func (l *scaleLab) checkMovement(t *testing.T, smp *holderSampler, event string, before map[netip.Addr][]string, after scalePlan, oldNodes, newNodes []string, from time.Time) movement {
 	t.Helper()
-	l.checkMovementOf(t, smp, event, l.vipList(), before, after, oldNodes, newNodes, from)
+	return l.checkMovementOf(t, smp, event, l.vipList(), before, after, oldNodes, newNodes, from)
 }
 
 // checkMovementOf waits until every Service's address is on the master the new plan gives
 // it, for 3 s, and then checks the movement of the addresses watched (those held before):
 // the Services whose master changed must be exactly those whose rendezvous master changed
-// from oldNodes to newNodes, and each plan master must be the rendezvous top. It logs (and
-// with movesSeamless asserts) the doubles and the gaps since from.
-func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event string, watched []netip.Addr, before map[netip.Addr][]string, after scalePlan, oldNodes, newNodes []string, from time.Time) {
+// from oldNodes to newNodes, and each plan master must be the rendezvous top. It logs the
+// doubles and the gaps since from, and returns them for the caller to hold against one
+// failover.
+func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event string, watched []netip.Addr, before map[netip.Addr][]string, after scalePlan, oldNodes, newNodes []string, from time.Time) movement {
 	t.Helper()
 	key := map[netip.Addr]string{}
 	for k, v := range l.vips {
@@ -219,12 +303,5 @@ func (l *scaleLab) checkMovementOf(t *testing.T, smp *holderSampler, event strin
 	if moved != ideal || len(wrong) > 0 {
 		t.Errorf("%s: %d Services changed master, the rendezvous ideal is %d; %d differ from it, e.g. %v", event, moved, ideal, len(wrong), wrong[:min(len(wrong), 10)])
 	}
-	if movesSeamless {
-		if len(rec.doubles) > 0 {
-			t.Errorf("%s: %d samples with an address on two hosts", event, len(rec.doubles))
-		}
-		if long > 0 {
-			t.Errorf("%s: %d addresses without a holder for longer than one failover (%v), the longest %v", event, long, oneFailover, rec.unheld[worst])
-		}
-	}
+	return movement{event: event, doubles: len(rec.doubles), longest: rec.unheld[worst]}
 }

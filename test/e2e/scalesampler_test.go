@@ -241,7 +241,7 @@ type holderRecord struct {
 	// saw it held again), to find it in the daemons' logs.
 	unheldEnd map[netip.Addr]time.Time
 	unread    int
-	errs   []error
+	errs      []error
 }
 
 // record returns what was seen in [from, to].
