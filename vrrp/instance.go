@@ -43,11 +43,13 @@ type Instance struct {
 	// end of a takeover) and cleared when it next becomes Master: its first preemption
 	// then breaks before it makes (takeOverBreakFirst). lowerHeardAt is when a
 	// lower-priority master's advertisement was last discarded (preemption pending).
-	// pendingVIPs: Master, but the VIPs are added only when the Adver_Timer fires, at
-	// the latest at handoffBy (extendHandoff).
+	// pendingVIPs: Master, but the VIPs are added only by the first Adver_Timer from
+	// handoffAt on (a break-first takeover), which extendHandoff moves on to handoffBy at
+	// the latest.
 	afterHandover bool
 	lowerHeardAt  time.Time
 	pendingVIPs   bool
+	handoffAt     time.Time
 	handoffBy     time.Time
 
 	counters Counters
@@ -174,11 +176,11 @@ func (i *Instance) HandleTimer(now time.Time, out []Action) []Action {
 	switch {
 	case i.state == StateMaster && i.timer == TimerAdvert:
 		out = i.send(i.priority, out)
-		if i.pendingVIPs {
+		if i.pendingVIPs && !now.Before(i.handoffAt) {
 			i.pendingVIPs = false
 			out = append(out, Action{Kind: ActionAddVIPs, VIPs: i.cfg.VIPs}, Action{Kind: ActionAnnounce, VIPs: i.cfg.VIPs})
 		}
-		return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+		return i.armAdvert(now, out)
 	case i.state == StateBackup && i.timer == TimerMasterDown:
 		if (i.afterHandover || i.cfg.BreakFirstPreempt) && !i.lowerHeardAt.IsZero() && now.Sub(i.lowerHeardAt) <= i.MasterDownInterval() {
 			return i.takeOverBreakFirst(now, out)
@@ -378,38 +380,45 @@ func (i *Instance) handoffWait() time.Duration {
 // router adds them HandoffDelay later, when the Adver_Timer fires. The VIPs go unserved for
 // that long instead of being held by two routers while the other one reacts: at no moment
 // are they on two nodes.
+//
+// The wait can outlast an advertisement interval (handoffWait grows with the addresses):
+// the Adver_Timer keeps its interval meanwhile and adds the VIPs at its first expiry from
+// handoffAt on, or the other routers' Master_Down_Timers would run out on a master
+// silent for its whole wait (the join lab's first run with the longer wait: the holder
+// took the router back).
 func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
 	i.enterMaster()
 	i.pendingVIPs = true
+	i.handoffAt = now.Add(i.handoffWait())
 	i.handoffBy = now.Add(i.MasterDownInterval())
 	out = i.send(i.priority, out)
 	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})
-	return i.arm(TimerAdvert, now.Add(i.handoffWait()), out)
+	return i.armAdvert(now, out)
 }
 
 // extendHandoff is a break-first master, its VIPs still to be added, hearing a lower
 // priority (or 0) from another router: most likely the master it preempts, which sent
 // that before it heard this router's advertisement or while it resigns, and holds the
 // VIPs still. The wait for it to let go starts again from now, so the VIPs go on
-// HandoffDelay after the last sign of it rather than beside it. A router that never
-// hears this one would hold them for good: at handoffBy (one Master_Down_Interval after
-// the takeover) they are added anyway, RFC 5798's make-before-break.
-func (i *Instance) extendHandoff(now time.Time, out []Action) []Action {
+// handoffWait after the last sign of it rather than beside it. A router that never hears
+// this one would hold them for good: at handoffBy (one Master_Down_Interval after the
+// takeover) they are added anyway, RFC 5798's make-before-break.
+func (i *Instance) extendHandoff(now time.Time) {
 	at := now.Add(i.handoffWait())
 	if at.After(i.handoffBy) {
 		at = i.handoffBy
 	}
-	if !at.After(i.deadline) {
-		return out
+	if at.After(i.handoffAt) {
+		i.handoffAt = at
 	}
-	return i.arm(TimerAdvert, at, out)
 }
 
-// armAdvert arms the next advertisement an interval from now, unless a break-first
-// takeover's VIPs are still to be added: that earlier deadline stands.
+// armAdvert arms the next advertisement an interval from now, or at handoffAt when a
+// break-first takeover's VIPs are due before that.
 func (i *Instance) armAdvert(now time.Time, out []Action) []Action {
-	if i.pendingVIPs {
-		return out
+	next := now.Add(i.cfg.AdvertInterval)
+	if i.pendingVIPs && i.handoffAt.Before(next) {
+		next = i.handoffAt
 	}
-	return i.arm(TimerAdvert, now.Add(i.cfg.AdvertInterval), out)
+	return i.arm(TimerAdvert, next, out)
 }

@@ -156,7 +156,7 @@ func (i *Instance) masterAdvert(now time.Time, a *Advertisement, src netip.Addr,
 		out = i.send(i.priority, out)
 	}
 	if i.pendingVIPs {
-		return i.extendHandoff(now, out)
+		i.extendHandoff(now)
 	}
 	if quiet {
 		return out
