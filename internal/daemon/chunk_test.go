@@ -339,3 +339,77 @@ func TestAdvertDueInATakeoversWakeUpKeepsItsTimer(t *testing.T) {
 			(n+holdChunk-1)/holdChunk, n, time.Duration((n+holdChunk-1)/holdChunk)*h.addDelay, strings.Join(h.events, "\n"))
 	}
 }
+
+// TestTakeoversInOneWakeUpKeepAdvertising (issue 31's join lab): two routers take over in
+// one wake-up, each with excluded VIPs. While the first adds its addresses, the second's
+// first Adver_Timer falls due between the chunks, and with it, the first's: both must go
+// out, and go on every interval. The second's advert, sent before its own takeover list
+// ran, once went on to add its excluded VIPs there and then (its list's work, out of
+// order), nested in the first's add and ahead of the first's advert collected with it:
+// in the lab the first router went silent for 340 ms of its own takeover, long enough for
+// the joining node to take it as well.
+func TestTakeoversInOneWakeUpKeepAdvertising(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	var ics []config.Instance
+	// VI_1 takes over first and adds its addresses; VI_2, which heard a master since, is
+	// due in the same wake-up after it. VI_2's first Adver_Timer falls due 10 ms before
+	// VI_1's, and with Holds of 20 ms both are collected between the same two chunks,
+	// VI_2's first.
+	for k, c := range []struct {
+		prio uint8
+		iv   time.Duration
+	}{{254, 110 * time.Millisecond}, {250, 100 * time.Millisecond}} {
+		ic := testInstance(fmt.Sprintf("VI_%d", k+1), uint8(k+1), c.prio, fmt.Sprintf("10.99.0.%d/24", 100+k))
+		ic.AdvertInterval = c.iv
+		for i := range 100 {
+			ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.%d.0.%d/32", 10+k, 1+i)), Dev: "eth0"})
+		}
+		ics = append(ics, ic)
+	}
+	startDaemon(t, d, ics...)
+	vi2 := d.byName["VI_2"]
+	d.handleBatch(&batch{conn: vi2.conn, tc: vi2.conn.tc, pkts: []transport.Packet{peerAdvert(t, 2, 254, "10.99.0.101/24")}, n: 1}, t0.Add(50*time.Millisecond))
+	var last time.Time
+	for _, in := range d.instances {
+		if at, ok := d.timers.Armed(in.timerKey); ok && at.After(last) {
+			last = at
+		}
+	}
+	h.events = nil
+	h.addDelay = 20 * time.Millisecond // 13 Holds of excluded VIPs each: about 260 ms a router
+	d.fireTimers(last)
+	if s := publishedStates(d); strings.Count(s, "=MASTER") != 2 {
+		t.Fatalf("after the takeovers: %s", s)
+	}
+	adverts := map[string]int{}
+	for _, e := range h.events {
+		if strings.HasPrefix(e, "advert vrid ") {
+			adverts[strings.Fields(e)[2]]++
+		}
+	}
+	// Each router's adverts must be at most an interval apart (5 or 6 Holds of 20 ms),
+	// plus a Hold or two of slack: count the Holds between each router's adverts.
+	for _, vrid := range []string{"1", "2"} {
+		since, worst, adverts := -1, 0, 0
+		for _, e := range h.events {
+			switch {
+			case strings.HasPrefix(e, "advert vrid "+vrid+" "):
+				adverts++
+				since = 0
+			case strings.HasPrefix(e, "add ") && since >= 0:
+				since++
+				worst = max(worst, since)
+			}
+		}
+		if adverts < 2 || worst > 8 {
+			t.Errorf("VRID %s: %d adverts, up to %d Holds of %v apart, want at most 8 (its interval and some slack):\n%s",
+				vrid, adverts, worst, h.addDelay, strings.Join(h.events, "\n"))
+		}
+	}
+	for _, in := range d.instances {
+		if _, ok := d.timers.Armed(in.timerKey); !ok {
+			t.Errorf("%s: no timer armed after the takeovers", in.cfg.Name)
+		}
+	}
+}

@@ -729,6 +729,11 @@ func (d *Daemon) fireTimers(now time.Time) {
 			// their chunks (issue 31's leave lab: 420 ms of silence, and a backup took
 			// the router over beside it).
 			d.armAhead(o.in, f.acts)
+			// Its list is under way until finishFired carries out the rest: an advert it
+			// sends before then (between another instance's chunks) is not to do what
+			// follows from its state (executeActs' postamble: hundreds of excluded VIPs),
+			// which its own list does in its turn, after its VIPs.
+			o.in.executing++
 			f.next = 0
 			for f.next < len(f.acts) && f.acts[f.next].Kind == vrrp.ActionSendAdvert {
 				d.send(o.in, f.acts[f.next].Priority)
@@ -771,6 +776,7 @@ func (d *Daemon) fireTimers(now time.Time) {
 // instance due in the wake-up has sent its advertisements.
 func (d *Daemon) finishFired(f *firedTimer, now, woke time.Time) {
 	defer func() { f.in = nil }()
+	f.in.executing-- // fireTimers marked its list under way
 	if f.in.acted != f.acted {
 		// An advert read during an earlier instance's VIP work made this one act since
 		// (busyread.go): a takeover it stepped down from.

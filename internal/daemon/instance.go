@@ -575,6 +575,13 @@ func (d *Daemon) advertsWhileBusy() {
 	}
 	acts, due := d.acts, d.due
 	d.acts, d.due = d.holdActs, d.holdDue
+	// A call nested in this one (an advert sent here whose instance goes on to add or
+	// remove addresses, between whose chunks this runs again) gets scratch of its own:
+	// shared, it would overwrite the list of due instances this call is walking, and an
+	// instance already popped from the timer heap would never be sent. fireTimers keeps
+	// the case the join lab hit from nesting at all (a fired instance's list is under way
+	// until its turn); this keeps any other from losing an advert.
+	d.holdActs, d.holdDue = nil, nil
 	d.advertsBetween(d.wake.now, d.wake.woke)
 	d.holdActs, d.holdDue = d.acts, d.due
 	d.acts, d.due = acts, due
