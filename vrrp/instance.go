@@ -176,7 +176,7 @@ func (i *Instance) HandleTimer(now time.Time, out []Action) []Action {
 	switch {
 	case i.state == StateMaster && i.timer == TimerAdvert:
 		out = i.send(i.priority, out)
-		if i.pendingVIPs && !now.Before(i.handoffAt) {
+		if i.HandoffDue(now) {
 			i.pendingVIPs = false
 			out = append(out, Action{Kind: ActionAddVIPs, VIPs: i.cfg.VIPs}, Action{Kind: ActionAnnounce, VIPs: i.cfg.VIPs})
 		}
@@ -337,8 +337,15 @@ func (i *Instance) stop(out []Action) []Action {
 }
 
 // VIPsPending reports whether the instance is Master but adds its VIPs only when the
-// Adver_Timer next fires (a break-first takeover, takeOverBreakFirst).
+// Adver_Timer fires from HandoffAt on (a break-first takeover, takeOverBreakFirst).
 func (i *Instance) VIPsPending() bool { return i.pendingVIPs }
+
+// HandoffDue reports whether the Adver_Timer, fired at now, adds the VIPs of a
+// break-first takeover: a caller running many instances' adverts at once runs that one
+// (hundreds of addresses) after the others' adverts are out.
+func (i *Instance) HandoffDue(now time.Time) bool {
+	return i.pendingVIPs && !now.Before(i.handoffAt)
+}
 
 // HandoffDelay is how long a break-first takeover waits between its advertisement and
 // adding the VIPs, for an instance advertising every interval: time for the master it

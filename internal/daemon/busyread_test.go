@@ -452,3 +452,58 @@ func TestBatchOfStepDownsReadsOnBetweenChunks(t *testing.T) {
 		t.Errorf("%d addresses left: %v", len(held), held[:min(len(held), 5)])
 	}
 }
+
+// TestHandoffDueWithOtherAdvertsSendsThemFirst (issue 31's leave lab): a break-first
+// master's VIPs fall due (its handoff, hundreds of addresses) in the same collection of
+// due adverts as another master's advert. The other's advert goes first, and its timer is
+// back in the heap before the add begins, so it goes on advertising between the add's
+// chunks; handled in collection order, it waited out the whole add, popped from the heap,
+// and the lab's survivor went 664 ms without advertising two routers.
+func TestHandoffDueWithOtherAdvertsSendsThemFirst(t *testing.T) {
+	h := newFakeHost()
+	d := newRecordingDaemon(t, h)
+	ic := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	ic.BreakFirstPreempt = true
+	for i := range 100 {
+		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", 1+i)), Dev: "eth0"})
+	}
+	// VI_2 (500 ms adverts) takes over at 1.785 s and advertises at 3.785 s: 20 ms after
+	// VI_1's VIPs fall due (its takeover at 3.414 s, then 250 ms and 101 addresses).
+	other := testInstance("VI_2", 2, 110, "10.99.0.101/24")
+	other.AdvertInterval = 500 * time.Millisecond
+	startDaemon(t, d, ic, other)
+	in := d.byName["VI_1"]
+	d.handleBatch(&batch{conn: in.conn, tc: in.conn.tc, pkts: []transport.Packet{peerAdvert(t, 1, 100, "10.99.0.100/24")}, n: 1}, t0.Add(time.Second))
+	takeoverAt := takeover(150)
+	advance(d, takeoverAt)
+	if !in.sm.VIPsPending() {
+		t.Fatalf("VI_1 %v, VIPs pending %v: want a break-first MASTER", in.sm.State(), in.sm.VIPsPending())
+	}
+	due := in.sm.Deadline()
+	if want := takeoverAt.Add(vrrp.HandoffDelay(time.Second) + 101*vrrp.HandoffPerAddress); !due.Equal(want) {
+		t.Fatalf("VI_1's VIPs due at %v, want %v", due.Sub(t0), want.Sub(t0))
+	}
+	next, ok := d.timers.Armed(d.byName["VI_2"].timerKey)
+	if !ok || !next.After(due) || next.Sub(due) > 50*time.Millisecond {
+		t.Fatalf("VI_2's next advert at %v (armed %v), want within its slack after %v", next.Sub(t0), ok, due.Sub(t0))
+	}
+	advance(d, due.Add(-time.Millisecond))
+	h.events = nil
+	h.addDelay = 2 * time.Millisecond
+	d.fireTimers(due)
+	other2, firstAdd := -1, -1
+	for i, e := range h.events {
+		if e == "advert vrid 2 priority 110" && other2 < 0 {
+			other2 = i
+		}
+		if strings.HasPrefix(e, "add ") && firstAdd < 0 {
+			firstAdd = i
+		}
+	}
+	if other2 < 0 || firstAdd < 0 || other2 > firstAdd {
+		t.Errorf("VI_2's advert at event %d, VI_1's first add at %d: the advert must not wait for the handoff's addresses:\n%s", other2, firstAdd, strings.Join(h.events, "\n"))
+	}
+	if held := len(h.heldList()); held != 102 {
+		t.Errorf("%d addresses held after the handoff, want VI_1's 101 and VI_2's VIP", held)
+	}
+}

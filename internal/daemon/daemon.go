@@ -981,11 +981,22 @@ func (d *Daemon) collectAdvertsPast(now time.Time, past bool) {
 		latest = now
 	}
 	d.sends.hold()
+	var handoffs []*instance // rare: allocated only when a break-first takeover's VIPs are due
 	for _, in := range d.due {
+		if in.sm.HandoffDue(latest) {
+			// Its VIPs go on with this advert: hundreds of addresses, after which the
+			// others, popped from the heap, would only then be sent and re-armed.
+			handoffs = append(handoffs, in)
+			continue
+		}
 		d.acts = in.sm.HandleTimer(latest, d.acts[:0])
 		d.execute(in, latest)
 	}
 	d.flushSends()
+	for _, in := range handoffs {
+		d.acts = in.sm.HandleTimer(latest, d.acts[:0])
+		d.execute(in, latest)
+	}
 }
 
 // advertsBetween sends the advertisements that fell due while the loop or the timer
