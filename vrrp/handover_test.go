@@ -232,30 +232,39 @@ func breakFirstPending(t *testing.T, noAdvert bool) (*Instance, *Advertisement, 
 
 func TestBreakFirstWaitsWhileThePreemptedMasterIsHeard(t *testing.T) {
 	// The preempted master's advertisement arrives after the takeover (it had not heard
-	// ours yet): this router answers it at once and adds the VIPs HandoffDelay after it,
-	// not after its own advertisement.
+	// ours yet, or it advertises while it removes the VIPs): this router answers it at
+	// once and adds the VIPs HandoffDelay after it, not after its own advertisement.
 	i, lower, took := breakFirstPending(t, false)
 	heard := took.Add(200 * time.Millisecond)
 	wait := HandoffDelay(i.Config().AdvertInterval) + time.Duration(len(i.Config().VIPs))*HandoffPerAddress
 	expect(t, "the preempted master still advertising", i.HandleAdvert(heard, lower, higher, nil),
-		fmt.Sprintf("Send(254) Arm(Adver_Timer@%v)", heard.Add(wait).Sub(t0)))
-	expect(t, "the old deadline", i.HandleTimer(took.Add(wait), nil), "")
+		fmt.Sprintf("Send(254) Arm(Adver_Timer@%v)", heard.Add(HandoffDelay(i.Config().AdvertInterval)).Sub(t0)))
+	expect(t, "the first wait's end", i.HandleTimer(took.Add(wait), nil), "")
 	if !i.VIPsPending() {
-		t.Fatal("VIPs added at the first deadline, beside a master heard since")
+		t.Fatal("VIPs added at the first wait's end, beside a master heard since")
 	}
-	got := i.HandleTimer(heard.Add(wait), nil)
+	got := i.HandleTimer(heard.Add(HandoffDelay(i.Config().AdvertInterval)), nil)
 	if !strings.Contains(describe(got), "Add[10.99.0.100/24 10.99.0.101/24]") || i.VIPsPending() {
 		t.Errorf("HandoffDelay after the last advertisement heard: %s", describe(got))
 	}
+
+	// Heard right after the takeover, the preempted master does not cut the first wait
+	// short: it covers the removal of the addresses.
+	i, lower, took = breakFirstPending(t, false)
+	i.HandleAdvert(took.Add(time.Millisecond), lower, higher, nil)
+	if i.Deadline().Sub(took) != wait {
+		t.Errorf("heard at once: VIPs due %v after the takeover, want the first wait, %v", i.Deadline().Sub(took), wait)
+	}
 }
 
-func TestBreakFirstAddsAfterOneMasterDownIntervalAtMost(t *testing.T) {
-	// A preempted master that never hears this router keeps advertising: the VIPs go on
-	// one Master_Down_Interval after the takeover anyway (make before break, as RFC 5798
-	// does every time), not never. With lower_prio_no_advert nothing is sent in answer.
+func TestBreakFirstAddsAfterThreeMasterDownIntervalsAtMost(t *testing.T) {
+	// A preempted master that never hears this router keeps advertising (and serving the
+	// VIPs): they go on three Master_Down_Intervals after the takeover anyway (make before
+	// break, as RFC 5798 does every time), not never. With lower_prio_no_advert nothing is
+	// sent in answer.
 	for _, noAdvert := range []bool{false, true} {
 		i, lower, took := breakFirstPending(t, noAdvert)
-		by := took.Add(i.MasterDownInterval())
+		by := took.Add(3 * i.MasterDownInterval())
 		var added time.Time
 		for now := took.Add(100 * time.Millisecond); now.Before(by.Add(2 * time.Second)); now = now.Add(100 * time.Millisecond) {
 			got := i.HandleAdvert(now, lower, higher, nil)
@@ -263,7 +272,7 @@ func TestBreakFirstAddsAfterOneMasterDownIntervalAtMost(t *testing.T) {
 				t.Fatalf("lower_prio_no_advert %v: answer to a lower priority %s", noAdvert, describe(got))
 			}
 			if i.Deadline().After(by) {
-				t.Fatalf("VIPs due at %v, past one Master_Down_Interval after the takeover (%v)", i.Deadline().Sub(t0), by.Sub(t0))
+				t.Fatalf("VIPs due at %v, past three Master_Down_Intervals after the takeover (%v)", i.Deadline().Sub(t0), by.Sub(t0))
 			}
 			if got := i.HandleTimer(now, nil); strings.Contains(describe(got), "Add[") {
 				added = now

@@ -371,6 +371,12 @@ func HandoffDelay(interval time.Duration) time.Duration {
 // so the new master stays behind the old one as long as it starts that much later.
 const HandoffPerAddress = time.Millisecond
 
+// handoffExtensions bounds how long a break-first takeover keeps its VIPs back while it
+// still hears the master it preempts (extendHandoff), in Master_Down_Intervals from the
+// takeover: a loaded host that steps down late and then releases hundreds of addresses,
+// advertising as it goes, takes more than one.
+const handoffExtensions = 3
+
 // handoffWait is how long a break-first takeover waits before adding the VIPs:
 // HandoffDelay, plus HandoffPerAddress for each address the preempted master removes,
 // at most a Master_Down_Interval (the VIPs are then unserved no longer than a failover
@@ -397,21 +403,22 @@ func (i *Instance) takeOverBreakFirst(now time.Time, out []Action) []Action {
 	i.enterMaster()
 	i.pendingVIPs = true
 	i.handoffAt = now.Add(i.handoffWait())
-	i.handoffBy = now.Add(i.MasterDownInterval())
+	i.handoffBy = now.Add(handoffExtensions * i.MasterDownInterval())
 	out = i.send(i.priority, out)
 	out = append(out, Action{Kind: ActionStateChange, From: StateBackup, To: StateMaster, Reason: ReasonMasterDown})
 	return i.armAdvert(now, out)
 }
 
 // extendHandoff is a break-first master, its VIPs still to be added, hearing a lower
-// priority (or 0) from another router: most likely the master it preempts, which sent
-// that before it heard this router's advertisement or while it resigns, and holds the
-// VIPs still. The wait for it to let go starts again from now, so the VIPs go on
-// handoffWait after the last sign of it rather than beside it. A router that never hears
-// this one would hold them for good: at handoffBy (one Master_Down_Interval after the
-// takeover) they are added anyway, RFC 5798's make-before-break.
+// priority (or 0) from another router: the master it preempts, which sent that before it
+// heard this router's advertisement, or while it resigns, or (a vrrpd in the Kubernetes
+// mode) while it removes the VIPs after stepping down. It holds them still: they go on
+// HandoffDelay after the last sign of it, and never sooner than handoffWait after the
+// takeover. A router that never hears this one would advertise, and hold them, for good:
+// at handoffBy they are added anyway, RFC 5798's make-before-break, which costs nothing
+// the clients see while that router serves them.
 func (i *Instance) extendHandoff(now time.Time) {
-	at := now.Add(i.handoffWait())
+	at := now.Add(HandoffDelay(i.cfg.AdvertInterval))
 	if at.After(i.handoffBy) {
 		at = i.handoffBy
 	}

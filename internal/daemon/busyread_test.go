@@ -507,3 +507,54 @@ func TestHandoffDueWithOtherAdvertsSendsThemFirst(t *testing.T) {
 		t.Errorf("%d addresses held after the handoff, want VI_1's 101 and VI_2's VIP", held)
 	}
 }
+
+// TestSteppedDownAdvertisesWhileItReleases (issue 31's join lab): in the Kubernetes mode a
+// master that steps down for a better one advertises its own priority between the chunks
+// of its release, so that the better master, which waits to add the addresses, waits on
+// until they are gone; standalone it stays silent, as RFC 5798's backups do.
+func TestSteppedDownAdvertisesWhileItReleases(t *testing.T) {
+	for _, k8s := range []bool{true, false} {
+		h := newFakeHost()
+		d := newRecordingDaemon(t, h)
+		const n = 40 // five chunks
+		vips := manyVIPs(n)
+		ic := testInstance("VI_1", 1, 100, vips...)
+		ic.AdvertInterval = 100 * time.Millisecond
+		ic.BreakFirstPreempt = k8s
+		startDaemon(t, d, ic)
+		advance(d, t0.Add(vrrp.MasterDownInterval(100, ic.AdvertInterval)))
+		in := d.byName["VI_1"]
+		if in.sm.State() != vrrp.StateMaster {
+			t.Fatalf("VI_1 %v, want MASTER", in.sm.State())
+		}
+		h.events = nil
+		h.onRelease = func() { time.Sleep(10 * time.Millisecond) } // five chunks, 50 ms: two quarter intervals
+		d.handleBatch(&batch{conn: in.conn, tc: in.conn.tc, pkts: []transport.Packet{peerAdvert(t, 1, 150, vips...)}, n: 1}, t0.Add(5*time.Second))
+		if in.sm.State() != vrrp.StateBackup {
+			t.Fatalf("after the better master: %v", in.sm.State())
+		}
+		firstRm, lastRm, between := -1, -1, 0
+		for i, e := range h.events {
+			if strings.HasPrefix(e, "remove ") {
+				if firstRm < 0 {
+					firstRm = i
+				}
+				lastRm = i
+			}
+		}
+		for _, e := range h.events[max(firstRm, 0):max(lastRm, 0)] {
+			if e == "advert vrid 1 priority 100" {
+				between++
+			}
+		}
+		if k8s && between == 0 {
+			t.Errorf("Kubernetes mode: no advert of its own priority between the chunks of its release:\n%s", strings.Join(h.events, "\n"))
+		}
+		if !k8s && between != 0 {
+			t.Errorf("standalone: %d adverts sent as a backup during the release:\n%s", between, strings.Join(h.events, "\n"))
+		}
+		if held := h.heldList(); len(held) != 0 {
+			t.Errorf("%d addresses left after the release", len(held))
+		}
+	}
+}

@@ -155,6 +155,10 @@ type Daemon struct {
 	busyReading bool
 	reloading   bool // reload is under way: readWhileBusy steps no master down
 	deferred    []deferredPacket
+	// releasing is a router that stepped down and releases its addresses, advertising
+	// meanwhile (releasingFor), and releasingSent when it last did.
+	releasing     *instance
+	releasingSent time.Time
 	// current is the batch handleBatch is handling and currentNext its next packet:
 	// readWhileBusy handles the rest of it first.
 	current     *batch

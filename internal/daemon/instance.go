@@ -559,6 +559,7 @@ func (d *Daemon) release(holder string, vs []vip.VIP) error {
 		}
 		vs = vs[n:]
 		if len(vs) > 0 {
+			d.releaseAdvert()
 			d.advertsWhileBusy()
 		}
 	}
@@ -611,8 +612,40 @@ func (d *Daemon) removeVIPs(in *instance, ps []netip.Prefix) {
 	for _, p := range ps {
 		d.vipl = append(d.vipl, in.vipFor(p))
 	}
+	defer d.releasingFor(in)()
 	if err := d.release(in.cfg.Name, d.vipl); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) cannot remove VIPs", in.cfg.Name), "err", err)
+	}
+}
+
+// releasingFor makes in, a router that stepped down for a better master in the
+// Kubernetes mode (Config.BreakFirstPreempt), go on advertising its own priority between
+// the chunks of its release (releaseAdvert), and returns what ends that. The better
+// master, a vrrpd that preempted break-first and waits to add the addresses, hears a
+// lower priority and waits on (vrrp's extendHandoff) until the last of them is gone: its
+// wait alone, sized for a removal of about a millisecond an address, was short of a
+// loaded host's release of 180 (issue 31's join lab: 300 ms, and the later addresses on
+// both hosts). Backups below that priority take the adverts for a master's and re-arm
+// their timers; above it is only the new master. Standalone (keepalived's peers) a
+// backup stays silent, as RFC 5798 has it.
+func (d *Daemon) releasingFor(in *instance) func() {
+	if !in.cfg.BreakFirstPreempt || in.sm == nil || in.sm.State() != vrrp.StateBackup || d.releasing != nil {
+		return func() {}
+	}
+	d.releasing, d.releasingSent = in, time.Time{}
+	return func() { d.releasing = nil }
+}
+
+// releaseAdvert sends the releasing router's advert (releasingFor), at most every
+// quarter interval.
+func (d *Daemon) releaseAdvert() {
+	in := d.releasing
+	if in == nil || in.sm == nil || in.sm.State() != vrrp.StateBackup {
+		return
+	}
+	if now := time.Now(); now.Sub(d.releasingSent) >= in.cfg.AdvertInterval/4 {
+		d.releasingSent = now
+		d.send(in, in.sm.Priority())
 	}
 }
 
@@ -627,6 +660,7 @@ func (d *Daemon) excluded(in *instance, add bool) {
 		d.hold(in, excludedHolder(in), in.vips.excluded)
 		return
 	}
+	defer d.releasingFor(in)()
 	if err := d.release(excludedHolder(in), in.vips.excluded); err != nil {
 		d.log.Error(fmt.Sprintf("(%s) excluded VIPs", in.cfg.Name), "add", add, "err", err)
 	}
