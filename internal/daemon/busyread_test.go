@@ -26,9 +26,7 @@ func TestTakeoverReadsAdvertsBetweenChunks(t *testing.T) {
 	d := newTestDaemon(t, h)
 	busy := testInstance("VI_1", 1, 100, "10.99.0.100/24")
 	const n = 300
-	for i := range n {
-		busy.ExcludedVIPs = append(busy.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
-	}
+	busy.ExcludedVIPs = excludedRun(n)
 	startDaemon(t, d, busy, testInstance("VI_2", 2, 100, "10.99.0.101/24"), testInstance("VI_3", 3, 200, "10.99.0.102/24"))
 	vi2 := d.byName["VI_2"]
 	conn := vi2.conn
@@ -243,9 +241,7 @@ func TestOwnAdvertsDoNotStopTheAdd(t *testing.T) {
 	ic := testInstance("VI_1", 1, 100, "10.99.0.100/24")
 	ic.AdvertInterval = 10 * time.Millisecond
 	const n = 300
-	for i := range n {
-		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
-	}
+	ic.ExcludedVIPs = excludedRun(n)
 	startDaemon(t, d, ic)
 	h.events = nil
 	h.addDelay = 2 * time.Millisecond // 38 chunks: about 76 ms, seven of its intervals
@@ -309,20 +305,7 @@ func TestTakeoverAdvertisesBetweenItsOwnChunks(t *testing.T) {
 	h.events = nil
 	h.addDelay = 6 * time.Millisecond // five chunks: 30 ms, three of its intervals
 	advance(d, t0.Add(vrrp.MasterDownInterval(100, 10*time.Millisecond)))
-	firstAdd, lastAdd, between := -1, -1, 0
-	for i, e := range h.events {
-		if strings.HasPrefix(e, "add ") {
-			if firstAdd < 0 {
-				firstAdd = i
-			}
-			lastAdd = i
-		}
-	}
-	for _, e := range h.events[max(firstAdd, 0):max(lastAdd, 0)] {
-		if e == "advert vrid 1 priority 100" {
-			between++
-		}
-	}
+	firstAdd, between := advertsAmong(h.events, "add ", "advert vrid 1 priority 100")
 	if firstAdd < 0 || between == 0 {
 		t.Errorf("no advert of its own between the chunks of its takeover:\n%s", strings.Join(h.events, "\n"))
 	}
@@ -349,9 +332,7 @@ func TestBreakFirstHoldsExcludedBack(t *testing.T) {
 	d := newTestDaemon(t, h)
 	ic := testInstance("VI_1", 1, 150, "10.99.0.100/24")
 	ic.BreakFirstPreempt = true
-	for i := range 20 {
-		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", 1+i)), Dev: "eth0"})
-	}
+	ic.ExcludedVIPs = excludedRun(20)
 	startDaemon(t, d, ic)
 	in := d.byName["VI_1"]
 	// A lower-priority master advertises: VI_1 lets its Master_Down_Timer run out, then
@@ -464,9 +445,7 @@ func TestHandoffDueWithOtherAdvertsSendsThemFirst(t *testing.T) {
 	d := newRecordingDaemon(t, h)
 	ic := testInstance("VI_1", 1, 150, "10.99.0.100/24")
 	ic.BreakFirstPreempt = true
-	for i := range 100 {
-		ic.ExcludedVIPs = append(ic.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.1.%d/32", 1+i)), Dev: "eth0"})
-	}
+	ic.ExcludedVIPs = excludedRun(100)
 	// VI_2 (500 ms adverts) takes over at 1.785 s and advertises at 3.785 s: 20 ms after
 	// VI_1's VIPs fall due (its takeover at 3.414 s, then 250 ms and 101 addresses).
 	other := testInstance("VI_2", 2, 110, "10.99.0.101/24")
@@ -533,20 +512,7 @@ func TestSteppedDownAdvertisesWhileItReleases(t *testing.T) {
 		if in.sm.State() != vrrp.StateBackup {
 			t.Fatalf("after the better master: %v", in.sm.State())
 		}
-		firstRm, lastRm, between := -1, -1, 0
-		for i, e := range h.events {
-			if strings.HasPrefix(e, "remove ") {
-				if firstRm < 0 {
-					firstRm = i
-				}
-				lastRm = i
-			}
-		}
-		for _, e := range h.events[max(firstRm, 0):max(lastRm, 0)] {
-			if e == "advert vrid 1 priority 100" {
-				between++
-			}
-		}
+		_, between := advertsAmong(h.events, "remove ", "advert vrid 1 priority 100")
 		if k8s && between == 0 {
 			t.Errorf("Kubernetes mode: no advert of its own priority between the chunks of its release:\n%s", strings.Join(h.events, "\n"))
 		}
@@ -557,4 +523,34 @@ func TestSteppedDownAdvertisesWhileItReleases(t *testing.T) {
 			t.Errorf("%d addresses left after the release", len(held))
 		}
 	}
+}
+
+// excludedRun is n excluded VIPs on eth0, 10.99.1.1/32 up (250 to a /24).
+func excludedRun(n int) []config.VIP {
+	var out []config.VIP
+	for i := range n {
+		out = append(out, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
+	}
+	return out
+}
+
+// advertsAmong counts the events equal to advert between the first and the last event
+// that starts with edge (a run of adds or removes), and returns where that run began
+// (-1: none).
+func advertsAmong(events []string, edge, advert string) (first, between int) {
+	first, last := -1, -1
+	for i, e := range events {
+		if strings.HasPrefix(e, edge) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	for _, e := range events[max(first, 0):max(last, 0)] {
+		if e == advert {
+			between++
+		}
+	}
+	return first, between
 }

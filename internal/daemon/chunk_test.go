@@ -22,14 +22,8 @@ import (
 func TestManyVIPsAddedInChunks(t *testing.T) {
 	h := newFakeHost()
 	d := newRecordingDaemon(t, h)
-	fast := testInstance("VI_1", 1, 150, "10.99.0.100/24")
-	fast.AdvertInterval = 10 * time.Millisecond
-	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
 	const n = 300
-	for i := range n {
-		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
-	}
-	startDaemon(t, d, fast, many)
+	masterAndMany(t, d, 10*time.Millisecond, n)
 	advance(d, takeover(100).Add(-time.Millisecond)) // VI_1 master, advertising
 	if s := publishedStates(d); s != "VI_1=MASTER VI_2=BACKUP" {
 		t.Fatalf("before VI_2's takeover: %s", s)
@@ -147,9 +141,7 @@ func TestReloadAddsManyVIPsAdvertsBetween(t *testing.T) {
 		t.Fatalf("before the reload: %s", s)
 	}
 	const n = 300
-	for i := range n {
-		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
-	}
+	many.ExcludedVIPs = excludedRun(n)
 	h.events = nil
 	h.addDelay = 4 * time.Millisecond // each Hold: a few IPv6 adds on a loaded host
 	// A publication due now, ahead of VI_1's next advert in the heap.
@@ -287,14 +279,8 @@ func TestReloadExcludedVIPsDiffed(t *testing.T) {
 func TestAdvertDueInATakeoversWakeUpKeepsItsTimer(t *testing.T) {
 	h := newFakeHost()
 	d := newRecordingDaemon(t, h)
-	master := testInstance("VI_1", 1, 150, "10.99.0.100/24")
-	master.AdvertInterval = 100 * time.Millisecond
-	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
 	const n = 300
-	for i := range n {
-		many.ExcludedVIPs = append(many.ExcludedVIPs, config.VIP{Prefix: netip.MustParsePrefix(fmt.Sprintf("10.99.%d.%d/32", 1+i/250, 1+i%250)), Dev: "eth0"})
-	}
-	startDaemon(t, d, master, many)
+	masterAndMany(t, d, 100*time.Millisecond, n)
 	// Run up to VI_1's first Adver_Timer after VI_2's Master_Down_Timer, and fire both
 	// in one wake-up then, the takeover first.
 	down := takeover(100)
@@ -412,4 +398,16 @@ func TestTakeoversInOneWakeUpKeepAdvertising(t *testing.T) {
 			t.Errorf("%s: no timer armed after the takeovers", in.cfg.Name)
 		}
 	}
+}
+
+// masterAndMany starts VI_1 (10.99.0.100, priority 150, advertising every interval: it
+// becomes master first) and VI_2 (10.99.0.101 and n excluded VIPs, priority 100, every
+// second) on d.
+func masterAndMany(t *testing.T, d *Daemon, interval time.Duration, n int) {
+	t.Helper()
+	master := testInstance("VI_1", 1, 150, "10.99.0.100/24")
+	master.AdvertInterval = interval
+	many := testInstance("VI_2", 2, 100, "10.99.0.101/24")
+	many.ExcludedVIPs = excludedRun(n)
+	startDaemon(t, d, master, many)
 }
