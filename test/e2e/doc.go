@@ -15,8 +15,8 @@
 //
 // The scale labs of issue 31 (scalelab_test.go: failover, movement and the switch to shared
 // routers with 2,000 Services) take E2E_SCALE_SERVICES=N to run at N Services instead, to
-// see how the figures grow. They run only with E2E_SCALE_LABS=1 (make scale-labs): their
-// figures are issue 31's open work.
+// see how the figures grow. They are part of make test (about five minutes together);
+// make scale-labs runs them alone.
 //
 // The test needs root (namespaces) and the envtest binaries; it skips without them unless
 // CI=true, where it fails.

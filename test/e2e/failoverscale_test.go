@@ -41,7 +41,7 @@ const failoverBound = 2 * time.Second
 // the first echo reply; and the neighbour advertisements on the client's wire (count,
 // first and last, rate).
 //
-// Part of make test (about 80 s): the open labs (requireScaleLab) are the movement ones.
+// Part of make test (about 80 s), as the movement labs are (movescale_test.go).
 func TestFailoverAtScale(t *testing.T) {
 	names := []string{"f1", "f2", "f3"}
 	l := newScaleLab(t, v1alpha1.RouterSharingShared, 3, names...)

@@ -34,19 +34,6 @@ import (
 // any number. IPv6 also makes the failover's announcements neighbour advertisements,
 // which the capture reads like gratuitous ARPs.
 
-// requireScaleLab skips issue 31's movement labs (a node's join and leave, the switch to
-// shared routers) unless E2E_SCALE_LABS=1 (make scale-labs). They are the issue's open
-// acceptance figures (docs/design/router-sharing.md, Status item 10): a join and a leave
-// at 2,000 Services now settle in seconds, but with some addresses on two hosts and gaps
-// past one failover, so their strict assertions (movesSeamless) are off, and each takes
-// minutes. TestFailoverAtScale, whose bounds hold, runs in make test.
-func requireScaleLab(t *testing.T) {
-	t.Helper()
-	if os.Getenv("E2E_SCALE_LABS") != "1" {
-		t.Skip("issue 31's scale labs are open work: run them with E2E_SCALE_LABS=1 (make scale-labs)")
-	}
-}
-
 // scaleServices is the issue's 2,000, or E2E_SCALE_SERVICES (a measurement aid: the
 // figures at smaller scales show where the time goes; the tests' assertions are the same).
 var scaleServices = func() int {
