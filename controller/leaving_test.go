@@ -180,6 +180,30 @@ func leaveWrites(written []v1alpha1.KeepalivedGroupStatus, from int, before *v1a
 	return w1, w2, nil
 }
 
+// watchedLeaveWrites waits until the status watch has delivered both writes of a leave
+// (leaveWrites) and returns the statuses watched and the writes' indexes. The watch
+// delivers a write a moment after a Get has seen it: read at once, write 2 was missing
+// from a clean-clone run's log.
+func watchedLeaveWrites(t *testing.T, log *statusLog, from int, before *v1alpha1.KeepalivedGroupStatus, victim int) (written []v1alpha1.KeepalivedGroupStatus, w1, w2 int) {
+	t.Helper()
+	var errs []string
+	eventually(t, 30*time.Second, func() error {
+		written, errs = log.snapshot()
+		var err error
+		if w1, w2, err = leaveWrites(written, from, before, victim); err != nil {
+			t.Fatal(err)
+		}
+		if w1 < 0 || w2 < 0 {
+			return fmt.Errorf("writes 1 (%d) and 2 (%d) not both watched yet", w1, w2)
+		}
+		return nil
+	})
+	for _, e := range errs {
+		t.Error(e)
+	}
+	return written, w1, w2
+}
+
 // dropLabel removes key from the labels of Node name.
 func dropLabel(t *testing.T, name, key string) {
 	t.Helper()
@@ -298,14 +322,7 @@ func TestSharedLeaveDrainsFirst(t *testing.T) {
 			t.Errorf("%s is still mastered by the node that left", key)
 		}
 	}
-	written, errs := log.snapshot()
-	for _, e := range errs {
-		t.Error(e)
-	}
-	w1, w2, err := leaveWrites(written, from, &before, victim)
-	if err != nil || w1 < 0 || w2 < 0 {
-		t.Errorf("writes 1 (%d) and 2 (%d): %v", w1, w2, err)
-	}
+	written, w1, _ := watchedLeaveWrites(t, log, from, &before, victim)
 	// Write 2's moves are all on the node holding them: each member's new router's top
 	// is the master of the router it leaves.
 	for key, a := range vips {
@@ -353,14 +370,7 @@ func TestSharedLeaveDrainsWithoutMastership(t *testing.T) {
 		_, err := sharedView(getGroup(t, ns, "g"), vips, 3, 6)
 		return err
 	})
-	written, errs := log.snapshot()
-	for _, e := range errs {
-		t.Error(e)
-	}
-	w1, w2, err := leaveWrites(written, from, &before, victim)
-	if err != nil || w1 < 0 || w2 < 0 {
-		t.Fatalf("writes 1 (%d) and 2 (%d): %v", w1, w2, err)
-	}
+	_, w1, w2 := watchedLeaveWrites(t, log, from, &before, victim)
 	wait := moveWait(groupSettings(getGroup(t, ns, "g")))
 	log.mu.Lock()
 	gap := log.at[w2].Sub(log.at[w1])
