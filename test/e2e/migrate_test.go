@@ -385,9 +385,12 @@ func runMigration(t *testing.T, password, unicast bool, sharing v1alpha1.RouterS
 		})
 		t.Logf("converted to %d instances (shared routers and the Local Service's) %v after the takeover ended",
 			len(cur.Status.Instances), time.Since(convertedAt).Round(time.Millisecond))
-		if len(cur.Status.Instances) >= len(vips) {
-			t.Errorf("%d instances after the conversion for %d VIPs: nothing shared a router", len(cur.Status.Instances), len(vips))
-		}
+		// Every instance is a shared router or the Local Service's (the wait above). Whether
+		// two of the five others share one depends on where rendezvous hashing ranks them
+		// in this run's namespace: five Services land in five of the six (first, second)
+		// orders of three nodes one run in eleven, and a clean-clone run did. Logged, not
+		// asserted.
+		t.Logf("%d instances after the conversion for %d VIPs", len(cur.Status.Instances), len(vips))
 	}
 	wantVersion := 3
 	if password {
